@@ -1,0 +1,81 @@
+// Command spate is a load tester and benchmark for AI services.
+//
+// This package only wires the stages of DESIGN.md §2 together; every piece of
+// logic lives in a package named for what it does.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes promised by DESIGN.md §4.
+const (
+	exitOK        = 0
+	exitError     = 1
+	exitUsage     = 2
+	exitThreshold = 3
+)
+
+// exitErr carries the exit code a failure should end the process with.
+type exitErr struct {
+	code int
+	err  error
+}
+
+func (e *exitErr) Error() string { return e.err.Error() }
+func (e *exitErr) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitErr{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// execute runs the command line args and returns the process exit code.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		if ee.code == exitThreshold {
+			return exitThreshold
+		}
+		fmt.Fprintf(stderr, "spate: %v\n", ee.err)
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "spate: %v\n", err)
+	return exitError
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "spate",
+		Short:         "Load tester and benchmark for AI services",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exitErr{code: exitUsage, err: fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
+	})
+	root.AddCommand(newRunCmd(), newSimCmd())
+	return root
+}

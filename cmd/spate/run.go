@@ -1,0 +1,346 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spate-dev/spate/engine"
+	"github.com/spate-dev/spate/metrics"
+	"github.com/spate-dev/spate/openai"
+	"github.com/spate-dev/spate/plainhttp"
+	"github.com/spate-dev/spate/report"
+	"github.com/spate-dev/spate/result"
+	"github.com/spate-dev/spate/runner"
+	"github.com/spate-dev/spate/schedule"
+	"github.com/spate-dev/spate/threshold"
+	"github.com/spate-dev/spate/tokenizer"
+	"github.com/spate-dev/spate/workload"
+)
+
+// version is spate's version, recorded in every result.
+var version = "0.1.0-dev"
+
+// runFlags are the flags of spate run (DESIGN.md §4).
+type runFlags struct {
+	target, model, api, apiKey                 string
+	rate                                       float64
+	concurrency, maxConcurrency, requests      int
+	arrival                                    string
+	burstiness                                 float64
+	duration, warmup                           time.Duration
+	dataset, inputTokens, outputTokens         string
+	slo                                        string
+	thresholds                                 []string
+	out, records                               string
+	seed                                       uint64
+	stream                                     bool
+	ignoreEOS                                  string
+	timeout, idleTimeout, drainTimeout, lagBnd time.Duration
+	tokenizerSample                            int
+	method, path, body                         string
+	headers                                    []string
+	name, sutVersion                           string
+	quiet                                      bool
+	progressEvery                              time.Duration
+}
+
+func newRunCmd() *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Send load to a target and measure it",
+		Long: `Send load to an OpenAI-compatible server (or any HTTP service with --api http)
+and measure what users feel: time to first token, inter-token latency, time per
+output token, end-to-end latency (each also from the intended send time),
+throughput and goodput. Writes a result file (schema spate/result/v1).
+
+Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`,
+		Example: `  spate run --target http://127.0.0.1:8000/v1 --model M --api chat \
+    --rate 20 --arrival poisson --duration 60s --input-tokens 512:64 --output-tokens 128 \
+    --slo ttft=500ms,tpot=50ms --threshold 'p99(ttft) < 800ms' --out result.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.target, "target", "", "base URL of the API, e.g. http://127.0.0.1:8000/v1 (required)")
+	fl.StringVar(&f.model, "model", "", "model name to request (default: the first model the server lists)")
+	fl.StringVar(&f.api, "api", "chat", "API to drive: chat, completions, embeddings or http")
+	fl.StringVar(&f.apiKey, "api-key", "", "API key (default $OPENAI_API_KEY); never written anywhere")
+	fl.Float64Var(&f.rate, "rate", 0, "open loop: requests per second")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "closed loop: number of concurrent workers")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on requests in flight (0: none)")
+	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson or gamma")
+	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape: 1 is Poisson, <1 burstier, >1 more regular")
+	fl.DurationVar(&f.duration, "duration", 0, "how long to send after warm-up (default 30s unless --requests)")
+	fl.IntVar(&f.requests, "requests", 0, "how many requests to send after warm-up")
+	fl.DurationVar(&f.warmup, "warmup", 0, "warm-up sent first and left out of the figures")
+	fl.StringVar(&f.dataset, "dataset", "", "JSONL file of requests ({\"prompt\"|\"messages\"|\"body\": ...} a line)")
+	fl.StringVar(&f.inputTokens, "input-tokens", "256", "synthetic prompt length in tokens, MEAN[:SD]")
+	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output tokens to ask for (max_tokens), MEAN[:SD]; 0 for the server's default")
+	fl.StringVar(&f.slo, "slo", "", "per-request objectives for goodput, e.g. ttft=500ms,tpot=50ms (keys ttft, tpot, itl, e2e)")
+	fl.StringArrayVar(&f.thresholds, "threshold", nil, "pass/fail expression, e.g. 'p99(ttft) < 800ms' (repeatable; exit 3 if any fails)")
+	fl.StringVar(&f.out, "out", "spate-results/result.json", "result file to write")
+	fl.StringVar(&f.records, "records", "", "also write every request as a JSON line to this file")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the arrival schedule and the synthetic workload")
+	fl.BoolVar(&f.stream, "stream", true, "ask for streamed responses (--stream=false for whole responses)")
+	fl.StringVar(&f.ignoreEOS, "ignore-eos", "auto", "send ignore_eos so servers generate exactly max_tokens: auto (not to api.openai.com), true, false")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "timeout of one request")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", time.Minute, "fail a request whose response is silent this long")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", engine.DefaultDrainTimeout, "after the last send, how long to wait for requests in flight")
+	fl.DurationVar(&f.lagBnd, "lag-bound", metrics.DefaultLagBound, "schedule-lag p99 above which the run is marked invalid")
+	fl.IntVar(&f.tokenizerSample, "tokenizer-sample", 16, "count output tokens locally on every Nth request to check the server's usage (0: only when usage is missing)")
+	fl.StringVar(&f.method, "method", "", "--api http: request method (default GET, or POST with a body)")
+	fl.StringVar(&f.path, "path", "", "--api http: path appended to --target")
+	fl.StringVar(&f.body, "body", "", "--api http: request body")
+	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable)")
+	fl.StringVar(&f.name, "name", "main", "scenario name in the result")
+	fl.StringVar(&f.sutVersion, "sut-version", "", "version of the system under test, recorded in the result's provenance")
+	fl.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary")
+	fl.DurationVar(&f.progressEvery, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
+	return c
+}
+
+// plan turns flags into a runner.Plan, or a usage error.
+func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
+	var p runner.Plan
+	if f.target == "" {
+		return p, usageErr("--target is required, e.g. --target http://127.0.0.1:8000/v1")
+	}
+	if (f.rate > 0) == (f.concurrency > 0) {
+		return p, usageErr("give exactly one of --rate R (open loop) or --concurrency N (closed loop)")
+	}
+	if f.rate < 0 || f.concurrency < 0 || f.maxConcurrency < 0 || f.requests < 0 {
+		return p, usageErr("--rate, --concurrency, --max-concurrency and --requests must not be negative")
+	}
+	if f.maxConcurrency > 0 && f.concurrency > 0 {
+		return p, usageErr("--max-concurrency caps an open-loop --rate run; with --concurrency it has no meaning")
+	}
+	if f.duration < 0 || f.warmup < 0 {
+		return p, usageErr("--duration and --warmup must not be negative")
+	}
+	if f.duration == 0 && f.requests == 0 {
+		f.duration = 30 * time.Second
+	}
+	if f.rate > 0 {
+		if _, err := schedule.New(f.arrival, f.rate, f.burstiness, 0); err != nil {
+			return p, usageErr("--arrival/--rate/--burstiness: %v", err)
+		}
+	}
+	switch f.api {
+	case openai.Chat, openai.Completions, openai.Embeddings, "http":
+	default:
+		return p, usageErr("--api %q: use chat, completions, embeddings or http", f.api)
+	}
+	slo, err := metrics.ParseSLO(f.slo)
+	if err != nil {
+		return p, usageErr("--slo: %v", err)
+	}
+	for _, expr := range f.thresholds {
+		t, err := threshold.Parse(expr)
+		if err != nil {
+			return p, usageErr("--threshold: %v", err)
+		}
+		p.Thresholds = append(p.Thresholds, t)
+	}
+	in, err := workload.ParseLengths(f.inputTokens)
+	if err != nil {
+		return p, usageErr("--input-tokens %v", err)
+	}
+	out, err := workload.ParseLengths(f.outputTokens)
+	if err != nil {
+		return p, usageErr("--output-tokens %v", err)
+	}
+	headers := http.Header{}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return p, usageErr("--header %q: want 'Name: value'", h)
+		}
+		headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if f.apiKey == "" {
+		f.apiKey = os.Getenv("OPENAI_API_KEY")
+	}
+
+	// Workload.
+	var src workload.Source
+	if f.dataset != "" {
+		ds, err := workload.LoadDataset(f.dataset)
+		if err != nil {
+			return p, &exitErr{code: exitError, err: err}
+		}
+		src = workload.WithOutput(ds, out, f.seed)
+	} else {
+		src = workload.Synthetic{Input: in, Output: out, Seed: f.seed}
+	}
+
+	// Protocol client.
+	tok, err := tokenizer.CL100K()
+	if err != nil {
+		return p, err
+	}
+	switch f.api {
+	case openai.Chat, openai.Completions, openai.Embeddings:
+		ignore, err := ignoreEOS(f.ignoreEOS, f.target)
+		if err != nil {
+			return p, err
+		}
+		c, err := openai.New(openai.Config{
+			BaseURL: f.target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
+			IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
+			Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers,
+		})
+		if err != nil {
+			return p, usageErr("--target/--api: %v", err)
+		}
+		if f.model == "" {
+			ids, err := c.Models(cmd.Context())
+			if err != nil {
+				return p, fmt.Errorf("%w (or pass --model)", err)
+			}
+			if len(ids) == 0 {
+				return p, errors.New("the server lists no models: pass --model")
+			}
+			f.model = ids[0]
+			c, _ = openai.New(openai.Config{
+				BaseURL: f.target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
+				IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
+				Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers,
+			})
+		}
+		p.Client = c
+	case "http":
+		var body []byte
+		if f.body != "" {
+			body = []byte(f.body)
+		}
+		c, err := plainhttp.New(plainhttp.Config{
+			BaseURL: f.target, Method: strings.ToUpper(f.method), Path: f.path, Body: body,
+			Headers: headers, Timeout: f.timeout,
+		})
+		if err != nil {
+			return p, usageErr("--target: %v", err)
+		}
+		p.Client = c
+	default:
+		return p, usageErr("--api %q: use chat, completions, embeddings or http", f.api)
+	}
+
+	p.Stages = []runner.Stage{{
+		Name: f.name, Arrival: f.arrival, Rate: f.rate, Burstiness: f.burstiness,
+		Concurrency: f.concurrency, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
+		Requests: f.requests, Warmup: f.warmup, DrainTimeout: f.drainTimeout, SLO: slo, LagBound: f.lagBnd,
+	}}
+	if f.concurrency > 0 {
+		p.Stages[0].Arrival = ""
+	}
+	p.Source = src
+	p.Seed = f.seed
+	p.Version = version
+	p.Provenance = result.Provenance{Model: f.model, SUTVersion: f.sutVersion, Target: openai.Redact(f.target), API: f.api, Tokenizer: tok.Name()}
+	p.Config = result.Config{
+		Arrival: p.Stages[0].Arrival, Rate: f.rate, Concurrency: f.concurrency, MaxConcurrency: f.maxConcurrency,
+		Requests: f.requests, Dataset: f.dataset, Stream: f.stream, SLO: f.slo, Seed: f.seed, Thresholds: f.thresholds,
+		InputTokens: f.inputTokens, OutputTokens: f.outputTokens,
+	}
+	if f.arrival == "gamma" && f.concurrency == 0 {
+		p.Config.Burstiness = f.burstiness
+	}
+	if f.duration > 0 {
+		p.Config.Duration = f.duration.String()
+	}
+	if f.warmup > 0 {
+		p.Config.Warmup = f.warmup.String()
+	}
+	if f.dataset != "" {
+		p.Config.InputTokens = ""
+	}
+	if !f.quiet && f.progressEvery > 0 {
+		p.Progress, p.ProgressEvery = cmd.ErrOrStderr(), f.progressEvery
+	}
+	return p, nil
+}
+
+// ignoreEOS resolves --ignore-eos: auto sends it to every server but
+// OpenAI's own API, which rejects the field.
+func ignoreEOS(v, target string) (bool, error) {
+	switch v {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	case "auto":
+		u, err := url.Parse(target)
+		return err == nil && !strings.HasSuffix(u.Hostname(), "openai.com"), nil
+	}
+	return false, usageErr("--ignore-eos %q: use auto, true or false", v)
+}
+
+func runRun(cmd *cobra.Command, f *runFlags) error {
+	p, err := f.plan(cmd)
+	if err != nil {
+		return err
+	}
+	var recFile *os.File
+	if f.records != "" {
+		recFile, err = os.Create(f.records)
+		if err != nil {
+			return fmt.Errorf("opening --records file: %w", err)
+		}
+		defer recFile.Close()
+		p.Records = recFile
+	}
+	return execute1(cmd, p, f.out, f.quiet)
+}
+
+// execute1 runs a plan, writes its result and summary, and maps the outcome
+// to an exit code.
+func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool) error {
+	res, runErr := runner.Run(cmd.Context(), p)
+	if res == nil {
+		return runErr
+	}
+	if !quiet {
+		if err := report.Console(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+	}
+	if out != "" {
+		if err := result.Write(out, res); err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(cmd.OutOrStdout(), "result written to %s\n", out)
+		}
+	}
+	return outcomeErr(res, runErr)
+}
+
+// outcomeErr is the error, and so the exit code, a finished run ends with.
+func outcomeErr(res *result.Result, runErr error) error {
+	if runErr != nil {
+		return runErr
+	}
+	if res.Interrupted {
+		return errors.New("interrupted: partial result written")
+	}
+	ok, failed := 0, 0
+	for _, sc := range res.Scenarios {
+		ok += sc.Requests.Succeeded
+		failed += sc.Requests.Failed
+	}
+	if ok == 0 && failed > 0 {
+		return fmt.Errorf("no request succeeded (%d failed): see requests.errors in the result", failed)
+	}
+	if !res.ThresholdsPassed {
+		return &exitErr{code: exitThreshold, err: errors.New("thresholds failed")}
+	}
+	return nil
+}

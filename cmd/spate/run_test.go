@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/llmtest"
+	"github.com/spate-dev/spate/result"
+)
+
+// spate runs the command line in-process and returns its exit code and output.
+func spate(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := execute(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func readResult(t *testing.T, path string) *result.Result {
+	t.Helper()
+	r, err := result.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func within(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %.2f, want %.2f ± %.2f", what, got, want, tol)
+	}
+}
+
+func TestRunAgainstKnownServer(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 50 * time.Millisecond, ITL: 10 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "req.jsonl")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(),
+		"--rate", "40", "--arrival", "poisson", "--requests", "30", "--output-tokens", "9", "--input-tokens", "32:4",
+		"--slo", "ttft=500ms,tpot=50ms", "--threshold", "p99(ttft) < 800ms", "--threshold", "goodput >= 95%",
+		"--out", out, "--records", recs, "--api-key", "sk-supersecret-123", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	r := readResult(t, out)
+	if r.Schema != "spate/result/v1" || len(r.Scenarios) != 1 || r.Fingerprint == "" || r.Provenance.Model != "llmtest" {
+		t.Fatalf("result header: %+v", r)
+	}
+	sc := r.Scenarios[0]
+	if sc.Requests.Total != 30 || sc.Requests.Succeeded != 30 {
+		t.Fatalf("requests %+v", sc.Requests)
+	}
+	m := sc.Metrics
+	within(t, "ttft p50", m["ttft_ms"].P50, 50, 5)
+	within(t, "itl p50", m["itl_ms"].P50, 10, 3)
+	within(t, "tpot p50", m["tpot_ms"].P50, 10, 3)
+	within(t, "e2e p50", m["e2e_ms"].P50, 130, 8)
+	within(t, "e2e intended p50", m["e2e_intended_ms"].P50, 130, 8)
+	if m["ttft_intended_ms"].Count != 30 {
+		t.Errorf("ttft_intended count %d", m["ttft_intended_ms"].Count)
+	}
+	if !sc.Load.Valid || sc.Load.Mode != "open" || sc.Load.TargetRate != 40 {
+		t.Errorf("load %+v", sc.Load)
+	}
+	if sc.Tokens.OutputSource != "usage" || sc.Tokens.Output != 270 {
+		t.Errorf("tokens %+v", sc.Tokens)
+	}
+	if sc.Tokens.Discrepancy == nil || *sc.Tokens.Discrepancy != 0 {
+		t.Errorf("usage vs tokenizer discrepancy %v, want 0 (sampled)", sc.Tokens.Discrepancy)
+	}
+	if sc.Goodput.Fraction != 1 || len(sc.Thresholds) != 2 || !r.ThresholdsPassed {
+		t.Errorf("goodput %+v thresholds %+v", sc.Goodput, sc.Thresholds)
+	}
+	if _, ok := r.Histograms["main"]["ttft_ms"]; !ok {
+		t.Error("no mergeable TTFT histogram in the result")
+	}
+	lines, _ := os.ReadFile(recs)
+	if n := bytes.Count(lines, []byte("\n")); n != 30 {
+		t.Errorf("--records has %d lines, want 30", n)
+	}
+	raw, _ := os.ReadFile(out)
+	for _, b := range [][]byte{raw, lines, []byte(stdout), []byte(stderr)} {
+		if bytes.Contains(b, []byte("supersecret")) {
+			t.Fatal("the API key leaked into the output")
+		}
+	}
+	// The threshold expression is stored as written (no \u003c escapes).
+	if !bytes.Contains(raw, []byte(`"p99(ttft) < 800ms"`)) {
+		t.Error("threshold expression mangled in the result file")
+	}
+}
+
+func TestThresholdFailureExitsThree(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 30 * time.Millisecond, ITL: time.Millisecond, Tokens: 3})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, _ := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
+		"--concurrency", "2", "--requests", "6", "--threshold", "p99(ttft) < 5ms", "--out", out)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, stdout)
+	}
+	r := readResult(t, out)
+	if r.ThresholdsPassed || r.Scenarios[0].Thresholds[0].Pass || r.Scenarios[0].Thresholds[0].Value < 25 {
+		t.Fatalf("thresholds %+v", r.Scenarios[0].Thresholds)
+	}
+	if !strings.Contains(stdout, "✗ p99(ttft) < 5ms") || !strings.Contains(stdout, "thresholds: FAIL") {
+		t.Errorf("summary does not show the failed threshold:\n%s", stdout)
+	}
+}
+
+func TestCapBacklogMarksRunInvalid(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 40 * time.Millisecond, Tokens: 1})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
+		"--rate", "50", "--arrival", "constant", "--max-concurrency", "1", "--requests", "15", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
+	}
+	sc := readResult(t, out).Scenarios[0]
+	if sc.Load.Valid || sc.Load.InvalidCause != "concurrency_cap" {
+		t.Fatalf("load %+v: a cap that delays sends must make the run invalid", sc.Load)
+	}
+	e2e, intended := sc.Metrics["e2e_ms"], sc.Metrics["e2e_intended_ms"]
+	within(t, "send-time e2e p99", e2e.P99, 40, 10)
+	// 15 requests of 40 ms at 20 ms spacing: the last waits about 14×20 ms.
+	if intended.P99 < 200 {
+		t.Errorf("intended-time e2e p99 %.1f ms: the backlog is hidden", intended.P99)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	tests := [][]string{
+		{"run", "--rate", "1"},
+		{"run", "--target", "http://127.0.0.1:1/v1", "--rate", "1", "--concurrency", "2"},
+		{"run", "--target", "http://127.0.0.1:1/v1", "--rate", "1", "--threshold", "p99(ttft) < 8 parsecs"},
+		{"run", "--target", "http://127.0.0.1:1/v1", "--rate", "1", "--slo", "ttft"},
+		{"run", "--target", "http://127.0.0.1:1/v1", "--rate", "1", "--arrival", "weibull"},
+		{"run", "--target", "http://127.0.0.1:1/v1", "--concurrency", "1", "--api", "grpc"},
+		{"run", "--no-such-flag"},
+		{"run", "--target", "http://127.0.0.1:1/v1", "--rate", "x"},
+	}
+	for _, args := range tests {
+		code, _, stderr := spate(t, context.Background(), args...)
+		if code != 2 || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, stderr)
+		}
+	}
+}
+
+func TestUnreachableTargetFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, api := range []string{"chat", "http"} {
+		t0 := time.Now()
+		code, _, stderr := spate(t, context.Background(), "run", "--target", "http://"+addr+"/v1", "--model", "m",
+			"--api", api, "--rate", "5", "--duration", "1m", "--out", filepath.Join(t.TempDir(), "r.json"))
+		if code != 1 || !strings.Contains(stderr, "unreachable") {
+			t.Errorf("api %s: exit %d, stderr %q; want 1 and 'unreachable'", api, code, stderr)
+		}
+		if el := time.Since(t0); el > 10*time.Second {
+			t.Errorf("api %s: took %v to fail", api, el)
+		}
+	}
+}
+
+func TestInterruptWritesPartialResult(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, Tokens: 4})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(600*time.Millisecond, cancel)
+	t0 := time.Now()
+	code, _, stderr := spate(t, ctx, "run", "--target", srv.BaseURL(), "--model", "x",
+		"--rate", "20", "--duration", "1m", "--out", out, "--quiet")
+	if code != 1 || !strings.Contains(stderr, "interrupted") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	if el := time.Since(t0); el > 5*time.Second {
+		t.Fatalf("took %v to stop", el)
+	}
+	r := readResult(t, out)
+	if !r.Interrupted || r.Scenarios[0].Requests.Succeeded < 5 {
+		t.Fatalf("interrupted %v, requests %+v", r.Interrupted, r.Scenarios[0].Requests)
+	}
+}
+
+func TestAllRequestsFailingExitsOne(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{Status: 500})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
+		"--concurrency", "2", "--requests", "4", "--out", out, "--quiet")
+	if code != 1 || !strings.Contains(stderr, "no request succeeded") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+	r := readResult(t, out)
+	if r.Scenarios[0].Requests.Errors["http_500"] != 4 {
+		t.Fatalf("errors %+v", r.Scenarios[0].Requests.Errors)
+	}
+}
+
+func TestPlainHTTP(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--path", "/v1/models",
+		"--concurrency", "4", "--requests", "40", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d %s %s", code, stdout, stderr)
+	}
+	sc := readResult(t, out).Scenarios[0]
+	if sc.Requests.Succeeded != 40 || sc.Metrics["ttft_ms"].Count != 40 || sc.Metrics["e2e_ms"].Count != 40 {
+		t.Fatalf("requests %+v metrics %+v", sc.Requests, sc.Metrics)
+	}
+	var raw map[string]any
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+}

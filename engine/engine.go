@@ -1,0 +1,338 @@
+// Package engine drives load: it sends requests at their intended times
+// (open loop) or as fast as a fixed number of workers allow (closed loop),
+// through a protocol Client it knows nothing about, and hands every finished
+// record to a Sink.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spate-dev/spate/record"
+	"github.com/spate-dev/spate/schedule"
+	"github.com/spate-dev/spate/workload"
+)
+
+// Client sends one request. Do fills rec from rec.Sent on (the engine sets
+// Sent just before calling it): timestamps, token counts, and the error kind
+// on failure. It must return when ctx is done, marking the record
+// record.Cancelled if ctx was cancelled.
+type Client interface {
+	Do(ctx context.Context, req *workload.Request, rec *record.Record)
+}
+
+// ClientFunc adapts a function to a Client.
+type ClientFunc func(ctx context.Context, req *workload.Request, rec *record.Record)
+
+// Do calls f.
+func (f ClientFunc) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
+	f(ctx, req, rec)
+}
+
+var _ Client = ClientFunc(nil)
+
+// Sink receives the life of every request: Sent when it is sent, Record
+// when it is finished. Both are called from many goroutines at once.
+type Sink interface {
+	Sent(at, intended time.Time, warmup bool)
+	Record(rec *record.Record)
+}
+
+// Defaults for Config's drain timeouts.
+const (
+	DefaultDrainTimeout     = 30 * time.Second
+	DefaultInterruptedDrain = 2 * time.Second
+)
+
+// Config is one scenario's load.
+type Config struct {
+	// Pacer makes the run open-loop: request n is sent at Pacer's offset n.
+	Pacer schedule.Pacer
+	// Concurrency makes the run closed-loop with that many workers, each
+	// sending its next request when its last one finished.
+	Concurrency int
+	// MaxConcurrency caps requests in flight in an open-loop run (0: no
+	// cap). A request waiting for a slot keeps its intended time.
+	MaxConcurrency int
+	// Duration is how long to send after warm-up (0: until Requests).
+	Duration time.Duration
+	// Requests is how many requests to send after warm-up (0: until Duration).
+	Requests int
+	// Warmup is sent before the measurement and marked as warm-up.
+	Warmup time.Duration
+	// DrainTimeout bounds the wait for in-flight requests after the last
+	// send; those still running then are cancelled.
+	DrainTimeout time.Duration
+	// InterruptedDrain bounds that wait when the run's context is cancelled.
+	InterruptedDrain time.Duration
+
+	Source workload.Source
+	Client Client
+	Sink   Sink
+}
+
+// Outcome says how a run went.
+type Outcome struct {
+	Start, End  time.Time
+	Sent        uint64 // requests sent, warm-up included
+	Interrupted bool   // the run's context was cancelled before the end
+}
+
+func (c *Config) check() error {
+	switch {
+	case c.Pacer == nil && c.Concurrency <= 0:
+		return errors.New("engine: need a rate (open loop) or a concurrency (closed loop)")
+	case c.Pacer != nil && c.Concurrency > 0:
+		return errors.New("engine: a rate and a concurrency are exclusive: choose open or closed loop")
+	case c.Duration <= 0 && c.Requests <= 0:
+		return errors.New("engine: need a duration or a number of requests")
+	case c.Source == nil || c.Client == nil || c.Sink == nil:
+		return errors.New("engine: Source, Client and Sink are required")
+	case c.Duration < 0 || c.Requests < 0 || c.Warmup < 0 || c.MaxConcurrency < 0:
+		return errors.New("engine: negative duration, requests, warm-up or cap")
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.InterruptedDrain <= 0 {
+		c.InterruptedDrain = DefaultInterruptedDrain
+	}
+	return nil
+}
+
+// Run sends the load cfg describes and returns when every request sent has
+// been recorded. Cancelling ctx stops sending; requests in flight get
+// InterruptedDrain to finish and are then cancelled.
+func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	if err := cfg.check(); err != nil {
+		return Outcome{}, err
+	}
+	r := &run{cfg: cfg, pool: sync.Pool{New: func() any { return new(record.Record) }}}
+	// Requests outlive ctx by the drain; reqCancel ends them.
+	reqCtx, reqCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer reqCancel()
+	r.reqCtx = reqCtx
+	r.out.Start = time.Now()
+
+	var err error
+	if cfg.Pacer != nil {
+		err = r.openLoop(ctx)
+	} else {
+		err = r.closedLoop(ctx)
+	}
+	r.out.Interrupted = ctx.Err() != nil
+
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	drain := cfg.DrainTimeout
+	if r.out.Interrupted {
+		drain = cfg.InterruptedDrain
+	}
+	timer := time.NewTimer(drain)
+	defer timer.Stop()
+	var interrupt <-chan struct{}
+	if !r.out.Interrupted {
+		interrupt = ctx.Done()
+	}
+	select {
+	case <-done:
+	case <-timer.C:
+		reqCancel()
+		<-done
+	case <-interrupt:
+		// Interrupted while draining: drain briefly, then cancel.
+		r.out.Interrupted = true
+		timer.Reset(cfg.InterruptedDrain)
+		select {
+		case <-done:
+		case <-timer.C:
+			reqCancel()
+			<-done
+		}
+	}
+	r.out.End = time.Now()
+	r.out.Sent = r.sent.Load()
+	return r.out, err
+}
+
+type run struct {
+	cfg    Config
+	reqCtx context.Context
+	pool   sync.Pool
+	wg     sync.WaitGroup
+	sent   atomic.Uint64
+	out    Outcome
+}
+
+// send dispatches one request in its own goroutine; release, if not nil,
+// is called when it is finished.
+func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm bool, slotWait time.Duration, release func()) {
+	rec := r.pool.Get().(*record.Record)
+	rec.Reset()
+	rec.Seq, rec.Warmup, rec.Intended, rec.SlotWait, rec.Intent = n, warm, intended, slotWait, req.Intent
+	r.sent.Add(1)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.do(req, rec)
+		if release != nil {
+			release()
+		}
+	}()
+}
+
+// do sends req and records it, in the calling goroutine.
+func (r *run) do(req *workload.Request, rec *record.Record) {
+	rec.Sent = time.Now()
+	if rec.Intended.IsZero() {
+		rec.Intended = rec.Sent
+	}
+	r.cfg.Sink.Sent(rec.Sent, rec.Intended, rec.Warmup)
+	r.cfg.Client.Do(r.reqCtx, req, rec)
+	if rec.End.IsZero() {
+		rec.End = time.Now()
+	}
+	r.cfg.Sink.Record(rec)
+	r.pool.Put(rec)
+}
+
+func (r *run) openLoop(ctx context.Context) error {
+	cfg := r.cfg
+	var sem chan struct{}
+	if cfg.MaxConcurrency > 0 {
+		sem = make(chan struct{}, cfg.MaxConcurrency)
+	}
+	release := func() { <-sem }
+	if sem == nil {
+		release = nil
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	end := cfg.Warmup + cfg.Duration
+	measured := 0
+	var prev time.Duration
+	// capDebt is how long the loop has waited for slots since it was last
+	// on schedule: the part of the current lag the cap caused.
+	var capDebt time.Duration
+	for n := uint64(0); ; n++ {
+		off := cfg.Pacer.Pace(n, prev)
+		if off < prev {
+			return fmt.Errorf("engine: pacer went back in time at request %d", n)
+		}
+		prev = off
+		if cfg.Duration > 0 && off >= end {
+			return nil
+		}
+		warm := off < cfg.Warmup
+		if !warm {
+			if cfg.Requests > 0 && measured >= cfg.Requests {
+				return nil
+			}
+			measured++
+		}
+		req, err := cfg.Source.Request(n)
+		if err != nil {
+			return fmt.Errorf("making request %d: %w", n, err)
+		}
+		intended := r.out.Start.Add(off)
+		if d := time.Until(intended); d > 0 {
+			capDebt = 0 // ahead of schedule again: earlier waits no longer delay anyone
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return nil
+			}
+		} else if ctx.Err() != nil {
+			return nil
+		}
+		var wait time.Duration
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			default:
+				t0 := time.Now()
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return nil
+				}
+				capDebt += time.Since(t0)
+			}
+			// The lag the cap caused: every slot wait since the loop last
+			// was on schedule, as far as this request is late.
+			wait = min(capDebt, time.Since(intended))
+		}
+		r.send(req, n, intended, warm, wait, release)
+	}
+}
+
+func (r *run) closedLoop(ctx context.Context) error {
+	cfg := r.cfg
+	var next atomic.Uint64
+	var measured atomic.Int64
+	stopAt := r.out.Start.Add(cfg.Warmup + cfg.Duration)
+	var errOnce sync.Once
+	var firstErr error
+	var workers sync.WaitGroup
+	allSent := make(chan struct{}) // closed when the last measured request is dispatched
+	var allSentOnce sync.Once
+	for w := 0; w < cfg.Concurrency; w++ {
+		workers.Add(1)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer workers.Done()
+			for ctx.Err() == nil {
+				now := time.Now()
+				if cfg.Duration > 0 && !now.Before(stopAt) {
+					return
+				}
+				warm := now.Sub(r.out.Start) < cfg.Warmup
+				if !warm && cfg.Requests > 0 {
+					m := measured.Add(1)
+					if m > int64(cfg.Requests) {
+						return
+					}
+					if m == int64(cfg.Requests) {
+						allSentOnce.Do(func() { close(allSent) })
+					}
+				}
+				n := next.Add(1) - 1
+				req, err := cfg.Source.Request(n)
+				if err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("making request %d: %w", n, err) })
+					return
+				}
+				rec := r.pool.Get().(*record.Record)
+				rec.Reset()
+				rec.Seq, rec.Warmup, rec.Intent = n, warm, req.Intent
+				r.sent.Add(1)
+				r.do(req, rec)
+			}
+		}()
+	}
+	// Sending stops at the deadline, on interruption, or when every worker
+	// has run out of requests; Run then drains what is in flight.
+	idle := make(chan struct{})
+	go func() { workers.Wait(); close(idle) }()
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(time.Until(stopAt))
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-idle:
+	case <-allSent:
+	case <-deadline:
+	case <-ctx.Done():
+	}
+	errOnce.Do(func() {})
+	return firstErr
+}

@@ -1,0 +1,90 @@
+package record
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// line is one record as written to --records JSONL. Times are milliseconds
+// from the start of the run; latencies are milliseconds.
+type line struct {
+	Seq          uint64    `json:"seq"`
+	Scenario     string    `json:"scenario"`
+	Warmup       bool      `json:"warmup,omitempty"`
+	IntendedMS   float64   `json:"intended_ms"`
+	SentMS       float64   `json:"sent_ms"`
+	TTFTms       *float64  `json:"ttft_ms,omitempty"`
+	E2Ems        float64   `json:"e2e_ms"`
+	TPOTms       *float64  `json:"tpot_ms,omitempty"`
+	ITLms        []float64 `json:"itl_ms,omitempty"`
+	InputTokens  int       `json:"input_tokens"`
+	OutputTokens int       `json:"output_tokens"`
+	OutputSource string    `json:"output_source"`
+	Status       int       `json:"status,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	ErrorMessage string    `json:"error_message,omitempty"`
+	Intent       string    `json:"intent,omitempty"`
+}
+
+// Writer writes records as JSON lines. It is safe for concurrent use.
+type Writer struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	start time.Time
+	err   error
+	buf   []float64
+}
+
+// NewWriter returns a Writer to w; times are written relative to start.
+func NewWriter(w io.Writer, start time.Time) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10), start: start}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Write appends r, labelled with its scenario.
+func (w *Writer) Write(scenario string, r *Record) {
+	l := line{
+		Seq: r.Seq, Scenario: scenario, Warmup: r.Warmup,
+		IntendedMS: ms(r.Intended.Sub(w.start)), SentMS: ms(r.Sent.Sub(w.start)), E2Ems: ms(r.E2E()),
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, OutputSource: r.OutputSource.String(),
+		Status: r.Status, Error: string(r.Err), ErrorMessage: r.ErrMsg, Intent: r.Intent,
+	}
+	if t, ok := r.TTFT(); ok {
+		v := ms(t)
+		l.TTFTms = &v
+	}
+	if t, ok := r.TPOT(); ok {
+		v := ms(t)
+		l.TPOTms = &v
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = w.buf[:0]
+	for _, g := range r.Gaps {
+		w.buf = append(w.buf, ms(g))
+	}
+	l.ITLms = w.buf
+	b, err := json.Marshal(l)
+	if err == nil {
+		b = append(b, '\n')
+		_, err = w.w.Write(b)
+	}
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("writing records: %w", err)
+	}
+}
+
+// Flush writes buffered records and returns the first error seen.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.w.Flush(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("writing records: %w", err)
+	}
+	return w.err
+}

@@ -1,0 +1,167 @@
+// Package record defines the per-request record that flows from a protocol
+// client, through the engine, to metrics: the timestamps and counts of one
+// request, and nothing that interprets them.
+package record
+
+import "time"
+
+// ErrorKind classifies a failed request. The empty kind means success.
+type ErrorKind string
+
+// Error kinds, as reported under requests.errors in the result file. HTTP
+// status errors are reported as "http_<code>" (see HTTPStatus).
+const (
+	OK            ErrorKind = ""
+	Timeout       ErrorKind = "timeout"
+	Connect       ErrorKind = "connect"
+	StreamBroken  ErrorKind = "stream_broken"
+	EmptyOutput   ErrorKind = "empty_output"
+	RateLimited   ErrorKind = "http_429"
+	BadResponse   ErrorKind = "bad_response"
+	Cancelled     ErrorKind = "cancelled"
+	RequestFailed ErrorKind = "request_failed"
+)
+
+// HTTPStatus returns the error kind of an HTTP error status.
+func HTTPStatus(code int) ErrorKind {
+	switch {
+	case code == 429:
+		return RateLimited
+	case code >= 400 && code < 600:
+		return ErrorKind(httpKinds[code-400])
+	}
+	return ErrorKind("http_" + itoa(code))
+}
+
+var httpKinds = func() [200]string {
+	var k [200]string
+	for i := range k {
+		k[i] = "http_" + itoa(400+i)
+	}
+	return k
+}()
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}
+
+// TokenSource says where a request's output token count came from.
+type TokenSource uint8
+
+// Token sources.
+const (
+	TokensNone      TokenSource = iota // no count (e.g. failed before output)
+	TokensUsage                        // the server's usage field
+	TokensTokenizer                    // the local tokenizer
+)
+
+// String names the source as the result file does.
+func (s TokenSource) String() string {
+	switch s {
+	case TokensUsage:
+		return "usage"
+	case TokensTokenizer:
+		return "tokenizer"
+	}
+	return "none"
+}
+
+// Record is what happened to one request. A protocol client fills the fields
+// from Sent on; the engine fills Seq, Intended, Sent and Warmup. Slices are
+// reused between requests: consumers must not keep them.
+type Record struct {
+	Seq      uint64
+	Warmup   bool      // sent during warm-up: excluded from figures
+	Intended time.Time // scheduled send time (equal to Sent in closed loop)
+	// SlotWait is the part of the schedule lag caused by waiting for
+	// --max-concurrency slots, this request's or earlier ones' that put the
+	// generator behind schedule.
+	SlotWait time.Duration
+	Sent     time.Time // when the client started sending the request
+	Written  time.Time // when the request was fully written (zero if never)
+
+	FirstToken     time.Time // first content-bearing event (any kind)
+	FirstReasoning time.Time // first reasoning-text event
+	FirstAnswer    time.Time // first answer-text or tool-call event
+	End            time.Time // end of response (or of the failure)
+
+	// Gaps holds the inter-token latencies: gaps between successive
+	// content-bearing events.
+	Gaps []time.Duration
+	// ChunkTokens holds the token count of each content-bearing event, when
+	// known (see FillChunkTokens in the client); may be empty.
+	ChunkTokens []int32
+	// Chunks is the number of content-bearing events.
+	Chunks int
+
+	InputTokens     int
+	OutputTokens    int
+	OutputSource    TokenSource
+	UsageTokens     int // output tokens per usage, -1 when absent
+	TokenizerTokens int // output tokens per local tokenizer, -1 when not counted
+	Status          int // HTTP status, 0 when none
+	Err             ErrorKind
+	ErrMsg          string
+	Model           string // model id reported by the server, if any
+	Intent          string // workload label, "" when none
+	RequestedOutput int    // max_tokens asked for
+}
+
+// Reset clears r for reuse, keeping its slices' capacity.
+func (r *Record) Reset() {
+	gaps, ct := r.Gaps[:0], r.ChunkTokens[:0]
+	*r = Record{Gaps: gaps, ChunkTokens: ct, UsageTokens: -1, TokenizerTokens: -1}
+}
+
+// Failed reports whether the request failed.
+func (r *Record) Failed() bool { return r.Err != OK }
+
+// Fail marks the request failed with kind and message, at time t.
+func (r *Record) Fail(kind ErrorKind, msg string, t time.Time) {
+	r.Err, r.ErrMsg = kind, msg
+	if r.End.IsZero() {
+		r.End = t
+	}
+}
+
+// TTFT is the time from send to the first content-bearing event.
+func (r *Record) TTFT() (time.Duration, bool) {
+	if r.FirstToken.IsZero() {
+		return 0, false
+	}
+	return r.FirstToken.Sub(r.Sent), true
+}
+
+// E2E is the time from send to the end of the response.
+func (r *Record) E2E() time.Duration { return r.End.Sub(r.Sent) }
+
+// TPOT is (E2E − TTFT) / (output_tokens − 1), for requests with at least
+// two output tokens.
+func (r *Record) TPOT() (time.Duration, bool) {
+	ttft, ok := r.TTFT()
+	if !ok || r.OutputTokens < 2 {
+		return 0, false
+	}
+	return (r.E2E() - ttft) / time.Duration(r.OutputTokens-1), true
+}
+
+// Lag is the schedule lag: actual send minus intended send.
+func (r *Record) Lag() time.Duration { return r.Sent.Sub(r.Intended) }

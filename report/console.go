@@ -1,0 +1,136 @@
+// Package report formats results for people: a console summary now, and
+// the other formats as they land.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spate-dev/spate/metrics"
+	"github.com/spate-dev/spate/result"
+)
+
+// rows are the latency lines of the summary table, in order.
+var rows = []struct{ key, label string }{
+	{metrics.TTFT, "TTFT"},
+	{metrics.TTFTIntended, "TTFT (intended)"},
+	{metrics.FirstReasoning, "first reasoning"},
+	{metrics.FirstAnswer, "first answer"},
+	{metrics.ITL, "ITL"},
+	{metrics.TPOT, "TPOT"},
+	{metrics.E2E, "E2E"},
+	{metrics.E2EIntended, "E2E (intended)"},
+}
+
+// Console writes a plain-text summary of r.
+func Console(w io.Writer, r *result.Result) error {
+	var b strings.Builder
+	for i := range r.Scenarios {
+		scenario(&b, &r.Scenarios[i])
+	}
+	verdict := "PASS"
+	if !r.ThresholdsPassed {
+		verdict = "FAIL"
+	}
+	n := 0
+	for _, sc := range r.Scenarios {
+		n += len(sc.Thresholds)
+	}
+	if n > 0 {
+		fmt.Fprintf(&b, "thresholds: %s\n", verdict)
+	}
+	if r.Interrupted {
+		b.WriteString("interrupted: the result holds what was measured until then\n")
+	}
+	fmt.Fprintf(&b, "model %s · fingerprint %s\n", orDash(r.Provenance.Model), r.Fingerprint)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func scenario(b *strings.Builder, sc *result.Scenario) {
+	l := sc.Load
+	load := ""
+	if l.Mode == "open" {
+		load = fmt.Sprintf("open loop, %s %.4g req/s (achieved %.4g)", l.Arrival, l.TargetRate, l.AchievedRate)
+		if l.MaxConcurrency > 0 {
+			load += fmt.Sprintf(", max %d in flight", l.MaxConcurrency)
+		}
+	} else {
+		load = fmt.Sprintf("closed loop, %d concurrent (%.4g req/s sent)", l.Concurrency, l.AchievedRate)
+	}
+	fmt.Fprintf(b, "── %s ── %s, %.1f s\n", sc.Name, load, sc.DurationS)
+	rq := sc.Requests
+	fmt.Fprintf(b, "requests   %d sent, %d ok, %d failed", rq.Total, rq.Succeeded, rq.Failed)
+	if rq.Cancelled > 0 {
+		fmt.Fprintf(b, ", %d cancelled", rq.Cancelled)
+	}
+	if rq.Warmup > 0 {
+		fmt.Fprintf(b, " (+%d warm-up)", rq.Warmup)
+	}
+	if len(rq.Errors) > 0 {
+		kinds := make([]string, 0, len(rq.Errors))
+		for k, v := range rq.Errors {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(b, " [%s]", strings.Join(kinds, ", "))
+	}
+	b.WriteString("\n")
+	t := sc.Throughput
+	fmt.Fprintf(b, "throughput %.2f req/s · %.0f in + %.0f out = %.0f tok/s (output tokens from %s)\n",
+		t.RequestsPerS, t.InputTokensPerS, t.OutputTokensPerS, t.TotalTokensPerS, sc.Tokens.OutputSource)
+	if len(sc.Goodput.SLOms) > 0 {
+		var slo []string
+		for k, v := range sc.Goodput.SLOms {
+			slo = append(slo, fmt.Sprintf("%s≤%gms", k, v))
+		}
+		sort.Strings(slo)
+		fmt.Fprintf(b, "goodput    %.1f %% (%.2f req/s) within %s\n", 100*sc.Goodput.Fraction, sc.Goodput.RequestsPerS, strings.Join(slo, " "))
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "ms\tcount\tmean\tp50\tp90\tp99\tp99.9\tmax\t")
+	for _, row := range rows {
+		d, ok := sc.Metrics[row.key]
+		if !ok || d.Count == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", row.label, d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
+	}
+	if d := l.ScheduleLagMS; d.Count > 0 {
+		fmt.Fprintf(tw, "schedule lag\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
+	}
+	tw.Flush()
+	if d, ok := sc.Metrics[metrics.TokensPerChunk]; ok && d.Count > 0 {
+		fmt.Fprintf(b, "tokens per chunk: mean %.2f, p50 %.0f, max %.0f\n", d.Mean, d.P50, d.Max)
+	}
+	if l.Valid {
+		fmt.Fprintf(b, "measurement: valid (schedule lag p99 %.2f ms ≤ %.0f ms)\n", l.ScheduleLagMS.P99, l.LagBoundMS)
+	} else {
+		fmt.Fprintf(b, "measurement: INVALID (%s): %s\n", l.InvalidCause, l.InvalidReason)
+	}
+	for _, th := range sc.Thresholds {
+		mark := "✓"
+		if !th.Pass {
+			mark = "✗"
+		}
+		if th.Err != "" {
+			fmt.Fprintf(b, "  %s %s (%s)\n", mark, th.Expr, th.Err)
+		} else {
+			fmt.Fprintf(b, "  %s %s (%.4g)\n", mark, th.Expr, th.Value)
+		}
+	}
+	for _, w := range sc.Warnings {
+		fmt.Fprintf(b, "warning: %s\n", w)
+	}
+	b.WriteString("\n")
+}

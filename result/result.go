@@ -1,0 +1,224 @@
+// Package result defines spate's result file (schema "spate/result/v1",
+// DESIGN.md §4) and reads and writes it. It holds types and I/O only; the
+// figures are computed by package metrics.
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spate-dev/spate/threshold"
+)
+
+// Schema is the value of the schema field of every result file.
+const Schema = "spate/result/v1"
+
+// Result is one run: one scenario per stage.
+type Result struct {
+	Schema       string    `json:"schema"`
+	SpateVersion string    `json:"spate_version"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
+	// Interrupted is true when the run was stopped early (Ctrl-C, SIGTERM)
+	// and the result holds what was measured until then.
+	Interrupted      bool       `json:"interrupted"`
+	Fingerprint      string     `json:"fingerprint"`
+	Provenance       Provenance `json:"provenance"`
+	Config           Config     `json:"config"`
+	ThresholdsPassed bool       `json:"thresholds_passed"`
+	Scenarios        []Scenario `json:"scenarios"`
+	// Histograms holds, per scenario name and metric name (the keys of
+	// Scenario.Metrics), the HDR histogram of values in microseconds (token
+	// counts for tokens_per_chunk), in HdrHistogram's V2 compressed base64
+	// encoding, so that shards merge exactly.
+	Histograms map[string]map[string]string `json:"histograms"`
+	// Warnings are things about the run as a whole that a reader should know.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Provenance identifies what was measured.
+type Provenance struct {
+	Model          string `json:"model"`
+	SUTVersion     string `json:"sut_version,omitempty"`
+	WorkloadSHA256 string `json:"workload_sha256"`
+	Target         string `json:"target"` // base URL, with credentials removed
+	API            string `json:"api"`
+	Tokenizer      string `json:"tokenizer"`
+}
+
+// Config echoes the load settings of the run. Secrets are never included.
+type Config struct {
+	Arrival        string   `json:"arrival,omitempty"`
+	Burstiness     float64  `json:"burstiness,omitempty"`
+	Rate           float64  `json:"rate,omitempty"`
+	Concurrency    int      `json:"concurrency,omitempty"`
+	MaxConcurrency int      `json:"max_concurrency,omitempty"`
+	Duration       string   `json:"duration,omitempty"`
+	Requests       int      `json:"requests,omitempty"`
+	Warmup         string   `json:"warmup,omitempty"`
+	InputTokens    string   `json:"input_tokens,omitempty"`
+	OutputTokens   string   `json:"output_tokens,omitempty"`
+	Dataset        string   `json:"dataset,omitempty"`
+	Stream         bool     `json:"stream"`
+	SLO            string   `json:"slo,omitempty"`
+	Seed           uint64   `json:"seed"`
+	Thresholds     []string `json:"thresholds,omitempty"`
+}
+
+// Scenario is the measurement of one stage.
+type Scenario struct {
+	Name       string              `json:"name"`
+	StartedAt  time.Time           `json:"started_at"`
+	DurationS  float64             `json:"duration_s"`
+	Load       Load                `json:"load"`
+	Requests   Requests            `json:"requests"`
+	Throughput Throughput          `json:"throughput"`
+	Tokens     Tokens              `json:"tokens"`
+	Metrics    map[string]Dist     `json:"metrics"`
+	Goodput    Goodput             `json:"goodput"`
+	Thresholds []threshold.Outcome `json:"thresholds"`
+	Series     Series              `json:"series"`
+	Warnings   []string            `json:"warnings,omitempty"`
+}
+
+// Load says what load was asked for and what was delivered.
+type Load struct {
+	Mode           string  `json:"mode"` // "open" or "closed"
+	Arrival        string  `json:"arrival,omitempty"`
+	TargetRate     float64 `json:"target_rate,omitempty"`
+	ScheduledRate  float64 `json:"scheduled_rate,omitempty"`
+	AchievedRate   float64 `json:"achieved_rate"`
+	Concurrency    int     `json:"concurrency,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	ScheduleLagMS  Dist    `json:"schedule_lag_ms"`
+	SlotWaitMS     Dist    `json:"slot_wait_ms"`
+	SendDelayMS    Dist    `json:"send_delay_ms"`
+	LagBoundMS     float64 `json:"lag_bound_ms"`
+	Valid          bool    `json:"valid"`
+	InvalidCause   string  `json:"invalid_cause,omitempty"` // generator_saturated, concurrency_cap, server_backpressure
+	InvalidReason  string  `json:"invalid_reason,omitempty"`
+}
+
+// Requests counts outcomes. Warm-up requests are counted only in Warmup.
+type Requests struct {
+	Total     int            `json:"total"`
+	Succeeded int            `json:"succeeded"`
+	Failed    int            `json:"failed"`
+	Cancelled int            `json:"cancelled"`
+	Warmup    int            `json:"warmup"`
+	Errors    map[string]int `json:"errors"`
+	// ErrorSamples holds the first message seen for each error kind.
+	ErrorSamples map[string]string `json:"error_samples,omitempty"`
+}
+
+// Throughput is per second of the measurement window.
+type Throughput struct {
+	RequestsPerS     float64 `json:"requests_per_s"`
+	InputTokensPerS  float64 `json:"input_tokens_per_s"`
+	OutputTokensPerS float64 `json:"output_tokens_per_s"`
+	TotalTokensPerS  float64 `json:"total_tokens_per_s"`
+}
+
+// Tokens says how many tokens flowed and where output counts came from.
+type Tokens struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+	// OutputSource is "usage", "tokenizer", "mixed" or "none".
+	OutputSource  string `json:"output_source"`
+	FromUsage     int    `json:"requests_counted_by_usage"`
+	FromTokenizer int    `json:"requests_counted_by_tokenizer"`
+	Tokenizer     string `json:"tokenizer,omitempty"`
+	// Discrepancy is Σ|usage − tokenizer| / Σ usage over the requests
+	// counted both ways (DiscrepancySampled of them).
+	Discrepancy        *float64 `json:"usage_tokenizer_discrepancy,omitempty"`
+	DiscrepancySampled int      `json:"discrepancy_sampled,omitempty"`
+}
+
+// Goodput is the share of requests that succeeded and met every SLO.
+type Goodput struct {
+	Fraction     float64            `json:"fraction"`
+	RequestsPerS float64            `json:"requests_per_s"`
+	SLOms        map[string]float64 `json:"slo_ms,omitempty"`
+}
+
+// Dist summarises a distribution. Latencies are in milliseconds.
+type Dist struct {
+	Count  int64   `json:"count"`
+	Mean   float64 `json:"mean"`
+	Stddev float64 `json:"stddev"`
+	Min    float64 `json:"min"`
+	P50    float64 `json:"p50"`
+	P90    float64 `json:"p90"`
+	P95    float64 `json:"p95"`
+	P99    float64 `json:"p99"`
+	P999   float64 `json:"p999"`
+	Max    float64 `json:"max"`
+}
+
+// Series is the per-second time line of a scenario; element i covers
+// [i, i+1) seconds from the scenario's start. Latency percentiles are of
+// the requests that completed in that second (0 when none did).
+type Series struct {
+	SentPerS      []int     `json:"sent_per_s"`
+	CompletedPerS []int     `json:"completed_per_s"`
+	ErrorsPerS    []int     `json:"errors_per_s"`
+	InFlight      []int     `json:"in_flight_max"`
+	OutputTokens  []int64   `json:"output_tokens_per_s"`
+	TTFTp50ms     []float64 `json:"ttft_p50_ms"`
+	TTFTp99ms     []float64 `json:"ttft_p99_ms"`
+}
+
+// Write writes r as indented JSON to path, creating its directory.
+// It writes to a temporary file first, so a reader never sees half a file.
+func Write(path string, r *Result) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("writing result %s: %w", path, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, r); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing result %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing result %s: %w", path, err)
+	}
+	return nil
+}
+
+// Encode writes r as indented JSON, with < and > left as they are (they
+// appear in threshold expressions).
+func Encode(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encoding result: %w", err)
+	}
+	return nil
+}
+
+// Read reads a result file and checks its schema.
+func Read(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading result: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading result %s: %w", path, err)
+	}
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("reading result %s: schema %q, want %q", path, r.Schema, Schema)
+	}
+	return &r, nil
+}

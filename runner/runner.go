@@ -1,0 +1,215 @@
+// Package runner runs a plan, one or more stages of load in order, through
+// the engine into a result: it is the glue between engine, metrics,
+// thresholds and the result file, and holds no figure of its own.
+package runner
+
+import (
+	"context"
+	"crypto/sha3"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spate-dev/spate/engine"
+	"github.com/spate-dev/spate/metrics"
+	"github.com/spate-dev/spate/record"
+	"github.com/spate-dev/spate/result"
+	"github.com/spate-dev/spate/schedule"
+	"github.com/spate-dev/spate/threshold"
+	"github.com/spate-dev/spate/workload"
+)
+
+// Stage is one scenario of load.
+type Stage struct {
+	Name string
+	// Arrival and Rate make the stage open-loop; Concurrency closed-loop.
+	Arrival        string
+	Rate           float64
+	Burstiness     float64
+	Concurrency    int
+	MaxConcurrency int
+	Duration       time.Duration
+	Requests       int
+	Warmup         time.Duration
+	DrainTimeout   time.Duration
+	SLO            metrics.SLO
+	LagBound       time.Duration
+}
+
+// Checker is implemented by clients that can tell, before a run, whether
+// their target is reachable.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// Plan is everything a run needs.
+type Plan struct {
+	Stages     []Stage
+	Source     workload.Source
+	Client     engine.Client
+	Thresholds []threshold.Threshold
+	Seed       uint64
+	Provenance result.Provenance
+	Config     result.Config
+	Version    string
+	// Records, when set, receives every request as a JSON line.
+	Records io.Writer
+	// Progress, when set, receives a status line every ProgressEvery.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+}
+
+// Run runs the plan's stages in order. When ctx is cancelled it stops
+// sending, drains briefly and returns the partial result with Interrupted
+// set. The error is for runs that could not start or complete; a result is
+// returned whenever one was measured, even with an error.
+func Run(ctx context.Context, p Plan) (*result.Result, error) {
+	if c, ok := p.Client.(Checker); ok {
+		if err := c.Check(ctx); err != nil {
+			return nil, err
+		}
+	}
+	res := &result.Result{
+		Schema:       result.Schema,
+		SpateVersion: p.Version,
+		StartedAt:    time.Now().UTC(),
+		Provenance:   p.Provenance,
+		Config:       p.Config,
+		Histograms:   map[string]map[string]string{},
+		Scenarios:    []result.Scenario{},
+	}
+	res.Provenance.WorkloadSHA256 = p.Source.Digest()
+	var rw *record.Writer
+	if p.Records != nil {
+		rw = record.NewWriter(p.Records, res.StartedAt)
+	}
+	res.ThresholdsPassed = true
+	var runErr error
+	for _, st := range p.Stages {
+		sc, hist, out, model, err := runStage(ctx, p, st, rw)
+		if model != "" {
+			// The model the server says it served beats the one asked for.
+			res.Provenance.Model = model
+		}
+		if err != nil {
+			runErr = fmt.Errorf("stage %s: %w", st.Name, err)
+		}
+		if out.Interrupted {
+			res.Interrupted = true
+		}
+		if sc != nil {
+			outs, pass := threshold.EvalAll(p.Thresholds, source{sc, hist})
+			sc.Thresholds = outs
+			res.ThresholdsPassed = res.ThresholdsPassed && pass
+			res.Scenarios = append(res.Scenarios, *sc)
+			res.Histograms[sc.Name] = hist
+		}
+		if runErr != nil || res.Interrupted {
+			break
+		}
+	}
+	res.EndedAt = time.Now().UTC()
+	res.Fingerprint = Fingerprint(res.Provenance.Model, res.Provenance.SUTVersion, res.Provenance.WorkloadSHA256)
+	if rw != nil {
+		if err := rw.Flush(); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	return res, runErr
+}
+
+// Fingerprint is the joint fingerprint of DESIGN.md §3: the first 16 hex
+// digits of SHA3-256 of "model|sut_version|workload_sha256".
+func Fingerprint(model, sutVersion, workloadSHA256 string) string {
+	sum := sha3.Sum256([]byte(model + "|" + sutVersion + "|" + workloadSHA256))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// source adapts a scenario to threshold.Source.
+type source struct {
+	sc   *result.Scenario
+	hist map[string]string
+}
+
+func (s source) Lookup(agg string, pct float64, metric string) (float64, bool) {
+	return metrics.Lookup(s.sc, s.hist, agg, pct, metric)
+}
+
+// sink tees records to the recorder and the records file.
+type sink struct {
+	rec   *metrics.Recorder
+	rw    *record.Writer
+	stage string
+}
+
+func (s sink) Sent(at, intended time.Time, warmup bool) { s.rec.Sent(at, intended, warmup) }
+func (s sink) Record(r *record.Record) {
+	s.rec.Record(r)
+	if s.rw != nil {
+		s.rw.Write(s.stage, r)
+	}
+}
+
+func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result.Scenario, map[string]string, engine.Outcome, string, error) {
+	ecfg := engine.Config{
+		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
+		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
+		Source: p.Source, Client: p.Client,
+	}
+	mode := "closed"
+	if st.Concurrency <= 0 {
+		mode = "open"
+		pacer, err := schedule.New(st.Arrival, st.Rate, st.Burstiness, p.Seed)
+		if err != nil {
+			return nil, nil, engine.Outcome{}, "", err
+		}
+		ecfg.Pacer = pacer
+	}
+	start := time.Now()
+	rec := metrics.New(metrics.Config{
+		Start: start, SLO: st.SLO, Mode: mode, Arrival: st.Arrival, TargetRate: st.Rate,
+		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, LagBound: st.LagBound,
+		Tokenizer: p.Provenance.Tokenizer,
+	})
+	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name}
+	stop := progress(p, st, rec, start)
+	out, err := engine.Run(ctx, ecfg)
+	stop()
+	if out.Start.IsZero() {
+		return nil, nil, out, "", err
+	}
+	sc, hist, encErr := rec.Scenario(st.Name, out.End)
+	if err == nil {
+		err = encErr
+	}
+	sc.StartedAt = sc.StartedAt.UTC()
+	return &sc, hist, out, rec.Model(), err
+}
+
+// progress prints a line every p.ProgressEvery until the returned func is
+// called; that func waits for the printer to stop.
+func progress(p Plan, st Stage, rec *metrics.Recorder, start time.Time) func() {
+	if p.Progress == nil || p.ProgressEvery <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(p.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				pr := rec.Progress()
+				el := now.Sub(start).Seconds()
+				fmt.Fprintf(p.Progress, "[%s] %5.0fs  sent %d (%.1f/s)  done %d  in flight %d  errors %d  ttft p50 %.0f ms p99 %.0f ms  %.0f tok/s\n",
+					st.Name, el, pr.Sent, float64(pr.Sent)/el, pr.Completed, pr.InFlight, pr.Failed, pr.TTFTp50ms, pr.TTFTp99ms, float64(pr.OutputTokens)/el)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}

@@ -1,0 +1,144 @@
+package threshold
+
+import "strings"
+
+// kind says what a metric (or an aggregate of it) measures, and so which
+// units its threshold value may carry.
+type kind int
+
+const (
+	kindUnknown  kind = iota
+	kindLatency       // milliseconds; us, µs, ms, s, m or a plain number (= ms)
+	kindPlain         // a plain number: a count, tokens per chunk
+	kindFraction      // a fraction in [0, 1]; a plain number or %
+	kindRate          // per second; a plain number
+)
+
+// distributions lists the distribution metrics spate records, in the order
+// KnownDistributions reports them.
+var distributions = []struct {
+	name string
+	kind kind
+}{
+	{"ttft", kindLatency},
+	{"itl", kindLatency},
+	{"tpot", kindLatency},
+	{"e2e", kindLatency},
+	{"ttft_intended", kindLatency},
+	{"e2e_intended", kindLatency},
+	{"schedule_lag", kindLatency},
+	{"tokens_per_chunk", kindPlain},
+}
+
+// scalars lists the scalar metrics spate reports, in the order KnownScalars
+// reports them.
+var scalars = []struct {
+	name string
+	kind kind
+}{
+	{"error_rate", kindFraction},
+	{"goodput", kindFraction},
+	{"goodput_rps", kindRate},
+	{"rps", kindRate},
+	{"achieved_rate", kindRate},
+	{"input_tps", kindRate},
+	{"output_tps", kindRate},
+	{"total_tps", kindRate},
+	{"stps", kindRate},
+}
+
+// KnownDistributions returns the distribution metrics a threshold may
+// aggregate, such as "ttft" in p99(ttft) < 800ms. Latencies among them are in
+// milliseconds; tokens_per_chunk is a plain number. The slice is a fresh copy.
+func KnownDistributions() []string {
+	out := make([]string, len(distributions))
+	for i, d := range distributions {
+		out[i] = d.name
+	}
+	return out
+}
+
+// KnownScalars returns the scalar metrics a threshold may compare directly,
+// without an aggregate, such as "error_rate" in error_rate < 0.1%.
+// error_rate and goodput are fractions in [0, 1]; the others are rates per
+// second. The slice is a fresh copy.
+func KnownScalars() []string {
+	out := make([]string, len(scalars))
+	for i, s := range scalars {
+		out[i] = s.name
+	}
+	return out
+}
+
+// lookupMetric reports whether name is a known distribution or scalar, and
+// what it measures.
+func lookupMetric(name string) (k kind, distribution, ok bool) {
+	for _, d := range distributions {
+		if d.name == name {
+			return d.kind, true, true
+		}
+	}
+	for _, s := range scalars {
+		if s.name == name {
+			return s.kind, false, true
+		}
+	}
+	return kindUnknown, false, false
+}
+
+// valueKind is what the threshold value of agg(metric) measures: a count of
+// samples is a plain number whatever the metric; any other aggregate keeps the
+// metric's unit.
+func valueKind(agg, metric string) kind {
+	if agg == AggCount {
+		return kindPlain
+	}
+	k, _, _ := lookupMetric(metric)
+	return k
+}
+
+// knownList is the message tail that lists every known metric.
+func knownList() string {
+	return "distributions: " + strings.Join(KnownDistributions(), ", ") +
+		"; scalars: " + strings.Join(KnownScalars(), ", ")
+}
+
+// suggestMetric returns the known metric closest to an unknown name, or "".
+func suggestMetric(name string) string {
+	if base, ok := strings.CutSuffix(name, "_ms"); ok {
+		if _, _, known := lookupMetric(base); known {
+			return base
+		}
+	}
+	best, bestDist := "", 3 // suggest only within an edit distance of 2
+	for _, n := range append(KnownDistributions(), KnownScalars()...) {
+		if d := editDistance(name, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between two short ASCII names.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 30 // not worth comparing; nothing known is that long
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

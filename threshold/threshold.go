@@ -1,0 +1,93 @@
+// Package threshold parses and evaluates the pass/fail expressions a CI
+// pipeline gates a run on, given as `spate run --threshold 'EXPR'`.
+//
+// An expression is
+//
+//	[AGG(]METRIC[)] OP NUMBER[UNIT]
+//
+// with any whitespace between the parts and names in any case, for example
+// p99(ttft) < 800ms, p99.9(e2e) <= 5s, error_rate < 0.1% or rps >= 10.
+//
+// AGG is a percentile (p50, p90, p95, p99, p99.9, p999 = p99.9, or any pNN or
+// pNN.N in (0, 100]), mean (alias avg), min, max, stddev or count. A
+// distribution metric (see KnownDistributions) needs an aggregate; a scalar
+// metric (see KnownScalars) takes none.
+//
+// OP is one of < <= > >= == !=.
+//
+// Latency values are held in milliseconds, the unit of every latency figure in
+// the result; the units us (or µs), ms, s and m (minutes) convert to it, and a
+// plain number on a latency means milliseconds. A value with % is a fraction
+// (95% is 0.95) and applies only to error_rate and goodput, which may also be
+// written as plain fractions (0.001). Counts, tokens per chunk and rates are
+// plain numbers.
+package threshold
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Aggregate names as held in Threshold.Agg. Scalar metrics have Agg "".
+const (
+	// AggPercentile is a percentile; Threshold.Percentile says which.
+	AggPercentile = "percentile"
+	// AggMean is the arithmetic mean (written mean or avg).
+	AggMean = "mean"
+	// AggMin is the smallest sample.
+	AggMin = "min"
+	// AggMax is the largest sample.
+	AggMax = "max"
+	// AggStddev is the standard deviation of the samples.
+	AggStddev = "stddev"
+	// AggCount is the number of samples; its threshold is a plain number.
+	AggCount = "count"
+)
+
+// Threshold is one parsed pass/fail expression.
+type Threshold struct {
+	// Expr is the expression as the user wrote it, surrounding space trimmed.
+	Expr string
+	// Agg is the canonical aggregate: one of the Agg* constants, or "" for a
+	// scalar metric.
+	Agg string
+	// Percentile is the percentile in (0, 100] when Agg is AggPercentile
+	// (99.9 for p99.9 or p999), else 0.
+	Percentile float64
+	// Metric is the metric name in lower case, e.g. "ttft" or "error_rate".
+	Metric string
+	// Op is the comparison: one of < <= > >= == !=.
+	Op string
+	// Value is the limit: milliseconds for latencies, a fraction for
+	// error_rate and goodput, else a plain number.
+	Value float64
+}
+
+// String returns the canonical form of t, which Parse reads back to an equal
+// Threshold (apart from Expr): a single space around the operator, the
+// percentile written pNN[.N], latencies in ms, and fractions as plain numbers
+// (goodput >= 95% becomes goodput >= 0.95).
+func (t Threshold) String() string {
+	var b strings.Builder
+	b.WriteString(t.subject())
+	b.WriteByte(' ')
+	b.WriteString(t.Op)
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatFloat(t.Value, 'f', -1, 64))
+	if valueKind(t.Agg, t.Metric) == kindLatency {
+		b.WriteString("ms")
+	}
+	return b.String()
+}
+
+// subject is the left-hand side: "p99(ttft)", "mean(itl)" or "rps".
+func (t Threshold) subject() string {
+	switch t.Agg {
+	case "":
+		return t.Metric
+	case AggPercentile:
+		return "p" + strconv.FormatFloat(t.Percentile, 'f', -1, 64) + "(" + t.Metric + ")"
+	default:
+		return t.Agg + "(" + t.Metric + ")"
+	}
+}

@@ -1,0 +1,68 @@
+// Package workload produces the requests a run sends: what to ask, not when
+// to ask it. Every Source is deterministic in the request index and its
+// seed, so the same run sends the same requests.
+package workload
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one request to send. Protocol clients read the fields that
+// apply to their API and ignore the rest.
+type Request struct {
+	// Prompt is the completion prompt, the embedding input, or (when
+	// Messages is empty) the single user message of a chat request.
+	Prompt string
+	// Messages, when set, is the chat conversation to send.
+	Messages []Message
+	// MaxTokens is the number of output tokens to ask for (0: server's default).
+	MaxTokens int
+	// InputTokens is the prompt's length in tokens when the source knows it
+	// (synthetic prompts), else 0.
+	InputTokens int
+	// Intent labels the request for per-label breakdowns ("" when none).
+	Intent string
+	// Method, Path and Body describe a plain HTTP request (--api http).
+	Method string
+	Path   string
+	Body   []byte
+}
+
+// Source yields the request with index n. Implementations must be safe for
+// concurrent use and return the same request for the same n.
+type Source interface {
+	Request(n uint64) (*Request, error)
+	// Digest identifies the workload: the hex SHA-256 of what defines it
+	// (its parameters and seed, or the dataset's bytes).
+	Digest() string
+}
+
+// SourceFunc adapts a function to a Source with a fixed digest.
+type SourceFunc struct {
+	F      func(n uint64) (*Request, error)
+	Sha256 string
+}
+
+// Request implements Source.
+func (s SourceFunc) Request(n uint64) (*Request, error) { return s.F(n) }
+
+// Digest implements Source.
+func (s SourceFunc) Digest() string { return s.Sha256 }
+
+var _ Source = SourceFunc{}
+
+func digest(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
