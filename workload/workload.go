@@ -66,3 +66,17 @@ func digest(parts ...[]byte) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// Fixed is a Source that sends the same request every time.
+type Fixed struct {
+	Req Request
+}
+
+// Request implements Source. The request is shared: clients must not
+// modify it.
+func (f *Fixed) Request(uint64) (*Request, error) { return &f.Req, nil }
+
+// Digest implements Source.
+func (f *Fixed) Digest() string {
+	return digest([]byte("fixed/v1"), []byte(f.Req.Method), []byte(f.Req.Path), f.Req.Body, []byte(f.Req.Prompt))
+}

@@ -177,6 +177,9 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 			return p, &exitErr{code: exitError, err: err}
 		}
 		src = workload.WithOutput(ds, out, f.seed)
+	} else if f.api == "http" {
+		// A plain HTTP run sends --method, --path and --body every time.
+		src = &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(f.method), Path: f.path, Body: []byte(f.body)}}
 	} else {
 		src = workload.Synthetic{Input: in, Output: out, Seed: f.seed}
 	}
