@@ -104,6 +104,9 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		if !ok || d.Count == 0 {
 			continue
 		}
+		if _, reasoning := sc.Metrics[metrics.FirstReasoning]; row.key == metrics.FirstAnswer && !reasoning {
+			continue // the same as TTFT when nothing reasons first
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", row.label, d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
 	}
 	if d := l.ScheduleLagMS; d.Count > 0 {

@@ -206,8 +206,12 @@ func progress(p Plan, st Stage, rec *metrics.Recorder, start time.Time) func() {
 			case now := <-t.C:
 				pr := rec.Progress()
 				el := now.Sub(start).Seconds()
-				fmt.Fprintf(p.Progress, "[%s] %5.0fs  sent %d (%.1f/s)  done %d  in flight %d  errors %d  ttft p50 %.0f ms p99 %.0f ms  %.0f tok/s\n",
-					st.Name, el, pr.Sent, float64(pr.Sent)/el, pr.Completed, pr.InFlight, pr.Failed, pr.TTFTp50ms, pr.TTFTp99ms, float64(pr.OutputTokens)/el)
+				ttft := "ttft -"
+				if pr.TTFTp50ms > 0 {
+					ttft = fmt.Sprintf("ttft p50 %.0f ms p99 %.0f ms", pr.TTFTp50ms, pr.TTFTp99ms)
+				}
+				fmt.Fprintf(p.Progress, "[%s] %5.0fs  sent %d (%.1f/s)  done %d  in flight %d  errors %d  %s  %.0f tok/s\n",
+					st.Name, el, pr.Sent, float64(pr.Sent)/el, pr.Completed, pr.InFlight, pr.Failed, ttft, float64(pr.OutputTokens)/el)
 			}
 		}
 	}()

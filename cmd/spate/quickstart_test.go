@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestQuickstart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole ramp")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := spate(t, context.Background(), "quickstart", "--stage", "1s", "--dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	r := readResult(t, filepath.Join(dir, "quickstart.json"))
+	if len(r.Scenarios) != len(quickstartRates) {
+		t.Fatalf("%d scenarios, want %d", len(r.Scenarios), len(quickstartRates))
+	}
+	for _, sc := range r.Scenarios {
+		if sc.Requests.Succeeded == 0 || sc.Metrics["ttft_ms"].Count == 0 {
+			t.Errorf("stage %s measured nothing: %+v", sc.Name, sc.Requests)
+		}
+	}
+	if !strings.Contains(stdout, "knee:") || !strings.Contains(stdout, "rate-24") {
+		t.Errorf("no sweep table:\n%s", stdout)
+	}
+}
