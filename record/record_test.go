@@ -1,0 +1,71 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestHTTPStatus(t *testing.T) {
+	for code, want := range map[int]ErrorKind{429: "http_429", 500: "http_500", 404: "http_404", 302: "http_302", 599: "http_599"} {
+		if got := HTTPStatus(code); got != want {
+			t.Errorf("HTTPStatus(%d) = %q, want %q", code, got, want)
+		}
+	}
+}
+
+func TestDerivedFigures(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	r := &Record{}
+	r.Reset()
+	r.Intended, r.Sent = t0, t0.Add(2*time.Millisecond)
+	r.FirstToken = r.Sent.Add(50 * time.Millisecond)
+	r.End = r.FirstToken.Add(90 * time.Millisecond)
+	r.OutputTokens = 10
+	if ttft, ok := r.TTFT(); !ok || ttft != 50*time.Millisecond {
+		t.Errorf("TTFT %v", ttft)
+	}
+	if tpot, ok := r.TPOT(); !ok || tpot != 10*time.Millisecond {
+		t.Errorf("TPOT %v", tpot)
+	}
+	if r.Lag() != 2*time.Millisecond || r.E2E() != 140*time.Millisecond {
+		t.Errorf("lag %v e2e %v", r.Lag(), r.E2E())
+	}
+	r.OutputTokens = 1
+	if _, ok := r.TPOT(); ok {
+		t.Error("TPOT defined for one token")
+	}
+}
+
+func TestWriter(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	var b bytes.Buffer
+	w := NewWriter(&b, t0)
+	r := &Record{}
+	r.Reset()
+	r.Seq, r.Intended, r.Sent = 7, t0.Add(time.Second), t0.Add(time.Second+time.Millisecond)
+	r.FirstToken, r.End = r.Sent.Add(20*time.Millisecond), r.Sent.Add(40*time.Millisecond)
+	r.Gaps = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
+	r.OutputTokens, r.OutputSource = 3, TokensUsage
+	w.Write("main", r)
+	r.Fail(HTTPStatus(503), "HTTP 503", r.End)
+	w.Write("main", r)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b.Bytes()), []byte("\n"))
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	var l map[string]any
+	if err := json.Unmarshal(lines[0], &l); err != nil {
+		t.Fatal(err)
+	}
+	if l["seq"].(float64) != 7 || l["ttft_ms"].(float64) != 20 || l["intended_ms"].(float64) != 1000 || l["output_source"] != "usage" || len(l["itl_ms"].([]any)) != 2 {
+		t.Fatalf("line %s", lines[0])
+	}
+	if !bytes.Contains(lines[1], []byte(`"error":"http_503"`)) {
+		t.Fatalf("line %s", lines[1])
+	}
+}

@@ -1,0 +1,81 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/engine"
+	"github.com/spate-dev/spate/metrics"
+	"github.com/spate-dev/spate/record"
+	"github.com/spate-dev/spate/threshold"
+	"github.com/spate-dev/spate/workload"
+)
+
+func TestFingerprint(t *testing.T) {
+	// hashlib.sha3_256(b"llama-3-8b|v1.2|abc123").hexdigest()[:16]
+	if got := Fingerprint("llama-3-8b", "v1.2", "abc123"); got != "98822512a1d10a9d" {
+		t.Fatalf("Fingerprint = %s", got)
+	}
+}
+
+type fakeClient struct {
+	delay time.Duration
+	check error
+}
+
+func (f fakeClient) Check(context.Context) error { return f.check }
+func (f fakeClient) Do(ctx context.Context, _ *workload.Request, rec *record.Record) {
+	time.Sleep(f.delay)
+	rec.FirstToken = time.Now()
+	rec.End = rec.FirstToken
+	rec.Model, rec.OutputTokens, rec.Chunks = "served-model", 1, 1
+}
+
+var _ engine.Client = fakeClient{}
+
+func TestStagesThresholdsAndProvenance(t *testing.T) {
+	th, _ := threshold.Parse("p50(ttft) < 15ms")
+	p := Plan{
+		Stages: []Stage{
+			{Name: "fast", Concurrency: 2, Requests: 10},
+			{Name: "slow", Arrival: "constant", Rate: 100, Requests: 5, SLO: metrics.SLO{TTFT: time.Millisecond}},
+		},
+		Source:     workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
+		Client:     fakeClient{delay: 5 * time.Millisecond},
+		Thresholds: []threshold.Threshold{th},
+	}
+	p.Provenance.Model = "asked-model"
+	res, err := Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scenarios) != 2 || res.Scenarios[0].Name != "fast" || res.Scenarios[1].Load.Mode != "open" {
+		t.Fatalf("scenarios %+v", res.Scenarios)
+	}
+	if res.Provenance.Model != "served-model" || res.Provenance.WorkloadSHA256 == "" ||
+		res.Fingerprint != Fingerprint("served-model", "", res.Provenance.WorkloadSHA256) {
+		t.Fatalf("provenance %+v fingerprint %s", res.Provenance, res.Fingerprint)
+	}
+	if !res.ThresholdsPassed || len(res.Scenarios[1].Thresholds) != 1 {
+		t.Fatalf("thresholds %+v", res.Scenarios[1].Thresholds)
+	}
+	if res.Scenarios[1].Goodput.Fraction != 0 {
+		t.Fatalf("5 ms TTFT met a 1 ms SLO: goodput %v", res.Scenarios[1].Goodput.Fraction)
+	}
+	if len(res.Histograms["slow"]) == 0 {
+		t.Fatal("no histograms for stage slow")
+	}
+}
+
+func TestCheckFailsBeforeSending(t *testing.T) {
+	p := Plan{
+		Stages: []Stage{{Name: "s", Concurrency: 1, Requests: 1}},
+		Source: workload.Synthetic{Input: workload.Lengths{Mean: 1, Min: 1}},
+		Client: fakeClient{check: errors.New("target x is unreachable")},
+	}
+	if res, err := Run(context.Background(), p); err == nil || res != nil {
+		t.Fatalf("res %v err %v", res, err)
+	}
+}
