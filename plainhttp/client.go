@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -47,6 +48,9 @@ type Client struct {
 	host  string // host:port to dial
 	fc    *fasthttp.Client
 	conns conns
+
+	watchMu sync.Mutex
+	watched atomic.Value // <-chan struct{} of the context watched
 }
 
 // New returns a Client for cfg.
@@ -128,6 +132,26 @@ func (c *Client) dial(addr string) (net.Conn, error) {
 	return cn, nil
 }
 
+// watch arranges for ctx's end to close every connection. A run passes the
+// same context to every request, so this registers once per run, not once
+// per request (which would contend on the context's lock).
+func (c *Client) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == nil {
+		return
+	}
+	if w, _ := c.watched.Load().(<-chan struct{}); w == done {
+		return
+	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if w, _ := c.watched.Load().(<-chan struct{}); w == done {
+		return
+	}
+	c.watched.Store(done)
+	context.AfterFunc(ctx, c.closeAll)
+}
+
 // closeAll closes every open connection, failing the requests on them.
 func (c *Client) closeAll() {
 	c.conns.mu.Lock()
@@ -154,8 +178,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	if len(req.Body) > 0 {
 		body = req.Body
 	}
-	stop := context.AfterFunc(ctx, c.closeAll)
-	defer stop()
+	c.watch(ctx)
 
 	hreq := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
