@@ -226,3 +226,16 @@ func BenchmarkRecord(b *testing.B) {
 		rc.Record(r)
 	}
 }
+
+// TestRecordDoesNotAllocate: memory must not grow with the number of
+// requests (only --records keeps each one).
+func TestRecordDoesNotAllocate(t *testing.T) {
+	rc := New(Config{Start: t0, Mode: "open", SLO: SLO{TTFT: time.Second}})
+	r := mk(0, 0, time.Millisecond, 100*time.Millisecond, 20*time.Millisecond, 64)
+	bad := mk(1, 0, time.Millisecond, 0, 0, 1)
+	bad.Fail(record.Timeout, "t", bad.End)
+	feed(rc, r, bad) // first use of each map key
+	if n := testing.AllocsPerRun(1000, func() { feed(rc, r, bad) }); n != 0 {
+		t.Fatalf("%v allocations per recorded request", n)
+	}
+}
