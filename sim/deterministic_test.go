@@ -74,8 +74,10 @@ func TestDeterministicTiming(t *testing.T) {
 			// Tolerances for a loaded 2-core CI machine under -race: the
 			// median may be late by a few ms (never early by more than
 			// clock noise); the medians of 1,000s of gaps are tight.
-			if d := mt - tc.ttft; d < -500*time.Microsecond || d > 4*time.Millisecond {
-				t.Errorf("median TTFT %v, want %v (-0.5ms/+4ms)", mt, tc.ttft)
+			// Two suites at once on two cores have put the median 4.6 ms
+			// late; a broken clock is off by a tick of 10 ms or more.
+			if d := mt - tc.ttft; d < -500*time.Microsecond || d > 8*time.Millisecond {
+				t.Errorf("median TTFT %v, want %v (-0.5ms/+8ms)", mt, tc.ttft)
 			}
 			if d := absDur(mi - tc.itl); d > 2*time.Millisecond {
 				t.Errorf("median ITL %v, want %v ± 2ms", mi, tc.itl)
@@ -128,9 +130,9 @@ func TestOutputLength(t *testing.T) {
 }
 
 // TestStreamingManyTokensNoDrift checks that lateness does not accumulate
-// over a long stream: the last token leaves (n-1)·ITL after the first, as
-// token times are absolute (a per-token sleep would add its lateness 199
-// times).
+// over a long stream: token times are absolute, so the last token leaves at
+// TTFT + (n-1)·ITL after arrival even when the first was late (a per-token
+// sleep would add its lateness 199 times, tens of ms).
 func TestStreamingManyTokensNoDrift(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
@@ -142,23 +144,23 @@ func TestStreamingManyTokensNoDrift(t *testing.T) {
 	res := runConcurrent(4, 4, func(int) sseResult {
 		return streamRequest(context.Background(), c, url+"/v1/completions", `{"prompt":"x","stream":true}`)
 	})
-	var spans []time.Duration
+	var lasts []time.Duration
 	for _, r := range res {
 		if r.contents != n {
 			t.Fatalf("%d tokens, want %d (err %v)", r.contents, n, r.readErr)
 		}
-		var span time.Duration
+		last := r.ttft
 		for _, g := range r.gaps {
-			span += g
+			last += g
 		}
-		spans = append(spans, span)
-		t.Logf("TTFT %v, first to last %v", r.ttft, span)
+		lasts = append(lasts, last)
+		t.Logf("TTFT %v, last token at %v", r.ttft, last)
 	}
-	want := (n - 1) * itl
-	got := median(spans)
-	t.Logf("median time from first to last token %v, want %v", got, want)
-	if d := got - want; d < -time.Millisecond || d > 3*time.Millisecond {
-		t.Errorf("first to last token %v, want %v (-1ms/+3ms): drift", got, want)
+	want := ttft + (n-1)*itl
+	got := median(lasts)
+	t.Logf("median last token at %v, due at %v", got, want)
+	if d := got - want; d < -time.Millisecond || d > 6*time.Millisecond {
+		t.Errorf("last token at %v, due at %v (-1ms/+6ms): drift", got, want)
 	}
 }
 

@@ -352,9 +352,10 @@ func TestEngineMoE(t *testing.T) {
 	}
 }
 
-// TestPresets checks that every preset is valid and documented in README.md.
+// TestPresets checks that every preset is valid and documented in the
+// project README.
 func TestPresets(t *testing.T) {
-	readme := readFile(t, "README.md")
+	readme := readFile(t, "../README.md")
 	for _, name := range Presets() {
 		c, err := Preset(name)
 		if err != nil {
