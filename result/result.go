@@ -68,6 +68,7 @@ type Config struct {
 	SLO            string   `json:"slo,omitempty"`
 	Seed           uint64   `json:"seed"`
 	Thresholds     []string `json:"thresholds,omitempty"`
+	Experiment     string   `json:"experiment,omitempty"` // path of the experiment file
 }
 
 // Scenario is the measurement of one stage.

@@ -18,7 +18,6 @@ import (
 	"github.com/spate-dev/spate/report"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/runner"
-	"github.com/spate-dev/spate/schedule"
 	"github.com/spate-dev/spate/threshold"
 	"github.com/spate-dev/spate/tokenizer"
 	"github.com/spate-dev/spate/workload"
@@ -47,6 +46,8 @@ type runFlags struct {
 	method, path, body                         string
 	headers                                    []string
 	name, sutVersion                           string
+	experiment                                 string         // the experiment file, if any
+	fileStages                                 []runner.Stage // its stages
 	quiet                                      bool
 	progressEvery                              time.Duration
 }
@@ -54,19 +55,30 @@ type runFlags struct {
 func newRunCmd() *cobra.Command {
 	f := &runFlags{}
 	c := &cobra.Command{
-		Use:   "run",
+		Use:   "run [EXPERIMENT.yaml]",
 		Short: "Send load to a target and measure it",
 		Long: `Send load to an OpenAI-compatible server (or any HTTP service with --api http)
 and measure what users feel: time to first token, inter-token latency, time per
 output token, end-to-end latency (each also from the intended send time),
 throughput and goodput. Writes a result file (schema spate/result/v1).
 
+An experiment file (apiVersion spate/v1, kind Experiment) gives the same
+settings and several stages; flags given on the command line override it, and
+load flags (--rate, --concurrency, --duration, ...) apply to every stage.
+
 Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`,
 		Example: `  spate run --target http://127.0.0.1:8000/v1 --model M --api chat \
     --rate 20 --arrival poisson --duration 60s --input-tokens 512:64 --output-tokens 128 \
     --slo ttft=500ms,tpot=50ms --threshold 'p99(ttft) < 800ms' --out result.json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, f) },
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if err := f.applyExperiment(cmd, args[0]); err != nil {
+					return err
+				}
+			}
+			return runRun(cmd, f)
+		},
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.target, "target", "", "base URL of the API, e.g. http://127.0.0.1:8000/v1 (required)")
@@ -113,25 +125,12 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	if f.target == "" {
 		return p, usageErr("--target is required, e.g. --target http://127.0.0.1:8000/v1")
 	}
-	if (f.rate > 0) == (f.concurrency > 0) {
-		return p, usageErr("give exactly one of --rate R (open loop) or --concurrency N (closed loop)")
-	}
-	if f.rate < 0 || f.concurrency < 0 || f.maxConcurrency < 0 || f.requests < 0 {
-		return p, usageErr("--rate, --concurrency, --max-concurrency and --requests must not be negative")
-	}
-	if f.maxConcurrency > 0 && f.concurrency > 0 {
-		return p, usageErr("--max-concurrency caps an open-loop --rate run; with --concurrency it has no meaning")
-	}
-	if f.duration < 0 || f.warmup < 0 {
-		return p, usageErr("--duration and --warmup must not be negative")
-	}
-	if f.duration == 0 && f.requests == 0 {
+	if f.duration == 0 && f.requests == 0 && len(f.fileStages) == 0 {
 		f.duration = 30 * time.Second
 	}
-	if f.rate > 0 {
-		if _, err := schedule.New(f.arrival, f.rate, f.burstiness, 0); err != nil {
-			return p, usageErr("--arrival/--rate/--burstiness: %v", err)
-		}
+	stages, err := f.stages(cmd)
+	if err != nil {
+		return p, err
 	}
 	switch f.api {
 	case openai.Chat, openai.Completions, openai.Embeddings, "http":
@@ -236,31 +235,28 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		return p, usageErr("--api %q: use chat, completions, embeddings or http", f.api)
 	}
 
-	p.Stages = []runner.Stage{{
-		Name: f.name, Arrival: f.arrival, Rate: f.rate, Burstiness: f.burstiness,
-		Concurrency: f.concurrency, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
-		Requests: f.requests, Warmup: f.warmup, DrainTimeout: f.drainTimeout, SLO: slo, LagBound: f.lagBnd,
-	}}
-	if f.concurrency > 0 {
-		p.Stages[0].Arrival = ""
+	for i := range stages {
+		stages[i].SLO, stages[i].LagBound = slo, f.lagBnd
 	}
+	p.Stages = stages
 	p.Source = src
 	p.Seed = f.seed
 	p.Version = version
 	p.Provenance = result.Provenance{Model: f.model, SUTVersion: f.sutVersion, Target: openai.Redact(f.target), API: f.api, Tokenizer: tok.Name()}
+	st := stages[0]
 	p.Config = result.Config{
-		Arrival: p.Stages[0].Arrival, Rate: f.rate, Concurrency: f.concurrency, MaxConcurrency: f.maxConcurrency,
-		Requests: f.requests, Dataset: f.dataset, Stream: f.stream, SLO: f.slo, Seed: f.seed, Thresholds: f.thresholds,
-		InputTokens: f.inputTokens, OutputTokens: f.outputTokens,
+		Arrival: st.Arrival, Rate: st.Rate, Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
+		Requests: st.Requests, Dataset: f.dataset, Stream: f.stream, SLO: f.slo, Seed: f.seed, Thresholds: f.thresholds,
+		InputTokens: f.inputTokens, OutputTokens: f.outputTokens, Experiment: f.experiment,
 	}
-	if f.arrival == "gamma" && f.concurrency == 0 {
-		p.Config.Burstiness = f.burstiness
+	if st.Arrival == "gamma" {
+		p.Config.Burstiness = st.Burstiness
 	}
-	if f.duration > 0 {
-		p.Config.Duration = f.duration.String()
+	if st.Duration > 0 {
+		p.Config.Duration = st.Duration.String()
 	}
-	if f.warmup > 0 {
-		p.Config.Warmup = f.warmup.String()
+	if st.Warmup > 0 {
+		p.Config.Warmup = st.Warmup.String()
 	}
 	if f.dataset != "" {
 		p.Config.InputTokens = ""

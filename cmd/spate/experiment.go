@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/runner"
+	"github.com/spate-dev/spate/schedule"
+)
+
+// applyExperiment loads an experiment file into f: every setting whose flag
+// was not given on the command line comes from the file.
+func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
+	e, err := experiment.Load(path)
+	if err != nil {
+		return &exitErr{code: exitUsage, err: err}
+	}
+	set := func(flag string, apply func()) {
+		if !cmd.Flags().Changed(flag) {
+			apply()
+		}
+	}
+	t := e.Target
+	str := func(flag string, dst *string, v string) {
+		if v != "" {
+			set(flag, func() { *dst = v })
+		}
+	}
+	dur := func(flag string, dst *time.Duration, v time.Duration) {
+		if v != 0 {
+			set(flag, func() { *dst = v })
+		}
+	}
+	str("target", &f.target, t.URL)
+	str("api", &f.api, t.API)
+	str("model", &f.model, t.Model)
+	str("ignore-eos", &f.ignoreEOS, t.IgnoreEOS)
+	str("method", &f.method, t.Method)
+	str("path", &f.path, t.Path)
+	str("body", &f.body, t.Body)
+	str("sut-version", &f.sutVersion, e.SUT.Version)
+	str("input-tokens", &f.inputTokens, e.Workload.InputTokens)
+	str("output-tokens", &f.outputTokens, e.Workload.OutputTokens)
+	str("dataset", &f.dataset, e.Workload.Dataset)
+	str("out", &f.out, e.Outputs.Result)
+	str("records", &f.records, e.Outputs.Records)
+	dur("timeout", &f.timeout, t.Timeout)
+	dur("idle-timeout", &f.idleTimeout, t.IdleTimeout)
+	if t.Stream != nil {
+		set("stream", func() { f.stream = *t.Stream })
+	}
+	if e.Workload.Seed != nil {
+		set("seed", func() { f.seed = *e.Workload.Seed })
+	}
+	if t.APIKeyEnv != "" {
+		set("api-key", func() { f.apiKey = os.Getenv(t.APIKeyEnv) })
+	}
+	var headers []string
+	for k, v := range t.Headers {
+		headers = append(headers, k+": "+v)
+	}
+	sort.Strings(headers)
+	f.headers = append(headers, f.headers...) // command-line headers come last and win
+	if len(e.SLO) > 0 {
+		var slo []string
+		for k, v := range e.SLO {
+			slo = append(slo, k+"="+v.String())
+		}
+		sort.Strings(slo)
+		set("slo", func() { f.slo = strings.Join(slo, ",") })
+	}
+	f.thresholds = append(append([]string(nil), e.Thresholds...), f.thresholds...)
+	for _, s := range e.Stages {
+		f.fileStages = append(f.fileStages, runner.Stage{
+			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness,
+			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
+			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout,
+		})
+	}
+	f.experiment = path
+	return nil
+}
+
+// stages returns the run's stages: the experiment's, with the load flags
+// given on the command line applied to each, or one stage from the flags.
+func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
+	changed := cmd.Flags().Changed
+	stages := f.fileStages
+	if len(stages) == 0 {
+		stages = []runner.Stage{{Name: f.name, Arrival: f.arrival, Rate: f.rate, Burstiness: f.burstiness,
+			Concurrency: f.concurrency, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
+			Requests: f.requests, Warmup: f.warmup, DrainTimeout: f.drainTimeout}}
+	} else {
+		stages = append([]runner.Stage(nil), stages...)
+		for i := range stages {
+			s := &stages[i]
+			if changed("rate") {
+				s.Rate, s.Concurrency = f.rate, 0
+			}
+			if changed("concurrency") {
+				s.Concurrency, s.Rate, s.MaxConcurrency = f.concurrency, 0, 0
+			}
+			if changed("arrival") || s.Arrival == "" {
+				s.Arrival = f.arrival
+			}
+			if changed("burstiness") || s.Burstiness == 0 {
+				s.Burstiness = f.burstiness
+			}
+			if changed("max-concurrency") {
+				s.MaxConcurrency = f.maxConcurrency
+			}
+			if changed("duration") {
+				s.Duration = f.duration
+			}
+			if changed("requests") {
+				s.Requests = f.requests
+			}
+			if changed("warmup") {
+				s.Warmup = f.warmup
+			}
+			if changed("drain-timeout") || s.DrainTimeout == 0 {
+				s.DrainTimeout = f.drainTimeout
+			}
+		}
+	}
+	for i := range stages {
+		s := &stages[i]
+		where := ""
+		if len(f.fileStages) > 0 {
+			where = fmt.Sprintf("stage %q: ", s.Name)
+		}
+		switch {
+		case (s.Rate > 0) == (s.Concurrency > 0):
+			return nil, usageErr("%sgive exactly one of --rate R (open loop) or --concurrency N (closed loop)", where)
+		case s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0:
+			return nil, usageErr("%s--rate, --concurrency, --max-concurrency and --requests must not be negative", where)
+		case s.MaxConcurrency > 0 && s.Concurrency > 0:
+			return nil, usageErr("%s--max-concurrency caps an open-loop --rate run; with --concurrency it has no meaning", where)
+		case s.Duration < 0 || s.Warmup < 0:
+			return nil, usageErr("%s--duration and --warmup must not be negative", where)
+		case s.Duration == 0 && s.Requests == 0:
+			return nil, usageErr("%sgive a duration or a number of requests", where)
+		}
+		if s.Concurrency > 0 {
+			s.Arrival = ""
+		} else if _, err := schedule.New(s.Arrival, s.Rate, s.Burstiness, 0); err != nil {
+			return nil, usageErr("%s--arrival/--rate/--burstiness: %v", where, err)
+		}
+	}
+	return stages, nil
+}
+
+func newValidateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate EXPERIMENT.yaml...",
+		Short: "Check experiment files: unknown keys, types and values, with file:line:column",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bad := 0
+			for _, path := range args {
+				if _, err := experiment.Load(path); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), err)
+					bad++
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", path)
+			}
+			if bad > 0 {
+				return &exitErr{code: exitUsage, err: fmt.Errorf("%d of %d experiment files are invalid", bad, len(args))}
+			}
+			return nil
+		},
+	}
+}

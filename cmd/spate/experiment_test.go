@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/llmtest"
+)
+
+func TestRunExperimentFileWithFlagOverrides(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 10 * time.Millisecond, ITL: 2 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "e.yaml")
+	os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "http://127.0.0.1:1/v1", model: from-file, apiKeyEnv: SPATE_TEST_KEY}
+sut: {version: v9}
+workload: {inputTokens: "16", outputTokens: "4"}
+slo: {ttft: 1s}
+stages:
+  - {name: warm, rate: 50, arrival: constant, requests: 10}
+  - {name: hot, concurrency: 3, requests: 12}
+thresholds: ["p50(ttft) < 1s"]
+outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
+`), 0o644)
+	t.Setenv("SPATE_TEST_KEY", "sk-never-written-anywhere")
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
+		"--threshold", "error_rate < 1%", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "from-file.json")); err == nil {
+		t.Error("--out did not override outputs.result")
+	}
+	r := readResult(t, out)
+	if len(r.Scenarios) != 2 || r.Scenarios[0].Name != "warm" || r.Scenarios[1].Load.Mode != "closed" {
+		t.Fatalf("scenarios %+v", r.Scenarios)
+	}
+	if r.Scenarios[0].Requests.Succeeded != 10 || r.Scenarios[1].Requests.Succeeded != 12 {
+		t.Fatalf("requests %+v / %+v", r.Scenarios[0].Requests, r.Scenarios[1].Requests)
+	}
+	if len(r.Scenarios[1].Thresholds) != 2 || r.Provenance.SUTVersion != "v9" || r.Config.Experiment != file {
+		t.Fatalf("thresholds %+v provenance %+v", r.Scenarios[1].Thresholds, r.Provenance)
+	}
+	raw, _ := os.ReadFile(out)
+	if strings.Contains(string(raw), "never-written") {
+		t.Fatal("API key leaked into the result")
+	}
+	// A load flag overrides every stage.
+	code, _, stderr = spate(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
+		"--concurrency", "2", "--requests", "4", "--quiet")
+	if code != 0 {
+		t.Fatalf("override: exit %d %s", code, stderr)
+	}
+	for _, sc := range readResult(t, out).Scenarios {
+		if sc.Load.Mode != "closed" || sc.Requests.Total != 4 {
+			t.Errorf("stage %s: mode %s, %d requests; want closed and 4", sc.Name, sc.Load.Mode, sc.Requests.Total)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: spate/v1\nkind: Experiment\nstages:\n  - name: a\n    rat: 5\n"), 0o644)
+	code, stdout, stderr := spate(t, context.Background(), "validate", "../../examples/baseline-peak.yaml", "../../examples/ci-gate.yaml", bad)
+	if code != 2 || !strings.Contains(stdout, "baseline-peak.yaml: ok") || !strings.Contains(stderr, "bad.yaml:5:5: unknown field \"rat\"") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, _, stderr = spate(t, context.Background(), "run", bad)
+	if code != 2 || !strings.Contains(stderr, "bad.yaml:5:5") {
+		t.Fatalf("run with a bad file: exit %d %s", code, stderr)
+	}
+}

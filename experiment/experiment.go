@@ -1,0 +1,289 @@
+// Package experiment reads experiment files: the YAML form of a spate run
+// (apiVersion spate/v1, kind Experiment), with strict keys and errors that
+// name the file, line and column. It only parses and checks; cmd/spate
+// turns an Experiment into a run, with flags overriding the file.
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/spate-dev/spate/metrics"
+	"github.com/spate-dev/spate/schedule"
+	"github.com/spate-dev/spate/threshold"
+	"github.com/spate-dev/spate/workload"
+)
+
+// APIVersion and Kind head every experiment file.
+const (
+	APIVersion = "spate/v1"
+	Kind       = "Experiment"
+)
+
+// Experiment is one experiment file.
+type Experiment struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	Target     Target   `yaml:"target"`
+	SUT        SUT      `yaml:"sut"`
+	Workload   Workload `yaml:"workload"`
+	// SLO holds per-request objectives: keys ttft, tpot, itl, e2e.
+	SLO        map[string]time.Duration `yaml:"slo"`
+	Stages     []Stage                  `yaml:"stages"`
+	Thresholds []string                 `yaml:"thresholds"`
+	Outputs    Outputs                  `yaml:"outputs"`
+}
+
+// Metadata names the experiment.
+type Metadata struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+}
+
+// Target is the system under load.
+type Target struct {
+	URL   string `yaml:"url"`
+	API   string `yaml:"api"`
+	Model string `yaml:"model"`
+	// APIKeyEnv names the environment variable holding the API key; a key
+	// itself never belongs in a file.
+	APIKeyEnv   string            `yaml:"apiKeyEnv"`
+	Headers     map[string]string `yaml:"headers"`
+	Stream      *bool             `yaml:"stream"`
+	IgnoreEOS   string            `yaml:"ignoreEOS"`
+	Timeout     time.Duration     `yaml:"timeout"`
+	IdleTimeout time.Duration     `yaml:"idleTimeout"`
+	// Method, Path and Body are for api: http.
+	Method string `yaml:"method"`
+	Path   string `yaml:"path"`
+	Body   string `yaml:"body"`
+}
+
+// SUT describes the version of the system under test, for provenance.
+type SUT struct {
+	Version string `yaml:"version"`
+}
+
+// Workload says what to send.
+type Workload struct {
+	InputTokens  string  `yaml:"inputTokens"`
+	OutputTokens string  `yaml:"outputTokens"`
+	Dataset      string  `yaml:"dataset"`
+	Seed         *uint64 `yaml:"seed"`
+}
+
+// Stage is one scenario of the run: open loop (rate) or closed loop
+// (concurrency).
+type Stage struct {
+	Name           string        `yaml:"name"`
+	Rate           float64       `yaml:"rate"`
+	Arrival        string        `yaml:"arrival"`
+	Burstiness     float64       `yaml:"burstiness"`
+	Concurrency    int           `yaml:"concurrency"`
+	MaxConcurrency int           `yaml:"maxConcurrency"`
+	Duration       time.Duration `yaml:"duration"`
+	Requests       int           `yaml:"requests"`
+	Warmup         time.Duration `yaml:"warmup"`
+	DrainTimeout   time.Duration `yaml:"drainTimeout"`
+}
+
+// Outputs says where results go.
+type Outputs struct {
+	Result  string `yaml:"result"`
+	Records string `yaml:"records"`
+}
+
+// Load reads and checks an experiment file.
+func Load(path string) (*Experiment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading experiment: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse reads and checks an experiment from data; name is used in errors,
+// which have the form "name:line:column: message".
+func Parse(data []byte, name string) (*Experiment, error) {
+	var e Experiment
+	if err := unmarshal(data, &e); err != nil {
+		return nil, yamlError(name, err)
+	}
+	if err := e.check(data, name); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// unmarshal decodes strictly. go-yaml v1.19.2 panics on some malformed
+// input (found by FuzzParse, e.g. "stages:\n  - [\n"); that becomes an error.
+func unmarshal(data []byte, e *Experiment) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes and indentation", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, e, yaml.DisallowUnknownField())
+}
+
+// yamlError turns a go-yaml error into "file:line:col: message" plus the
+// source excerpt it shows.
+func yamlError(name string, err error) error {
+	var se yaml.Error
+	if errors.As(err, &se) && se.GetToken() != nil {
+		pos := se.GetToken().Position
+		msg := se.GetMessage()
+		hint := ""
+		if strings.Contains(msg, "unknown field") {
+			hint = " (check the spelling: unknown keys are errors; see spate run --help for the fields)"
+		}
+		return fmt.Errorf("%s:%d:%d: %s%s\n%s", name, pos.Line, pos.Column, msg, hint, excerpt(err))
+	}
+	return fmt.Errorf("%s: %v", name, err)
+}
+
+func excerpt(err error) string {
+	s := yaml.FormatError(err, false, true)
+	if i := strings.Index(s, "\n"); i >= 0 {
+		return s[i+1:]
+	}
+	return ""
+}
+
+// checker reports semantic errors at the position of a YAML path.
+type checker struct {
+	name string
+	data []byte
+	errs []string
+}
+
+func (c *checker) at(path, format string, a ...any) {
+	line, col := position(c.data, path)
+	c.errs = append(c.errs, fmt.Sprintf("%s:%d:%d: %s", c.name, line, col, fmt.Sprintf(format, a...)))
+}
+
+// position finds where a YAML path starts in data (1:1 if it cannot).
+func position(data []byte, path string) (line, col int) {
+	defer func() {
+		if recover() != nil {
+			line, col = 1, 1
+		}
+	}()
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return 1, 1
+	}
+	for p := path; p != ""; p = parent(p) {
+		yp, err := yaml.PathString(p)
+		if err != nil {
+			continue
+		}
+		n, err := yp.FilterFile(f)
+		if err != nil || n == nil || n.GetToken() == nil {
+			continue
+		}
+		pos := n.GetToken().Position
+		return pos.Line, pos.Column
+	}
+	return 1, 1
+}
+
+// parent strips the last element of a YAML path ("" after "$").
+func parent(p string) string {
+	if p == "$" {
+		return ""
+	}
+	if i := strings.LastIndexAny(p, ".["); i > 0 {
+		return p[:i]
+	}
+	return "$"
+}
+
+func (e *Experiment) check(data []byte, name string) error {
+	c := &checker{name: name, data: data}
+	if e.APIVersion != APIVersion {
+		c.at("$.apiVersion", "apiVersion must be %q, got %q", APIVersion, e.APIVersion)
+	}
+	if e.Kind != Kind {
+		c.at("$.kind", "kind must be %q, got %q", Kind, e.Kind)
+	}
+	switch e.Target.API {
+	case "", "chat", "completions", "embeddings", "http":
+	default:
+		c.at("$.target.api", "api %q: use chat, completions, embeddings or http", e.Target.API)
+	}
+	switch e.Target.IgnoreEOS {
+	case "", "auto", "true", "false":
+	default:
+		c.at("$.target.ignoreEOS", "ignoreEOS %q: use auto, true or false", e.Target.IgnoreEOS)
+	}
+	if e.Target.APIKeyEnv != "" && strings.HasPrefix(e.Target.APIKeyEnv, "sk-") {
+		c.at("$.target.apiKeyEnv", "apiKeyEnv names an environment variable (e.g. OPENAI_API_KEY), not the key itself: keep keys out of files")
+	}
+	for _, f := range []struct{ path, v string }{{"$.workload.inputTokens", e.Workload.InputTokens}, {"$.workload.outputTokens", e.Workload.OutputTokens}} {
+		if f.v != "" {
+			if _, err := workload.ParseLengths(f.v); err != nil {
+				c.at(f.path, "%v", err)
+			}
+		}
+	}
+	for k := range e.SLO {
+		if _, err := metrics.ParseSLO(k + "=" + e.SLO[k].String()); err != nil {
+			c.at("$.slo."+k, "%v", err)
+		}
+	}
+	for i, expr := range e.Thresholds {
+		if _, err := threshold.Parse(expr); err != nil {
+			c.at(fmt.Sprintf("$.thresholds[%d]", i), "%v", err)
+		}
+	}
+	if len(e.Stages) == 0 {
+		c.at("$", "no stages: add at least one under stages:, e.g. {name: main, rate: 5, duration: 30s}")
+	}
+	seen := map[string]bool{}
+	for i, s := range e.Stages {
+		p := fmt.Sprintf("$.stages[%d]", i)
+		switch {
+		case s.Name == "":
+			c.at(p, "stage %d has no name", i+1)
+		case seen[s.Name]:
+			c.at(p+".name", "stage name %q is used twice", s.Name)
+		}
+		seen[s.Name] = true
+		if (s.Rate > 0) == (s.Concurrency > 0) {
+			c.at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
+		}
+		if s.Rate > 0 {
+			arrival := s.Arrival
+			if arrival == "" {
+				arrival = "poisson"
+			}
+			b := s.Burstiness
+			if b == 0 {
+				b = 1
+			}
+			if _, err := schedule.New(arrival, s.Rate, b, 0); err != nil {
+				c.at(p, "stage %q: %v", s.Name, err)
+			}
+		} else if s.MaxConcurrency > 0 {
+			c.at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
+		}
+		if s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0 || s.Duration < 0 || s.Warmup < 0 {
+			c.at(p, "stage %q: negative values are not allowed", s.Name)
+		}
+		if s.Duration == 0 && s.Requests == 0 {
+			c.at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
+		}
+	}
+	if len(c.errs) > 0 {
+		return errors.New(strings.Join(c.errs, "\n"))
+	}
+	return nil
+}
