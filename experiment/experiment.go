@@ -5,6 +5,8 @@
 package experiment
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -39,6 +41,9 @@ type Experiment struct {
 	Stages     []Stage                  `yaml:"stages"`
 	Thresholds []string                 `yaml:"thresholds"`
 	Outputs    Outputs                  `yaml:"outputs"`
+
+	// SHA256 is the hex SHA-256 of the file's bytes, for provenance.
+	SHA256 string `yaml:"-"`
 }
 
 // Metadata names the experiment.
@@ -119,6 +124,8 @@ func Parse(data []byte, name string) (*Experiment, error) {
 	if err := e.check(data, name); err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(data)
+	e.SHA256 = hex.EncodeToString(sum[:])
 	return &e, nil
 }
 

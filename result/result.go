@@ -49,6 +49,8 @@ type Provenance struct {
 	Target         string `json:"target"` // base URL, with credentials removed
 	API            string `json:"api"`
 	Tokenizer      string `json:"tokenizer"`
+	// ExperimentSHA256 is the digest of the experiment file, when one was used.
+	ExperimentSHA256 string `json:"experiment_sha256,omitempty"`
 }
 
 // Config echoes the load settings of the run. Secrets are never included.

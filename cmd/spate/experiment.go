@@ -83,7 +83,7 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout,
 		})
 	}
-	f.experiment = path
+	f.experiment, f.experimentSHA256 = path, e.SHA256
 	return nil
 }
 
@@ -154,6 +154,55 @@ func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
 		}
 	}
 	return stages, nil
+}
+
+func newSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of experiment files, for editors",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(experiment.Schema())
+			return err
+		},
+	}
+}
+
+func newInitCmd() *cobra.Command {
+	var force bool
+	c := &cobra.Command{
+		Use:   "init [FILE]",
+		Short: "Write a commented starter experiment file (default experiment.yaml)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "experiment.yaml"
+			if len(args) == 1 {
+				path = args[0]
+			}
+			flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+			if force {
+				flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+			}
+			fh, err := os.OpenFile(path, flags, 0o644)
+			if err != nil {
+				if os.IsExist(err) {
+					return &exitErr{code: exitError, err: fmt.Errorf("%s exists: pass --force to overwrite it", path)}
+				}
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			if _, err := fh.Write(experiment.Starter()); err != nil {
+				fh.Close()
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			if err := fh.Close(); err != nil {
+				return fmt.Errorf("writing %s: %w", path, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: edit it, then spate validate %s and spate run %s\n", path, path, path)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
+	return c
 }
 
 func newValidateCmd() *cobra.Command {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,9 @@ outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 	if r.Scenarios[0].Requests.Succeeded != 10 || r.Scenarios[1].Requests.Succeeded != 12 {
 		t.Fatalf("requests %+v / %+v", r.Scenarios[0].Requests, r.Scenarios[1].Requests)
 	}
+	if len(r.Provenance.ExperimentSHA256) != 64 {
+		t.Errorf("experiment digest %q", r.Provenance.ExperimentSHA256)
+	}
 	if len(r.Scenarios[1].Thresholds) != 2 || r.Provenance.SUTVersion != "v9" || r.Config.Experiment != file {
 		t.Fatalf("thresholds %+v provenance %+v", r.Scenarios[1].Thresholds, r.Provenance)
 	}
@@ -76,5 +80,25 @@ func TestValidate(t *testing.T) {
 	code, _, stderr = spate(t, context.Background(), "run", bad)
 	if code != 2 || !strings.Contains(stderr, "bad.yaml:5:5") {
 		t.Fatalf("run with a bad file: exit %d %s", code, stderr)
+	}
+}
+
+func TestInitAndSchema(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "exp.yaml")
+	code, stdout, stderr := spate(t, context.Background(), "init", path)
+	if code != 0 || !strings.Contains(stdout, "wrote") {
+		t.Fatalf("init: exit %d %s %s", code, stdout, stderr)
+	}
+	if code, _, stderr = spate(t, context.Background(), "init", path); code != 1 || !strings.Contains(stderr, "--force") {
+		t.Fatalf("init over an existing file: exit %d %s", code, stderr)
+	}
+	if code, stdout, _ = spate(t, context.Background(), "validate", path); code != 0 {
+		t.Fatalf("the starter file does not validate: %s", stdout)
+	}
+	code, stdout, _ = spate(t, context.Background(), "schema")
+	var doc map[string]any
+	if code != 0 || json.Unmarshal([]byte(stdout), &doc) != nil || doc["$schema"] == nil {
+		t.Fatalf("schema: exit %d, not a JSON Schema:\n%.200s", code, stdout)
 	}
 }

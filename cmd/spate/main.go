@@ -77,7 +77,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitErr{code: exitUsage, err: fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
 	})
-	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd())
+	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newSchemaCmd(), newInitCmd())
 	var cpuprofile string
 	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for bench/ scripts)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")

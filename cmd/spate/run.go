@@ -46,7 +46,7 @@ type runFlags struct {
 	method, path, body                         string
 	headers                                    []string
 	name, sutVersion                           string
-	experiment                                 string         // the experiment file, if any
+	experiment, experimentSHA256               string         // the experiment file, if any, and its digest
 	fileStages                                 []runner.Stage // its stages
 	quiet                                      bool
 	progressEvery                              time.Duration
@@ -242,7 +242,8 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	p.Source = src
 	p.Seed = f.seed
 	p.Version = version
-	p.Provenance = result.Provenance{Model: f.model, SUTVersion: f.sutVersion, Target: openai.Redact(f.target), API: f.api, Tokenizer: tok.Name()}
+	p.Provenance = result.Provenance{Model: f.model, SUTVersion: f.sutVersion, Target: openai.Redact(f.target), API: f.api,
+		Tokenizer: tok.Name(), ExperimentSHA256: f.experimentSHA256}
 	st := stages[0]
 	p.Config = result.Config{
 		Arrival: st.Arrival, Rate: st.Rate, Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
