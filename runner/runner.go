@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spate-dev/spate/engine"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 			res.Interrupted = true
 		}
 		if sc != nil {
-			outs, pass := threshold.EvalAll(p.Thresholds, source{sc, hist})
+			outs, pass := threshold.EvalAll(forStage(p.Thresholds, sc.Name), source{sc, hist})
 			sc.Thresholds = outs
 			res.ThresholdsPassed = res.ThresholdsPassed && pass
 			res.Scenarios = append(res.Scenarios, *sc)
@@ -117,6 +118,35 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		}
 	}
 	return res, runErr
+}
+
+// forStage returns the thresholds that apply to the named stage: those
+// without a stage selector and those that select it.
+func forStage(ts []threshold.Threshold, stage string) []threshold.Threshold {
+	var out []threshold.Threshold
+	for _, t := range ts {
+		if t.Stage == "" || t.Stage == stage {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// CheckThresholds reports a threshold whose {stage:NAME} selector names no
+// stage of the plan, which would otherwise never be evaluated.
+func CheckThresholds(stages []Stage, ts []threshold.Threshold) error {
+	names := map[string]bool{}
+	var list []string
+	for _, s := range stages {
+		names[s.Name] = true
+		list = append(list, s.Name)
+	}
+	for _, t := range ts {
+		if t.Stage != "" && !names[t.Stage] {
+			return fmt.Errorf("threshold %q selects stage %q, which this run does not have (stages: %s)", t.Expr, t.Stage, strings.Join(list, ", "))
+		}
+	}
+	return nil
 }
 
 // Fingerprint is the joint fingerprint of DESIGN.md §3: the first 16 hex

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ var _ engine.Client = fakeClient{}
 
 func TestStagesThresholdsAndProvenance(t *testing.T) {
 	th, _ := threshold.Parse("p50(ttft) < 15ms")
+	onlySlow, _ := threshold.Parse("count(ttft){stage:slow} == 5")
 	p := Plan{
 		Stages: []Stage{
 			{Name: "fast", Concurrency: 2, Requests: 10},
@@ -44,7 +46,7 @@ func TestStagesThresholdsAndProvenance(t *testing.T) {
 		},
 		Source:     workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
 		Client:     fakeClient{delay: 5 * time.Millisecond},
-		Thresholds: []threshold.Threshold{th},
+		Thresholds: []threshold.Threshold{th, onlySlow},
 	}
 	p.Provenance.Model = "asked-model"
 	res, err := Run(context.Background(), p)
@@ -58,8 +60,16 @@ func TestStagesThresholdsAndProvenance(t *testing.T) {
 		res.Fingerprint != Fingerprint("served-model", "", res.Provenance.WorkloadSHA256) {
 		t.Fatalf("provenance %+v fingerprint %s", res.Provenance, res.Fingerprint)
 	}
-	if !res.ThresholdsPassed || len(res.Scenarios[1].Thresholds) != 1 {
-		t.Fatalf("thresholds %+v", res.Scenarios[1].Thresholds)
+	if !res.ThresholdsPassed || len(res.Scenarios[0].Thresholds) != 1 || len(res.Scenarios[1].Thresholds) != 2 {
+		t.Fatalf("thresholds %+v / %+v: the stage selector must limit count(ttft){stage:slow} to stage slow",
+			res.Scenarios[0].Thresholds, res.Scenarios[1].Thresholds)
+	}
+	if err := CheckThresholds(p.Stages, p.Thresholds); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := threshold.Parse("rps{stage:nope} > 1")
+	if err := CheckThresholds(p.Stages, []threshold.Threshold{bad}); err == nil || !strings.Contains(err.Error(), "stages: fast, slow") {
+		t.Fatalf("CheckThresholds: %v", err)
 	}
 	if res.Scenarios[1].Goodput.Fraction != 0 {
 		t.Fatalf("5 ms TTFT met a 1 ms SLO: goodput %v", res.Scenarios[1].Goodput.Fraction)

@@ -172,6 +172,28 @@ func (p *parser) parse() (Threshold, error) {
 			word, p.column(metricStart))
 	}
 	t.Metric = metric
+
+	// Optional selector: {stage:NAME}.
+	p.skipSpace()
+	if p.pos < len(p.src) && p.src[p.pos] == '{' {
+		open := p.pos
+		end := strings.IndexByte(p.src[open:], '}')
+		if end < 0 {
+			return t, fmt.Errorf("unclosed \"{\" at column %d (write e.g. p99(e2e){stage:peak} < 5s)", p.column(open))
+		}
+		key, val, ok := strings.Cut(p.src[open+1:open+end], ":")
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		switch {
+		case !ok || key == "" || val == "":
+			return t, fmt.Errorf("selector %q at column %d: write {stage:NAME}", p.src[open:open+end+1], p.column(open))
+		case key != "stage":
+			return t, fmt.Errorf("selector key %q at column %d: only stage is known (write {stage:NAME})", key, p.column(open))
+		case !validStage(val):
+			return t, fmt.Errorf("stage name %q at column %d: use letters, digits, _, - and .", val, p.column(open))
+		}
+		t.Stage = val
+		p.pos = open + end + 1
+	}
 	subjectEnd := p.pos
 
 	// Operator.
@@ -376,4 +398,15 @@ func validIdent(s string) bool {
 		}
 	}
 	return true
+}
+
+// validStage reports whether s can name a stage in a selector.
+func validStage(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return s != ""
 }

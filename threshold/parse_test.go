@@ -240,3 +240,29 @@ func TestStringRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestStageSelector(t *testing.T) {
+	tests := []struct {
+		in, stage, canon, err string
+	}{
+		{"p99(e2e){stage:peak} < 5s", "peak", "p99(e2e){stage:peak} < 5000ms", ""},
+		{"p99(e2e) { stage : base-1.a } < 5s", "base-1.a", "p99(e2e){stage:base-1.a} < 5000ms", ""},
+		{"error_rate{stage:chaos} < 5%", "chaos", "error_rate{stage:chaos} < 0.05", ""},
+		{"p99(e2e){stage:peak < 5s", "", "", "unclosed"},
+		{"p99(e2e){intent:x} < 5s", "", "", "only stage"},
+		{"p99(e2e){stage:} < 5s", "", "", "write {stage:NAME}"},
+		{"p99(e2e){stage:a b} < 5s", "", "", "stage name"},
+	}
+	for _, tc := range tests {
+		th, err := Parse(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Parse(%q) err = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || th.Stage != tc.stage || th.String() != tc.canon {
+			t.Errorf("Parse(%q) = %+v (%s), %v", tc.in, th, th.String(), err)
+		}
+	}
+}

@@ -56,6 +56,9 @@ type Threshold struct {
 	Percentile float64
 	// Metric is the metric name in lower case, e.g. "ttft" or "error_rate".
 	Metric string
+	// Stage, when set by a {stage:NAME} selector, limits the threshold to
+	// the stage of that name; empty means every stage.
+	Stage string
 	// Op is the comparison: one of < <= > >= == !=.
 	Op string
 	// Value is the limit: milliseconds for latencies, a fraction for
@@ -80,14 +83,19 @@ func (t Threshold) String() string {
 	return b.String()
 }
 
-// subject is the left-hand side: "p99(ttft)", "mean(itl)" or "rps".
+// subject is the left-hand side: "p99(ttft)", "mean(itl)", "rps" or
+// "p99(e2e){stage:peak}".
 func (t Threshold) subject() string {
+	sel := ""
+	if t.Stage != "" {
+		sel = "{stage:" + t.Stage + "}"
+	}
 	switch t.Agg {
 	case "":
-		return t.Metric
+		return t.Metric + sel
 	case AggPercentile:
-		return "p" + strconv.FormatFloat(t.Percentile, 'f', -1, 64) + "(" + t.Metric + ")"
+		return "p" + strconv.FormatFloat(t.Percentile, 'f', -1, 64) + "(" + t.Metric + ")" + sel
 	default:
-		return t.Agg + "(" + t.Metric + ")"
+		return t.Agg + "(" + t.Metric + ")" + sel
 	}
 }

@@ -148,6 +148,9 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		}
 		p.Thresholds = append(p.Thresholds, t)
 	}
+	if err := runner.CheckThresholds(stages, p.Thresholds); err != nil {
+		return p, usageErr("%v", err)
+	}
 	in, err := workload.ParseLengths(f.inputTokens)
 	if err != nil {
 		return p, usageErr("--input-tokens %v", err)
