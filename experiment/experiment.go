@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/spate-dev/spate/gate"
 	"github.com/spate-dev/spate/metrics"
 	"github.com/spate-dev/spate/schedule"
 	"github.com/spate-dev/spate/threshold"
@@ -41,6 +43,9 @@ type Experiment struct {
 	Stages     []Stage                  `yaml:"stages"`
 	Thresholds []string                 `yaml:"thresholds"`
 	Outputs    Outputs                  `yaml:"outputs"`
+	// Actions maps a verdict (pass, fail, invalid or error) to what to do
+	// once the result is written: promote, roll back, notify.
+	Actions map[string][]gate.Action `yaml:"actions"`
 
 	// SHA256 is the hex SHA-256 of the file's bytes, for provenance.
 	SHA256 string `yaml:"-"`
@@ -289,7 +294,20 @@ func (e *Experiment) check(data []byte, name string) error {
 			c.at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
 		}
 	}
+	for verdict, actions := range e.Actions {
+		switch verdict {
+		case gate.Pass, gate.Fail, gate.Invalid, gate.Error:
+		default:
+			c.at("$.actions."+verdict, "unknown verdict %q: use pass, fail, invalid or error", verdict)
+		}
+		for i, a := range actions {
+			if err := a.Check(); err != nil {
+				c.at(fmt.Sprintf("$.actions.%s[%d]", verdict, i), "%v", err)
+			}
+		}
+	}
 	if len(c.errs) > 0 {
+		sort.Strings(c.errs)
 		return errors.New(strings.Join(c.errs, "\n"))
 	}
 	return nil

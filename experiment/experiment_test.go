@@ -59,6 +59,8 @@ func TestErrorsNameLineAndColumn(t *testing.T) {
 		{"key in file", head + "stages: [{name: a, rate: 1, duration: 1s}]\n", ""},
 		{"api", "apiVersion: spate/v1\nkind: Experiment\ntarget: {api: grpc}\nstages: [{name: a, rate: 1, duration: 1s}]\n", "api \"grpc\""},
 		{"bad slo", head + "slo: {ttfb: 1s}\nstages: [{name: a, rate: 1, duration: 1s}]\n", "unknown key"},
+		{"bad verdict", head + "stages: [{name: a, rate: 1, duration: 1s}]\nactions:\n  passed: [{webhook: http://127.0.0.1:1}]\n", "unknown verdict \"passed\""},
+		{"bad action", head + "stages: [{name: a, rate: 1, duration: 1s}]\nactions:\n  fail:\n    - {webhook: http://127.0.0.1:1, command: [x]}\n", "x.yaml:7:7: an action is exactly one of"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

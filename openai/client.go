@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -201,7 +202,15 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errStalled) })
 		defer idle.Stop()
 	}
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { rec.Written = time.Now() }}
+	// WroteRequest runs on the transport's writer goroutine, which Do does
+	// not wait for: hand the time over atomically, as an offset from Sent.
+	var written atomic.Int64
+	defer func() {
+		if d := written.Load(); d > 0 {
+			rec.Written = rec.Sent.Add(time.Duration(d))
+		}
+	}()
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { written.Store(max(int64(time.Since(rec.Sent)), 1)) }}
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		rec.Fail(record.RequestFailed, err.Error(), time.Now())

@@ -144,6 +144,9 @@ func TestTimingsAgainstKnownServer(t *testing.T) {
 		if rec.Model != "m1" {
 			t.Fatalf("model %q", rec.Model)
 		}
+		if rec.Written.IsZero() || rec.Written.Before(rec.Sent) || rec.Written.After(rec.FirstToken) {
+			t.Fatalf("written at %v, sent %v, first token %v", rec.Written, rec.Sent, rec.FirstToken)
+		}
 	}
 	tol := 5 * time.Millisecond
 	near(t, "median TTFT", median(ttfts), ttft, tol)

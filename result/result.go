@@ -37,8 +37,26 @@ type Result struct {
 	// counts for tokens_per_chunk), in HdrHistogram's V2 compressed base64
 	// encoding, so that shards merge exactly.
 	Histograms map[string]map[string]string `json:"histograms"`
+	// Gate is the verdict and the actions it led to, when the experiment
+	// file maps verdicts to actions.
+	Gate *Gate `json:"gate,omitempty"`
 	// Warnings are things about the run as a whole that a reader should know.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Gate records a verdict and how its actions went.
+type Gate struct {
+	Verdict string       `json:"verdict"`
+	Actions []GateAction `json:"actions"`
+}
+
+// GateAction is how one action went.
+type GateAction struct {
+	Action  string  `json:"action"`
+	OK      bool    `json:"ok"`
+	Error   string  `json:"error,omitempty"`
+	Output  string  `json:"output,omitempty"`
+	Seconds float64 `json:"seconds"`
 }
 
 // Provenance identifies what was measured.

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -84,9 +85,12 @@ func streamRequest(ctx context.Context, c *http.Client, url, body string) sseRes
 	req.Header.Set("Content-Type", "application/json")
 	// TTFT runs from the moment the request has been sent, so connection
 	// set-up is not counted.
-	var t0 time.Time
+	// WroteRequest runs on the transport's writer goroutine, which Do does
+	// not wait for: hand the time over atomically.
+	var wrote atomic.Int64
+	base := time.Now()
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { t0 = time.Now() },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(int64(time.Since(base))) },
 	}))
 	resp, err := c.Do(req)
 	if err != nil {
@@ -157,7 +161,7 @@ func streamRequest(ctx context.Context, c *http.Client, url, body string) sseRes
 		}
 		text.WriteString(content)
 		if r.contents == 0 {
-			r.ttft = now.Sub(t0)
+			r.ttft = now.Sub(base.Add(time.Duration(wrote.Load())))
 		} else {
 			r.gaps = append(r.gaps, now.Sub(last))
 		}

@@ -83,7 +83,7 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout,
 		})
 	}
-	f.experiment, f.experimentSHA256 = path, e.SHA256
+	f.experiment, f.experimentSHA256, f.actions = path, e.SHA256, e.Actions
 	return nil
 }
 

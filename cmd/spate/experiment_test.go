@@ -102,3 +102,42 @@ func TestInitAndSchema(t *testing.T) {
 		t.Fatalf("schema: exit %d, not a JSON Schema:\n%.200s", code, stdout)
 	}
 }
+
+func TestGateActions(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: time.Millisecond, Tokens: 3})
+	defer srv.Close()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "verdict.txt")
+	file := filepath.Join(dir, "e.yaml")
+	os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "`+srv.BaseURL()+`", model: m}
+stages: [{name: s, concurrency: 2, requests: 4}]
+thresholds: ["p50(ttft) < 10s"]
+actions:
+  pass:
+    - command: ["sh", "-c", "echo promoted $SPATE_VERDICT > `+marker+`"]
+  fail:
+    - command: ["sh", "-c", "echo rolled back $SPATE_VERDICT > `+marker+`"]
+    - command: ["false"]
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, _, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet")
+	if b, _ := os.ReadFile(marker); code != 0 || strings.TrimSpace(string(b)) != "promoted pass" {
+		t.Fatalf("pass: exit %d, marker %q, stderr %s", code, b, stderr)
+	}
+	if g := readResult(t, out).Gate; g == nil || g.Verdict != "pass" || len(g.Actions) != 1 || !g.Actions[0].OK {
+		t.Fatalf("gate %+v", g)
+	}
+	// A failing threshold: the fail actions run, the exit code stays 3.
+	code, _, stderr = spate(t, context.Background(), "run", file, "--out", out, "--quiet", "--threshold", "p50(ttft) < 1ms")
+	if b, _ := os.ReadFile(marker); code != 3 || strings.TrimSpace(string(b)) != "rolled back fail" {
+		t.Fatalf("fail: exit %d, marker %q, stderr %s", code, b, stderr)
+	}
+	if g := readResult(t, out).Gate; g == nil || g.Verdict != "fail" || len(g.Actions) != 2 || g.Actions[1].OK {
+		t.Fatalf("gate %+v", g)
+	}
+	if !strings.Contains(stderr, "gate: verdict fail") {
+		t.Errorf("stderr does not report the actions: %s", stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/engine"
+	"github.com/spate-dev/spate/gate"
 	"github.com/spate-dev/spate/metrics"
 	"github.com/spate-dev/spate/openai"
 	"github.com/spate-dev/spate/plainhttp"
@@ -46,7 +48,8 @@ type runFlags struct {
 	method, path, body                         string
 	headers                                    []string
 	name, sutVersion                           string
-	experiment, experimentSHA256               string         // the experiment file, if any, and its digest
+	experiment, experimentSHA256               string // the experiment file, if any, and its digest
+	actions                                    map[string][]gate.Action
 	fileStages                                 []runner.Stage // its stages
 	quiet                                      bool
 	progressEvery                              time.Duration
@@ -300,12 +303,12 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		defer recFile.Close()
 		p.Records = recFile
 	}
-	return execute1(cmd, p, f.out, f.quiet)
+	return execute1(cmd, p, f.out, f.quiet, f.actions, f.experiment)
 }
 
-// execute1 runs a plan, writes its result and summary, and maps the outcome
-// to an exit code.
-func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool) error {
+// execute1 runs a plan, writes its result and summary, runs the gate
+// actions its verdict maps to, and maps the outcome to an exit code.
+func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool, actions map[string][]gate.Action, experiment string) error {
 	res, runErr := runner.Run(cmd.Context(), p)
 	if res == nil {
 		return runErr
@@ -315,15 +318,51 @@ func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool) error {
 			return err
 		}
 	}
-	if out != "" {
-		if err := result.Write(out, res); err != nil {
-			return err
+	write := func() error {
+		if out == "" {
+			return nil
 		}
-		if !quiet {
-			fmt.Fprintf(cmd.OutOrStdout(), "result written to %s\n", out)
+		return result.Write(out, res)
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	if !quiet && out != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "result written to %s\n", out)
+	}
+	oerr := outcomeErr(res, runErr)
+	if len(actions) == 0 {
+		return oerr
+	}
+	var ee *exitErr
+	verdictErr := oerr
+	if errors.As(oerr, &ee) && ee.code == exitThreshold {
+		verdictErr = nil // failed thresholds are the fail verdict, not an error
+	}
+	verdict := gate.Verdict(res, verdictErr)
+	outs := gate.Run(context.WithoutCancel(cmd.Context()), actions[verdict], gate.Payload{
+		Verdict: verdict, Experiment: experiment, Fingerprint: res.Fingerprint, Result: out, Failed: gate.FailedThresholds(res),
+	})
+	res.Gate = &result.Gate{Verdict: verdict, Actions: []result.GateAction{}}
+	failed := 0
+	for _, o := range outs {
+		res.Gate.Actions = append(res.Gate.Actions, result.GateAction{Action: o.Action, OK: o.OK, Error: o.Error, Output: o.Output, Seconds: o.Seconds})
+		status := "ok"
+		if !o.OK {
+			status, failed = "FAILED: "+o.Error, failed+1
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "gate: verdict %s → %s %s (%.1f s)\n", verdict, o.Action, status, o.Seconds)
+		if o.OK && o.Output != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", strings.ReplaceAll(o.Output, "\n", "\n  "))
 		}
 	}
-	return outcomeErr(res, runErr)
+	if err := write(); err != nil {
+		return err
+	}
+	if oerr == nil && failed > 0 {
+		return fmt.Errorf("%d gate action(s) failed on verdict %s: see gate.actions in the result", failed, verdict)
+	}
+	return oerr
 }
 
 // outcomeErr is the error, and so the exit code, a finished run ends with.
