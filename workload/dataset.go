@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spate-dev/spate/payload"
 )
 
 // datasetLine is one line of a JSONL dataset. Exactly one of prompt,
@@ -21,6 +23,7 @@ type datasetLine struct {
 	Method       string          `json:"method"`
 	Path         string          `json:"path"`
 	Body         json.RawMessage `json:"body"`
+	Vars         map[string]any  `json:"vars"`
 }
 
 // Dataset is a Source that cycles through requests read from a JSONL file.
@@ -59,6 +62,9 @@ func ReadDataset(r io.Reader, name string) (*Dataset, error) {
 			continue
 		}
 		req, err := parseLine(text)
+		if err == nil {
+			err = parseTemplates(&req, fmt.Sprintf("dataset %s, line %d", name, line))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("dataset %s, line %d: %w", name, line, err)
 		}
@@ -94,7 +100,7 @@ func parseLine(text []byte) (Request, error) {
 	if set != 1 {
 		return Request{}, fmt.Errorf(`want exactly one of "prompt", "messages" or "body"`)
 	}
-	req := Request{Messages: l.Messages, Intent: l.Intent, Method: strings.ToUpper(l.Method), Path: l.Path}
+	req := Request{Messages: l.Messages, Intent: l.Intent, Method: strings.ToUpper(l.Method), Path: l.Path, Vars: l.Vars}
 	if l.Prompt != nil {
 		req.Prompt = *l.Prompt
 	}
@@ -150,4 +156,21 @@ func WithOutput(s Source, out Lengths, seed uint64) Source {
 			return r, nil
 		},
 	}
+}
+
+// parseTemplates parses the body and prompt of r as templates when they
+// contain template actions.
+func parseTemplates(r *Request, where string) error {
+	var err error
+	if payload.Has(string(r.Body)) {
+		if r.BodyTemplate, err = payload.Parse(where+" body", string(r.Body)); err != nil {
+			return err
+		}
+	}
+	if payload.Has(r.Prompt) {
+		if r.PromptTemplate, err = payload.Parse(where+" prompt", r.Prompt); err != nil {
+			return err
+		}
+	}
+	return nil
 }

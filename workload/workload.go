@@ -6,6 +6,9 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+
+	"github.com/spate-dev/spate/payload"
 )
 
 // Message is one chat message.
@@ -33,6 +36,11 @@ type Request struct {
 	Method string
 	Path   string
 	Body   []byte
+	// Vars are the dataset line's "vars", for templates.
+	Vars map[string]any
+	// BodyTemplate and PromptTemplate, when set, make Body and Prompt
+	// templates filled per request (see WithTemplates).
+	BodyTemplate, PromptTemplate *payload.Template
 }
 
 // Source yields the request with index n. Implementations must be safe for
@@ -79,4 +87,37 @@ func (f *Fixed) Request(uint64) (*Request, error) { return &f.Req, nil }
 // Digest implements Source.
 func (f *Fixed) Digest() string {
 	return digest([]byte("fixed/v1"), []byte(f.Req.Method), []byte(f.Req.Path), f.Req.Body, []byte(f.Req.Prompt))
+}
+
+// WithTemplates returns a Source that fills the body and prompt templates of
+// the requests of s, per request, from the request's index, its vars and a
+// random source fixed by seed.
+func WithTemplates(s Source, seed uint64) Source {
+	return SourceFunc{
+		Sha256: digest([]byte(s.Digest()), []byte(fmt.Sprintf("templates seed=%d", seed))),
+		F: func(n uint64) (*Request, error) {
+			r, err := s.Request(n)
+			if err != nil || (r.BodyTemplate == nil && r.PromptTemplate == nil) {
+				return r, err
+			}
+			filled := *r
+			d := payload.NewData(n, r.Vars, seed)
+			if r.BodyTemplate != nil {
+				b, err := r.BodyTemplate.Execute(d)
+				if err != nil {
+					return nil, err
+				}
+				filled.Body = []byte(b)
+			}
+			if r.PromptTemplate != nil {
+				p, err := r.PromptTemplate.Execute(d)
+				if err != nil {
+					return nil, err
+				}
+				filled.Prompt = p
+			}
+			filled.BodyTemplate, filled.PromptTemplate = nil, nil
+			return &filled, nil
+		},
+	}
 }

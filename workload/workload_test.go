@@ -130,3 +130,36 @@ func FuzzReadDataset(f *testing.F) {
 		}
 	})
 }
+
+func TestDatasetTemplates(t *testing.T) {
+	in := `{"body": "{\"q\": {{json .Vars.q}}, \"n\": {{.Seq}}, \"k\": {{.RandInt 1 9}}}", "vars": {"q": "paris"}}
+{"prompt": "Tell me about {{.Vars.city}}.", "vars": {"city": "Lyon"}}
+`
+	d, err := ReadDataset(strings.NewReader(in), "t.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := WithTemplates(d, 1)
+	r0, err := src.Request(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(r0.Body), `{"q": "paris", "n": 0, "k": `) || r0.BodyTemplate != nil {
+		t.Fatalf("body %s", r0.Body)
+	}
+	r2, _ := src.Request(2)
+	if !strings.Contains(string(r2.Body), `"n": 2`) {
+		t.Fatalf("body of request 2: %s", r2.Body)
+	}
+	r1, _ := src.Request(1)
+	if r1.Prompt != "Tell me about Lyon." {
+		t.Fatalf("prompt %q", r1.Prompt)
+	}
+	again, _ := WithTemplates(d, 1).Request(0)
+	if string(again.Body) != string(r0.Body) {
+		t.Fatal("templates are not deterministic")
+	}
+	if _, err := ReadDataset(strings.NewReader(`{"prompt": "{{.Vars.x"}`), "t.jsonl"); err == nil || !strings.Contains(err.Error(), "t.jsonl, line 1") {
+		t.Fatalf("template error %v does not name the line", err)
+	}
+}

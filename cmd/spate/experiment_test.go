@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,5 +143,30 @@ actions:
 	}
 	if !strings.Contains(stderr, "gate: verdict fail") {
 		t.Errorf("stderr does not report the actions: %s", stderr)
+	}
+}
+
+func TestBodyTemplate(t *testing.T) {
+	var bodies []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	code, _, stderr := spate(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--method", "POST",
+		"--body", `{"id": {{.Seq}}, "user": "{{.Choice "ann" "bob"}}"}`, "--concurrency", "1", "--requests", "3",
+		"--out", filepath.Join(t.TempDir(), "r.json"), "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if len(bodies) != 3 || !strings.HasPrefix(bodies[2], `{"id": 2, "user": "`) {
+		t.Fatalf("bodies %q", bodies)
+	}
+	code, _, stderr = spate(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--body", `{{.Seq`, "--concurrency", "1", "--requests", "1")
+	if code != 2 || !strings.Contains(stderr, "--body") {
+		t.Fatalf("bad template: exit %d %s", code, stderr)
 	}
 }

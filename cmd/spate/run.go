@@ -16,6 +16,7 @@ import (
 	"github.com/spate-dev/spate/gate"
 	"github.com/spate-dev/spate/metrics"
 	"github.com/spate-dev/spate/openai"
+	"github.com/spate-dev/spate/payload"
 	"github.com/spate-dev/spate/plainhttp"
 	"github.com/spate-dev/spate/report"
 	"github.com/spate-dev/spate/result"
@@ -183,8 +184,17 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		}
 		src = workload.WithOutput(ds, out, f.seed)
 	} else if f.api == "http" {
-		// A plain HTTP run sends --method, --path and --body every time.
-		src = &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(f.method), Path: f.path, Body: []byte(f.body)}}
+		// A plain HTTP run sends --method, --path and --body every time;
+		// --body may be a template.
+		fixed := &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(f.method), Path: f.path, Body: []byte(f.body)}}
+		if payload.Has(f.body) {
+			t, err := payload.Parse("--body", f.body)
+			if err != nil {
+				return p, usageErr("%v", err)
+			}
+			fixed.Req.BodyTemplate = t
+		}
+		src = fixed
 	} else {
 		src = workload.Synthetic{Input: in, Output: out, Seed: f.seed}
 	}
@@ -245,7 +255,7 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		stages[i].SLO, stages[i].LagBound = slo, f.lagBnd
 	}
 	p.Stages = stages
-	p.Source = src
+	p.Source = workload.WithTemplates(src, f.seed)
 	p.Seed = f.seed
 	p.Version = version
 	p.Provenance = result.Provenance{Model: f.model, SUTVersion: f.sutVersion, Target: openai.Redact(f.target), API: f.api,
