@@ -210,11 +210,12 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		if err != nil {
 			return p, err
 		}
-		c, err := openai.New(openai.Config{
+		cfg := openai.Config{
 			BaseURL: f.target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
 			IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
 			Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers,
-		})
+		}
+		c, err := openai.New(cfg)
 		if err != nil {
 			return p, usageErr("--target/--api: %v", err)
 		}
@@ -226,12 +227,10 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 			if len(ids) == 0 {
 				return p, errors.New("the server lists no models: pass --model")
 			}
-			f.model = ids[0]
-			c, _ = openai.New(openai.Config{
-				BaseURL: f.target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
-				IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
-				Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers,
-			})
+			f.model, cfg.Model = ids[0], ids[0]
+			if c, err = openai.New(cfg); err != nil {
+				return p, err
+			}
 		}
 		p.Client = c
 	case "http":
