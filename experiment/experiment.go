@@ -41,7 +41,7 @@ type Experiment struct {
 	// SLO holds per-request objectives: keys ttft, tpot, itl, e2e.
 	SLO        map[string]time.Duration `yaml:"slo"`
 	Stages     []Stage                  `yaml:"stages"`
-	Thresholds []string                 `yaml:"thresholds"`
+	Thresholds []ThresholdSpec          `yaml:"thresholds"`
 	Outputs    Outputs                  `yaml:"outputs"`
 	// Actions maps a verdict (pass, fail, invalid or error) to what to do
 	// once the result is written: promote, roll back, notify.
@@ -102,6 +102,34 @@ type Stage struct {
 	Requests       int           `yaml:"requests"`
 	Warmup         time.Duration `yaml:"warmup"`
 	DrainTimeout   time.Duration `yaml:"drainTimeout"`
+}
+
+// ThresholdSpec is one threshold: an expression, written as a plain string,
+// or an object that also stops the run when the expression fails over a
+// sliding window while the run goes on.
+type ThresholdSpec struct {
+	Expr string `yaml:"expr"`
+	// AbortOnFail evaluates Expr every second over the last Window (after
+	// Delay into each stage) and stops the run when it fails.
+	AbortOnFail bool          `yaml:"abortOnFail"`
+	Delay       time.Duration `yaml:"delay"`
+	Window      time.Duration `yaml:"window"`
+}
+
+// UnmarshalYAML reads a threshold written as a string or as an object.
+func (t *ThresholdSpec) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err == nil {
+		*t = ThresholdSpec{Expr: s}
+		return nil
+	}
+	type plain ThresholdSpec
+	var p plain
+	if err := unmarshal(&p); err != nil {
+		return err
+	}
+	*t = ThresholdSpec(p)
+	return nil
 }
 
 // Outputs says where results go.
@@ -251,9 +279,16 @@ func (e *Experiment) check(data []byte, name string) error {
 			c.at("$.slo."+k, "%v", err)
 		}
 	}
-	for i, expr := range e.Thresholds {
-		if _, err := threshold.Parse(expr); err != nil {
-			c.at(fmt.Sprintf("$.thresholds[%d]", i), "%v", err)
+	for i, spec := range e.Thresholds {
+		p := fmt.Sprintf("$.thresholds[%d]", i)
+		if _, err := threshold.Parse(spec.Expr); err != nil {
+			c.at(p, "%v", err)
+		}
+		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) {
+			c.at(p, "delay and window only apply with abortOnFail: true")
+		}
+		if spec.Delay < 0 || spec.Window < 0 {
+			c.at(p, "delay and window must not be negative")
 		}
 	}
 	if len(e.Stages) == 0 {

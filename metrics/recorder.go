@@ -46,6 +46,9 @@ type Config struct {
 	MaxConcurrency int
 	LagBound       time.Duration // 0: DefaultLagBound
 	Tokenizer      string
+	// Window, when positive, keeps that many recent seconds for
+	// WindowLookup (thresholds evaluated during the run).
+	Window time.Duration
 }
 
 // Recorder aggregates the records of one scenario. It is safe for
@@ -72,6 +75,8 @@ type Recorder struct {
 
 	inFlight int
 	model    string
+	win      *window
+	winSecs  int
 	series   result.Series
 	secHist  *hdr.Histogram
 	curSec   int
@@ -94,6 +99,10 @@ func New(cfg Config) *Recorder {
 	}
 	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens} {
 		r.hists[k] = newCountHist()
+	}
+	if cfg.Window > 0 {
+		r.winSecs = max(int((cfg.Window+time.Second-1)/time.Second), 1)
+		r.win = newWindow(r.winSecs)
 	}
 	return r
 }
@@ -204,6 +213,9 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
 	}
 	if rec.Failed() {
+		if r.win != nil {
+			r.win.add(s, rec, false)
+		}
 		r.failed++
 		k := string(rec.Err)
 		r.errors[k]++
@@ -263,11 +275,15 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.hists[TPOT].recordDuration(tpot)
 	}
 	slo := r.cfg.SLO
-	if (slo.TTFT == 0 || (hasTTFT && ttft <= slo.TTFT)) &&
+	good := (slo.TTFT == 0 || (hasTTFT && ttft <= slo.TTFT)) &&
 		(slo.TPOT == 0 || !hasTPOT || tpot <= slo.TPOT) &&
 		(slo.ITL == 0 || maxGap <= slo.ITL) &&
-		(slo.E2E == 0 || e2e <= slo.E2E) {
+		(slo.E2E == 0 || e2e <= slo.E2E)
+	if good {
 		r.good++
+	}
+	if r.win != nil {
+		r.win.add(s, rec, good)
 	}
 }
 
@@ -504,4 +520,17 @@ func (r *Recorder) Model() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.model
+}
+
+// WindowLookup evaluates a figure over the last Config.Window of complete
+// seconds before now (see Lookup); it reports false when no window is kept.
+func (r *Recorder) WindowLookup(now time.Time, agg string, percentile float64, metric string) (float64, bool) {
+	r.mu.Lock()
+	if r.win == nil {
+		r.mu.Unlock()
+		return 0, false
+	}
+	sc, hist := r.win.view(r.sec(now), r.winSecs)
+	r.mu.Unlock()
+	return Lookup(&sc, hist, agg, percentile, metric)
 }

@@ -45,6 +45,9 @@ func Console(w io.Writer, r *result.Result) error {
 	if r.Interrupted {
 		b.WriteString("interrupted: the result holds what was measured until then\n")
 	}
+	if r.Aborted != "" {
+		fmt.Fprintf(&b, "aborted: %s\n", r.Aborted)
+	}
 	fmt.Fprintf(&b, "model %s · fingerprint %s\n", orDash(r.Provenance.Model), r.Fingerprint)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -26,7 +26,9 @@ type Result struct {
 	EndedAt      time.Time `json:"ended_at"`
 	// Interrupted is true when the run was stopped early (Ctrl-C, SIGTERM)
 	// and the result holds what was measured until then.
-	Interrupted      bool       `json:"interrupted"`
+	Interrupted bool `json:"interrupted"`
+	// Aborted says which abortOnFail threshold stopped the run, if one did.
+	Aborted          string     `json:"aborted,omitempty"`
 	Fingerprint      string     `json:"fingerprint"`
 	Provenance       Provenance `json:"provenance"`
 	Config           Config     `json:"config"`

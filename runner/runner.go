@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -38,6 +39,40 @@ type Stage struct {
 	LagBound       time.Duration
 }
 
+// Abort is a threshold that stops the run when it fails while the run
+// goes on (abortOnFail in an experiment file).
+type Abort struct {
+	Threshold threshold.Threshold
+	// Delay is how long into a stage before the first evaluation.
+	Delay time.Duration
+	// Window is the span of recent seconds evaluated (default 10 s).
+	Window time.Duration
+}
+
+// DefaultAbortWindow is the window of an Abort that sets none.
+const DefaultAbortWindow = 10 * time.Second
+
+// abortable lists what a windowed threshold can be evaluated on.
+var abortable = map[string]bool{
+	"ttft": true, "tpot": true, "e2e": true, "itl": true,
+	"error_rate": true, "goodput": true, "goodput_rps": true, "rps": true,
+	"input_tps": true, "output_tps": true, "total_tps": true,
+}
+
+// CheckAborts reports an abort threshold on a figure that is not kept over
+// a window.
+func CheckAborts(as []Abort) error {
+	for _, a := range as {
+		if !abortable[a.Threshold.Metric] {
+			return fmt.Errorf("threshold %q cannot abort a run: abortOnFail works on ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps and *_tps", a.Threshold.Expr)
+		}
+		if a.Delay < 0 || a.Window < 0 {
+			return fmt.Errorf("threshold %q: delay and window must not be negative", a.Threshold.Expr)
+		}
+	}
+	return nil
+}
+
 // Checker is implemented by clients that can tell, before a run, whether
 // their target is reachable.
 type Checker interface {
@@ -50,6 +85,9 @@ type Plan struct {
 	Source     workload.Source
 	Client     engine.Client
 	Thresholds []threshold.Threshold
+	// Aborts are thresholds checked every second during each stage they
+	// apply to, over a sliding window; the first that fails stops the run.
+	Aborts     []Abort
 	Seed       uint64
 	Provenance result.Provenance
 	Config     result.Config
@@ -88,7 +126,7 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 	res.ThresholdsPassed = true
 	var runErr error
 	for _, st := range p.Stages {
-		sc, hist, out, model, err := runStage(ctx, p, st, rw)
+		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw)
 		if model != "" {
 			// The model the server says it served beats the one asked for.
 			res.Provenance.Model = model
@@ -96,17 +134,22 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		if err != nil {
 			runErr = fmt.Errorf("stage %s: %w", st.Name, err)
 		}
-		if out.Interrupted {
+		if out.Interrupted && (aborted == nil || ctx.Err() != nil) {
 			res.Interrupted = true
 		}
 		if sc != nil {
 			outs, pass := threshold.EvalAll(forStage(p.Thresholds, sc.Name), source{sc, hist})
 			sc.Thresholds = outs
 			res.ThresholdsPassed = res.ThresholdsPassed && pass
+			if aborted != nil {
+				sc.Thresholds = append(sc.Thresholds, *aborted)
+				res.ThresholdsPassed = false
+				res.Aborted = fmt.Sprintf("stage %s: %s failed during the run (%.4g): stopped", sc.Name, aborted.Expr, aborted.Value)
+			}
 			res.Scenarios = append(res.Scenarios, *sc)
 			res.Histograms[sc.Name] = hist
 		}
-		if runErr != nil || res.Interrupted {
+		if runErr != nil || res.Interrupted || aborted != nil {
 			break
 		}
 	}
@@ -181,7 +224,7 @@ func (s sink) Record(r *record.Record) {
 	}
 }
 
-func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result.Scenario, map[string]string, engine.Outcome, string, error) {
+func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
 	ecfg := engine.Config{
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
@@ -192,30 +235,93 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		mode = "open"
 		pacer, err := schedule.New(st.Arrival, st.Rate, st.Burstiness, p.Seed)
 		if err != nil {
-			return nil, nil, engine.Outcome{}, "", err
+			return nil, nil, engine.Outcome{}, "", nil, err
 		}
 		ecfg.Pacer = pacer
+	}
+	var aborts []Abort
+	var window time.Duration
+	for _, a := range p.Aborts {
+		if a.Threshold.Stage == "" || a.Threshold.Stage == st.Name {
+			if a.Window <= 0 {
+				a.Window = DefaultAbortWindow
+			}
+			aborts = append(aborts, a)
+			window = max(window, a.Window)
+		}
 	}
 	start := time.Now()
 	rec := metrics.New(metrics.Config{
 		Start: start, SLO: st.SLO, Mode: mode, Arrival: st.Arrival, TargetRate: st.Rate,
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, LagBound: st.LagBound,
-		Tokenizer: p.Provenance.Tokenizer,
+		Tokenizer: p.Provenance.Tokenizer, Window: window,
 	})
 	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name}
+	stageCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopWatch, aborted := watch(stageCtx, cancel, aborts, rec, start)
 	stop := progress(p, st, rec, start)
-	out, err := engine.Run(ctx, ecfg)
+	out, err := engine.Run(stageCtx, ecfg)
 	stop()
+	stopWatch()
 	if out.Start.IsZero() {
-		return nil, nil, out, "", err
+		return nil, nil, out, "", nil, err
 	}
 	sc, hist, encErr := rec.Scenario(st.Name, out.End)
 	if err == nil {
 		err = encErr
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
-	return &sc, hist, out, rec.Model(), err
+	return &sc, hist, out, rec.Model(), aborted(), err
 }
+
+// watch evaluates the abort thresholds once a second, after their delay,
+// on the recorder's window, and cancels the stage when one fails. The
+// returned stop waits for the watcher; aborted then tells which failed.
+func watch(ctx context.Context, cancel context.CancelFunc, aborts []Abort, rec *metrics.Recorder, start time.Time) (stop func(), aborted func() *threshold.Outcome) {
+	var failed *threshold.Outcome
+	if len(aborts) == 0 {
+		return func() {}, func() *threshold.Outcome { return nil }
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				for _, a := range aborts {
+					if now.Sub(start) < a.Delay {
+						continue
+					}
+					v, ok := rec.WindowLookup(now, a.Threshold.Agg, a.Threshold.Percentile, a.Threshold.Metric)
+					if !ok || math.IsNaN(v) {
+						continue // nothing in the window yet: no verdict
+					}
+					o := a.Threshold.Eval(fixed(v))
+					if !o.Pass {
+						o.Expr += " (abortOnFail, last " + a.Window.String() + ")"
+						failed = &o
+						cancel()
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }, func() *threshold.Outcome { return failed }
+}
+
+// fixed is a threshold.Source with one value.
+type fixed float64
+
+func (f fixed) Lookup(string, float64, string) (float64, bool) { return float64(f), true }
 
 // progress prints a line every p.ProgressEvery until the returned func is
 // called; that func waits for the printer to stop.

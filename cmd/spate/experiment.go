@@ -12,6 +12,7 @@ import (
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/runner"
 	"github.com/spate-dev/spate/schedule"
+	"github.com/spate-dev/spate/threshold"
 )
 
 // applyExperiment loads an experiment file into f: every setting whose flag
@@ -75,7 +76,19 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 		sort.Strings(slo)
 		set("slo", func() { f.slo = strings.Join(slo, ",") })
 	}
-	f.thresholds = append(append([]string(nil), e.Thresholds...), f.thresholds...)
+	var fileThresholds []string
+	for _, spec := range e.Thresholds {
+		// An abortOnFail threshold is also judged at the end, like any other.
+		fileThresholds = append(fileThresholds, spec.Expr)
+		if spec.AbortOnFail {
+			t, err := threshold.Parse(spec.Expr)
+			if err != nil {
+				return &exitErr{code: exitUsage, err: err}
+			}
+			f.aborts = append(f.aborts, runner.Abort{Threshold: t, Delay: spec.Delay, Window: spec.Window})
+		}
+	}
+	f.thresholds = append(fileThresholds, f.thresholds...)
 	for _, s := range e.Stages {
 		f.fileStages = append(f.fileStages, runner.Stage{
 			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness,

@@ -170,3 +170,29 @@ func TestBodyTemplate(t *testing.T) {
 		t.Fatalf("bad template: exit %d %s", code, stderr)
 	}
 }
+
+func TestAbortOnFailExitsThree(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 40 * time.Millisecond, ITL: time.Millisecond, Tokens: 2})
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "e.yaml")
+	os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "`+srv.BaseURL()+`", model: m}
+stages: [{name: s, rate: 40, duration: 30s}]
+thresholds:
+  - {expr: "p90(ttft) < 5ms", abortOnFail: true, delay: 1s, window: 1s}
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	t0 := time.Now()
+	code, stdout, stderr := spate(t, context.Background(), "run", file, "--out", out)
+	if code != 3 || !strings.Contains(stdout, "aborted: stage s: p90(ttft) < 5ms") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if el := time.Since(t0); el > 15*time.Second {
+		t.Fatalf("took %v", el)
+	}
+	if r := readResult(t, out); r.Aborted == "" || r.Interrupted {
+		t.Fatalf("aborted %q interrupted %v", r.Aborted, r.Interrupted)
+	}
+}

@@ -51,6 +51,7 @@ type runFlags struct {
 	name, sutVersion                           string
 	experiment, experimentSHA256               string // the experiment file, if any, and its digest
 	actions                                    map[string][]gate.Action
+	aborts                                     []runner.Abort
 	fileStages                                 []runner.Stage // its stages
 	quiet                                      bool
 	progressEvery                              time.Duration
@@ -155,6 +156,10 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	if err := runner.CheckThresholds(stages, p.Thresholds); err != nil {
 		return p, usageErr("%v", err)
 	}
+	if err := runner.CheckAborts(f.aborts); err != nil {
+		return p, usageErr("%v", err)
+	}
+	p.Aborts = f.aborts
 	in, err := workload.ParseLengths(f.inputTokens)
 	if err != nil {
 		return p, usageErr("--input-tokens %v", err)
