@@ -96,6 +96,7 @@ type Stage struct {
 	Rate           float64       `yaml:"rate"`
 	Arrival        string        `yaml:"arrival"`
 	Burstiness     float64       `yaml:"burstiness"`
+	RampFrom       float64       `yaml:"rampFrom"`
 	Concurrency    int           `yaml:"concurrency"`
 	MaxConcurrency int           `yaml:"maxConcurrency"`
 	Duration       time.Duration `yaml:"duration"`
@@ -316,7 +317,11 @@ func (e *Experiment) check(data []byte, name string) error {
 			if b == 0 {
 				b = 1
 			}
-			if _, err := schedule.New(arrival, s.Rate, b, 0); err != nil {
+			if s.RampFrom > 0 {
+				if _, err := schedule.NewRamp(arrival, s.RampFrom, s.Rate, s.Warmup+s.Duration, 0); err != nil {
+					c.at(p+".rampFrom", "stage %q: %v", s.Name, err)
+				}
+			} else if _, err := schedule.New(arrival, s.Rate, b, 0); err != nil {
 				c.at(p, "stage %q: %v", s.Name, err)
 			}
 		} else if s.MaxConcurrency > 0 {

@@ -114,6 +114,7 @@ type Load struct {
 	Mode           string  `json:"mode"` // "open" or "closed"
 	Arrival        string  `json:"arrival,omitempty"`
 	TargetRate     float64 `json:"target_rate,omitempty"`
+	RampFrom       float64 `json:"ramp_from,omitempty"`
 	ScheduledRate  float64 `json:"scheduled_rate,omitempty"`
 	AchievedRate   float64 `json:"achieved_rate"`
 	Concurrency    int     `json:"concurrency,omitempty"`

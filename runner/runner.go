@@ -26,9 +26,12 @@ import (
 type Stage struct {
 	Name string
 	// Arrival and Rate make the stage open-loop; Concurrency closed-loop.
-	Arrival        string
-	Rate           float64
-	Burstiness     float64
+	Arrival    string
+	Rate       float64
+	Burstiness float64
+	// RampFrom, when positive, ramps the rate linearly from RampFrom to
+	// Rate over the stage's warm-up and duration.
+	RampFrom       float64
 	Concurrency    int
 	MaxConcurrency int
 	Duration       time.Duration
@@ -233,7 +236,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	mode := "closed"
 	if st.Concurrency <= 0 {
 		mode = "open"
-		pacer, err := schedule.New(st.Arrival, st.Rate, st.Burstiness, p.Seed)
+		pacer, err := stagePacer(st, p.Seed)
 		if err != nil {
 			return nil, nil, engine.Outcome{}, "", nil, err
 		}
@@ -272,7 +275,31 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		err = encErr
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
+	sc.Load.RampFrom = st.RampFrom
 	return &sc, hist, out, rec.Model(), aborted(), err
+}
+
+// stagePacer is the open-loop pacer of a stage.
+func stagePacer(st Stage, seed uint64) (schedule.Pacer, error) {
+	if st.RampFrom > 0 {
+		return schedule.NewRamp(st.Arrival, st.RampFrom, st.Rate, st.Warmup+st.Duration, seed)
+	}
+	return schedule.New(st.Arrival, st.Rate, st.Burstiness, seed)
+}
+
+// CheckStage reports a stage whose load cannot be paced.
+func CheckStage(st Stage) error {
+	if st.Concurrency > 0 {
+		if st.RampFrom > 0 {
+			return fmt.Errorf("a ramp needs an open-loop rate, not a concurrency")
+		}
+		return nil
+	}
+	if st.RampFrom > 0 && st.Duration <= 0 {
+		return fmt.Errorf("a ramp needs a duration to ramp over")
+	}
+	_, err := stagePacer(st, 0)
+	return err
 }
 
 // watch evaluates the abort thresholds once a second, after their delay,

@@ -123,3 +123,41 @@ func TestNew(t *testing.T) {
 		}
 	}
 }
+
+func TestRamp(t *testing.T) {
+	for _, arrival := range []string{"constant", "poisson"} {
+		p, err := NewRamp(arrival, 100, 1000, 2*time.Second, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Count sends in the first and the second half of the ramp:
+		// ∫ rate = 100·1 + 450·1² / 2 ... = 325 and 775.
+		first, second := 0, 0
+		var prev time.Duration
+		for n := uint64(0); ; n++ {
+			at := p.Pace(n, prev)
+			if at >= 2*time.Second {
+				break
+			}
+			if at < time.Second {
+				first++
+			} else {
+				second++
+			}
+			prev = at
+		}
+		tol := 0.03
+		if arrival == "poisson" {
+			tol = 0.12
+		}
+		if math.Abs(float64(first)-325)/325 > tol || math.Abs(float64(second)-775)/775 > tol {
+			t.Errorf("%s ramp: %d sends in the first second, %d in the second; want about 325 and 775", arrival, first, second)
+		}
+	}
+	if _, err := NewRamp("gamma", 1, 2, time.Second, 1); err == nil {
+		t.Error("gamma ramp accepted")
+	}
+	if _, err := NewRamp("constant", 0, 2, time.Second, 1); err == nil {
+		t.Error("ramp from 0 accepted")
+	}
+}

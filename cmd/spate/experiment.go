@@ -11,7 +11,6 @@ import (
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/runner"
-	"github.com/spate-dev/spate/schedule"
 	"github.com/spate-dev/spate/threshold"
 )
 
@@ -91,7 +90,7 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	f.thresholds = append(fileThresholds, f.thresholds...)
 	for _, s := range e.Stages {
 		f.fileStages = append(f.fileStages, runner.Stage{
-			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness,
+			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness, RampFrom: s.RampFrom,
 			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout,
 		})
@@ -106,7 +105,7 @@ func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
 	changed := cmd.Flags().Changed
 	stages := f.fileStages
 	if len(stages) == 0 {
-		stages = []runner.Stage{{Name: f.name, Arrival: f.arrival, Rate: f.rate, Burstiness: f.burstiness,
+		stages = []runner.Stage{{Name: f.name, Arrival: f.arrival, Rate: f.rate, Burstiness: f.burstiness, RampFrom: f.rampFrom,
 			Concurrency: f.concurrency, MaxConcurrency: f.maxConcurrency, Duration: f.duration,
 			Requests: f.requests, Warmup: f.warmup, DrainTimeout: f.drainTimeout}}
 	} else {
@@ -124,6 +123,9 @@ func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
 			}
 			if changed("burstiness") || s.Burstiness == 0 {
 				s.Burstiness = f.burstiness
+			}
+			if changed("ramp-from") {
+				s.RampFrom = f.rampFrom
 			}
 			if changed("max-concurrency") {
 				s.MaxConcurrency = f.maxConcurrency
@@ -162,8 +164,9 @@ func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
 		}
 		if s.Concurrency > 0 {
 			s.Arrival = ""
-		} else if _, err := schedule.New(s.Arrival, s.Rate, s.Burstiness, 0); err != nil {
-			return nil, usageErr("%s--arrival/--rate/--burstiness: %v", where, err)
+		}
+		if err := runner.CheckStage(*s); err != nil {
+			return nil, usageErr("%s--arrival/--rate/--burstiness/--ramp-from: %v", where, err)
 		}
 	}
 	return stages, nil

@@ -196,3 +196,28 @@ thresholds:
 		t.Fatalf("aborted %q interrupted %v", r.Aborted, r.Interrupted)
 	}
 }
+
+func TestRampFlag(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{Tokens: 1})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
+		"--rate", "60", "--ramp-from", "10", "--arrival", "constant", "--duration", "2s", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	sc := readResult(t, out).Scenarios[0]
+	// ∫ from 10 to 60 req/s over 2 s = 70 requests; the second second
+	// carries 3× the first's.
+	if n := sc.Requests.Total; n < 60 || n > 75 || sc.Load.RampFrom != 10 {
+		t.Fatalf("%d requests (want about 70), ramp_from %v", n, sc.Load.RampFrom)
+	}
+	if s := sc.Series.SentPerS; len(s) < 2 || s[1] < 2*s[0] {
+		t.Fatalf("sent per second %v: the rate did not ramp", s)
+	}
+	code, _, stderr = spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
+		"--concurrency", "2", "--ramp-from", "10", "--requests", "2")
+	if code != 2 || !strings.Contains(stderr, "ramp") {
+		t.Fatalf("ramp with concurrency: exit %d %s", code, stderr)
+	}
+}

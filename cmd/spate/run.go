@@ -35,7 +35,7 @@ type runFlags struct {
 	rate                                       float64
 	concurrency, maxConcurrency, requests      int
 	arrival                                    string
-	burstiness                                 float64
+	burstiness, rampFrom                       float64
 	duration, warmup                           time.Duration
 	dataset, inputTokens, outputTokens         string
 	slo                                        string
@@ -95,6 +95,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on requests in flight (0: none)")
 	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson or gamma")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape: 1 is Poisson, <1 burstier, >1 more regular")
+	fl.Float64Var(&f.rampFrom, "ramp-from", 0, "open loop: ramp the rate linearly from this to --rate over warm-up and duration (constant or poisson)")
 	fl.DurationVar(&f.duration, "duration", 0, "how long to send after warm-up (default 30s unless --requests)")
 	fl.IntVar(&f.requests, "requests", 0, "how many requests to send after warm-up")
 	fl.DurationVar(&f.warmup, "warmup", 0, "warm-up sent first and left out of the figures")
