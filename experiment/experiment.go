@@ -103,6 +103,18 @@ type Stage struct {
 	Requests       int           `yaml:"requests"`
 	Warmup         time.Duration `yaml:"warmup"`
 	DrainTimeout   time.Duration `yaml:"drainTimeout"`
+	// Faults are switched on for this stage only (the chaos of a
+	// baseline / peak / chaos matrix).
+	Faults *StageFaults `yaml:"faults"`
+}
+
+// StageFaults names a fault injector's admin endpoint and what to set there:
+// the settings are PUT as JSON when the stage starts and the endpoint gets
+// DELETE when it ends (the simulator's /admin/faults works this way). A URL
+// that starts with "/" is on the target's host.
+type StageFaults struct {
+	URL string         `yaml:"url"`
+	Set map[string]any `yaml:"set"`
 }
 
 // ThresholdSpec is one threshold: an expression, written as a plain string,
@@ -329,6 +341,10 @@ func (e *Experiment) check(data []byte, name string) error {
 		}
 		if s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0 || s.Duration < 0 || s.Warmup < 0 {
 			c.at(p, "stage %q: negative values are not allowed", s.Name)
+		}
+		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&
+			!strings.HasPrefix(s.Faults.URL, "/") || len(s.Faults.Set) == 0) {
+			c.at(p+".faults", "stage %q: faults need url: (the injector's admin endpoint, e.g. /admin/faults on the target's host, or a full URL) and set: {...}", s.Name)
 		}
 		if s.Duration == 0 && s.Requests == 0 {
 			c.at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spate-dev/spate/engine"
@@ -40,6 +41,8 @@ type Stage struct {
 	DrainTimeout   time.Duration
 	SLO            metrics.SLO
 	LagBound       time.Duration
+	// Faults, when set, are switched on for this stage only.
+	Faults *Faults
 }
 
 // Abort is a threshold that stops the run when it fails while the run
@@ -260,6 +263,20 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		Tokenizer: p.Provenance.Tokenizer, Window: window,
 	})
 	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name}
+	// faultsOff clears the stage's faults once, on every way out.
+	faultsOff := func() error { return nil }
+	if st.Faults != nil {
+		if err := st.Faults.on(ctx); err != nil {
+			return nil, nil, engine.Outcome{}, "", nil, err
+		}
+		var once sync.Once
+		var offErr error
+		faultsOff = func() error {
+			once.Do(func() { offErr = st.Faults.off(ctx) })
+			return offErr
+		}
+		defer faultsOff()
+	}
 	stageCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopWatch, aborted := watch(stageCtx, cancel, aborts, rec, start)
@@ -267,6 +284,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	out, err := engine.Run(stageCtx, ecfg)
 	stop()
 	stopWatch()
+	offErr := faultsOff()
 	if out.Start.IsZero() {
 		return nil, nil, out, "", nil, err
 	}
@@ -276,6 +294,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
 	sc.Load.RampFrom = st.RampFrom
+	if offErr != nil {
+		sc.Warnings = append(sc.Warnings, offErr.Error())
+	}
 	return &sc, hist, out, rec.Model(), aborted(), err
 }
 

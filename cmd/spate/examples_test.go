@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,5 +56,48 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStageFaults: a stage's faults are on for that stage only.
+func TestStageFaults(t *testing.T) {
+	srv, err := sim.New(sim.Deterministic(5*time.Millisecond, time.Millisecond, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sim.Serve(ctx, ln, srv) }()
+	defer func() { cancel(); <-done }()
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "e.yaml")
+	os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "http://`+ln.Addr().String()+`/v1", model: m}
+stages:
+  - {name: before, concurrency: 2, requests: 6}
+  - {name: chaos, concurrency: 2, requests: 6, faults: {url: /admin/faults, set: {error_rate: 1}}}
+  - {name: after, concurrency: 2, requests: 6}
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	r := readResult(t, out)
+	want := map[string]int{"before": 0, "chaos": 6, "after": 0}
+	for _, sc := range r.Scenarios {
+		if sc.Requests.Errors["http_500"] != want[sc.Name] {
+			t.Errorf("stage %s: %v errors, want %d http_500", sc.Name, sc.Requests.Errors, want[sc.Name])
+		}
+	}
+	if f := srv.Faults(); f.ErrorRate != 0 {
+		t.Errorf("faults left on after the run: %+v", f)
 	}
 }

@@ -89,7 +89,11 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	}
 	f.thresholds = append(fileThresholds, f.thresholds...)
 	for _, s := range e.Stages {
-		f.fileStages = append(f.fileStages, runner.Stage{
+		var faults *runner.Faults
+		if s.Faults != nil {
+			faults = &runner.Faults{URL: s.Faults.URL, Set: s.Faults.Set}
+		}
+		f.fileStages = append(f.fileStages, runner.Stage{Faults: faults,
 			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness, RampFrom: s.RampFrom,
 			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout,

@@ -258,6 +258,16 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 
 	for i := range stages {
 		stages[i].SLO, stages[i].LagBound = slo, f.lagBnd
+		if fl := stages[i].Faults; fl != nil && strings.HasPrefix(fl.URL, "/") {
+			// A path is on the target's host: scheme://host of --target.
+			u, err := url.Parse(f.target)
+			if err != nil {
+				return p, usageErr("--target: %v", err)
+			}
+			resolved := *fl
+			resolved.URL = u.Scheme + "://" + u.Host + fl.URL
+			stages[i].Faults = &resolved
+		}
 	}
 	p.Stages = stages
 	p.Source = workload.WithTemplates(src, f.seed)
