@@ -39,10 +39,12 @@ type Experiment struct {
 	SUT        SUT      `yaml:"sut"`
 	Workload   Workload `yaml:"workload"`
 	// SLO holds per-request objectives: keys ttft, tpot, itl, e2e.
-	SLO        map[string]time.Duration `yaml:"slo"`
-	Stages     []Stage                  `yaml:"stages"`
-	Thresholds []ThresholdSpec          `yaml:"thresholds"`
-	Outputs    Outputs                  `yaml:"outputs"`
+	SLO    map[string]time.Duration `yaml:"slo"`
+	Stages []Stage                  `yaml:"stages"`
+	// Measurement tunes how figures are taken.
+	Measurement Measurement     `yaml:"measurement"`
+	Thresholds  []ThresholdSpec `yaml:"thresholds"`
+	Outputs     Outputs         `yaml:"outputs"`
 	// Actions maps a verdict (pass, fail, invalid or error) to what to do
 	// once the result is written: promote, roll back, notify.
 	Actions map[string][]gate.Action `yaml:"actions"`
@@ -145,10 +147,18 @@ func (t *ThresholdSpec) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
-// Outputs says where results go.
+// Measurement tunes how figures are taken (--lag-bound, --tokenizer-sample).
+type Measurement struct {
+	LagBound        time.Duration `yaml:"lagBound"`
+	TokenizerSample *int          `yaml:"tokenizerSample"`
+}
+
+// Outputs says where results go and what is printed.
 type Outputs struct {
-	Result  string `yaml:"result"`
-	Records string `yaml:"records"`
+	Result   string        `yaml:"result"`
+	Records  string        `yaml:"records"`
+	Quiet    bool          `yaml:"quiet"`
+	Progress time.Duration `yaml:"progress"`
 }
 
 // Load reads and checks an experiment file.

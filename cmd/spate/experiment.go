@@ -51,6 +51,14 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	str("out", &f.out, e.Outputs.Result)
 	str("records", &f.records, e.Outputs.Records)
 	dur("timeout", &f.timeout, t.Timeout)
+	dur("lag-bound", &f.lagBnd, e.Measurement.LagBound)
+	dur("progress", &f.progressEvery, e.Outputs.Progress)
+	if e.Measurement.TokenizerSample != nil {
+		set("tokenizer-sample", func() { f.tokenizerSample = *e.Measurement.TokenizerSample })
+	}
+	if e.Outputs.Quiet {
+		set("quiet", func() { f.quiet = true })
+	}
 	dur("idle-timeout", &f.idleTimeout, t.IdleTimeout)
 	if t.Stream != nil {
 		set("stream", func() { f.stream = *t.Stream })

@@ -31,6 +31,7 @@ stages:
   - {name: warm, rate: 50, arrival: constant, requests: 10}
   - {name: hot, concurrency: 3, requests: 12}
 thresholds: ["p50(ttft) < 1s"]
+measurement: {lagBound: 123ms, tokenizerSample: 1}
 outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 `), 0o644)
 	t.Setenv("SPATE_TEST_KEY", "sk-never-written-anywhere")
@@ -49,6 +50,12 @@ outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 	}
 	if r.Scenarios[0].Requests.Succeeded != 10 || r.Scenarios[1].Requests.Succeeded != 12 {
 		t.Fatalf("requests %+v / %+v", r.Scenarios[0].Requests, r.Scenarios[1].Requests)
+	}
+	if lb := r.Scenarios[0].Load.LagBoundMS; lb != 123 {
+		t.Errorf("measurement.lagBound: lag_bound_ms %v, want 123", lb)
+	}
+	if r.Scenarios[0].Tokens.DiscrepancySampled != 10 {
+		t.Errorf("measurement.tokenizerSample 1: %d requests counted both ways, want 10", r.Scenarios[0].Tokens.DiscrepancySampled)
 	}
 	if len(r.Provenance.ExperimentSHA256) != 64 {
 		t.Errorf("experiment digest %q", r.Provenance.ExperimentSHA256)
