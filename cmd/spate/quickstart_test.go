@@ -17,8 +17,8 @@ func TestQuickstart(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	r := readResult(t, filepath.Join(dir, "quickstart.json"))
-	if len(r.Scenarios) != len(quickstartRates) {
-		t.Fatalf("%d scenarios, want %d", len(r.Scenarios), len(quickstartRates))
+	if len(r.Scenarios) != 6 || r.Config.Experiment != filepath.Join(dir, "quickstart.yaml") {
+		t.Fatalf("%d scenarios from %q, want the 6 stages of the bundled experiment", len(r.Scenarios), r.Config.Experiment)
 	}
 	for _, sc := range r.Scenarios {
 		if sc.Requests.Succeeded == 0 || sc.Metrics["ttft_ms"].Count == 0 {

@@ -53,7 +53,7 @@ type runFlags struct {
 	actions                                    map[string][]gate.Action
 	aborts                                     []runner.Abort
 	fileStages                                 []runner.Stage // its stages
-	quiet                                      bool
+	quiet, noSummary                           bool
 	progressEvery                              time.Duration
 }
 
@@ -121,6 +121,8 @@ Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`
 	fl.StringVar(&f.name, "name", "main", "scenario name in the result")
 	fl.StringVar(&f.sutVersion, "sut-version", "", "version of the system under test, recorded in the result's provenance")
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary")
+	fl.BoolVar(&f.noSummary, "no-summary", false, "print progress but no summary (for wrappers that print their own)")
+	_ = fl.MarkHidden("no-summary")
 	fl.DurationVar(&f.progressEvery, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	return c
 }
@@ -328,7 +330,7 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		defer recFile.Close()
 		p.Records = recFile
 	}
-	return execute1(cmd, p, f.out, f.quiet, f.actions, f.experiment)
+	return execute1(cmd, p, f.out, f.quiet || f.noSummary, f.actions, f.experiment)
 }
 
 // execute1 runs a plan, writes its result and summary, runs the gate
