@@ -45,6 +45,9 @@ func Console(w io.Writer, r *result.Result) error {
 	if r.Interrupted {
 		b.WriteString("interrupted: the result holds what was measured until then\n")
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	if r.Aborted != "" {
 		fmt.Fprintf(&b, "aborted: %s\n", r.Aborted)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha3"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -130,7 +131,9 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		rw = record.NewWriter(p.Records, res.StartedAt)
 	}
 	res.ThresholdsPassed = true
-	var runErr error
+	// A stage that fails is reported and the next ones still run: one
+	// broken stage must not lose the others.
+	var stageErrs []error
 	for _, st := range p.Stages {
 		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw)
 		if model != "" {
@@ -138,7 +141,9 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 			res.Provenance.Model = model
 		}
 		if err != nil {
-			runErr = fmt.Errorf("stage %s: %w", st.Name, err)
+			err = fmt.Errorf("stage %s: %w", st.Name, err)
+			stageErrs = append(stageErrs, err)
+			res.Warnings = append(res.Warnings, err.Error())
 		}
 		if out.Interrupted && (aborted == nil || ctx.Err() != nil) {
 			res.Interrupted = true
@@ -155,10 +160,11 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 			res.Scenarios = append(res.Scenarios, *sc)
 			res.Histograms[sc.Name] = hist
 		}
-		if runErr != nil || res.Interrupted || aborted != nil {
+		if res.Interrupted || aborted != nil {
 			break
 		}
 	}
+	runErr := errors.Join(stageErrs...)
 	res.EndedAt = time.Now().UTC()
 	res.Fingerprint = Fingerprint(res.Provenance.Model, res.Provenance.SUTVersion, res.Provenance.WorkloadSHA256)
 	if rw != nil {

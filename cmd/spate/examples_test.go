@@ -5,10 +5,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/llmtest"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -99,5 +101,37 @@ stages:
 	}
 	if f := srv.Faults(); f.ErrorRate != 0 {
 		t.Errorf("faults left on after the run: %+v", f)
+	}
+}
+
+// TestFailedStageKeepsTheOthers: a stage that cannot start is reported and
+// the stages around it still run.
+func TestFailedStageKeepsTheOthers(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{Tokens: 2})
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "e.yaml")
+	os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "`+srv.BaseURL()+`", model: m}
+stages:
+  - {name: a, concurrency: 1, requests: 3}
+  - {name: broken, concurrency: 1, requests: 3, faults: {url: "http://`+dead+`/admin/faults", set: {error_rate: 1}}}
+  - {name: c, concurrency: 1, requests: 3}
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, _, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet")
+	if code != 1 || !strings.Contains(stderr, "stage broken: setting faults") {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	r := readResult(t, out)
+	if len(r.Scenarios) != 2 || r.Scenarios[0].Name != "a" || r.Scenarios[1].Name != "c" || len(r.Warnings) != 1 {
+		t.Fatalf("scenarios %d, warnings %v", len(r.Scenarios), r.Warnings)
 	}
 }
