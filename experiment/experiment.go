@@ -108,6 +108,9 @@ type Stage struct {
 	// Faults are switched on for this stage only (the chaos of a
 	// baseline / peak / chaos matrix).
 	Faults *StageFaults `yaml:"faults"`
+	// Workload, when set, replaces the experiment's workload fields it
+	// sets, for this stage only.
+	Workload *Workload `yaml:"workload"`
 }
 
 // StageFaults names a fault injector's admin endpoint and what to set there:
@@ -355,6 +358,18 @@ func (e *Experiment) check(data []byte, name string) error {
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&
 			!strings.HasPrefix(s.Faults.URL, "/") || len(s.Faults.Set) == 0) {
 			c.at(p+".faults", "stage %q: faults need url: (the injector's admin endpoint, e.g. /admin/faults on the target's host, or a full URL) and set: {...}", s.Name)
+		}
+		if w := s.Workload; w != nil {
+			if w.Seed != nil {
+				c.at(p+".workload.seed", "stage %q: the seed is the experiment's (workload.seed at the top level)", s.Name)
+			}
+			for _, f := range []struct{ path, v string }{{p + ".workload.inputTokens", w.InputTokens}, {p + ".workload.outputTokens", w.OutputTokens}} {
+				if f.v != "" {
+					if _, err := workload.ParseLengths(f.v); err != nil {
+						c.at(f.path, "%v", err)
+					}
+				}
+			}
 		}
 		if s.Duration == 0 && s.Requests == 0 {
 			c.at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)

@@ -5,6 +5,7 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/sha3"
 	"encoding/hex"
 	"errors"
@@ -44,6 +45,8 @@ type Stage struct {
 	LagBound       time.Duration
 	// Faults, when set, are switched on for this stage only.
 	Faults *Faults
+	// Source, when set, replaces the plan's workload for this stage.
+	Source workload.Source
 }
 
 // Abort is a threshold that stops the run when it fails while the run
@@ -125,7 +128,7 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		Histograms:   map[string]map[string]string{},
 		Scenarios:    []result.Scenario{},
 	}
-	res.Provenance.WorkloadSHA256 = p.Source.Digest()
+	res.Provenance.WorkloadSHA256 = workloadDigest(p)
 	var rw *record.Writer
 	if p.Records != nil {
 		rw = record.NewWriter(p.Records, res.StartedAt)
@@ -173,6 +176,27 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		}
 	}
 	return res, runErr
+}
+
+// workloadDigest identifies the plan's workload: the source's digest, or,
+// when stages bring their own, the digest of all of them in order.
+func workloadDigest(p Plan) string {
+	own := false
+	for _, st := range p.Stages {
+		own = own || st.Source != nil
+	}
+	if !own {
+		return p.Source.Digest()
+	}
+	h := sha256.New()
+	for _, st := range p.Stages {
+		src := p.Source
+		if st.Source != nil {
+			src = st.Source
+		}
+		h.Write([]byte(st.Name + "=" + src.Digest() + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // forStage returns the thresholds that apply to the named stage: those
@@ -241,6 +265,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
 		Source: p.Source, Client: p.Client,
+	}
+	if st.Source != nil {
+		ecfg.Source = st.Source
 	}
 	mode := "closed"
 	if st.Concurrency <= 0 {

@@ -135,3 +135,26 @@ stages:
 		t.Fatalf("scenarios %d, warnings %v", len(r.Scenarios), r.Warnings)
 	}
 }
+
+func TestStageWorkload(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{}) // answers max_tokens tokens
+	defer srv.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "e.yaml")
+	os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "`+srv.BaseURL()+`", model: m}
+workload: {inputTokens: "8", outputTokens: "3"}
+stages:
+  - {name: short, concurrency: 1, requests: 2}
+  - {name: long, concurrency: 1, requests: 2, workload: {outputTokens: "9"}}
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	if code, _, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	r := readResult(t, out)
+	if a, b := r.Scenarios[0].Tokens.Output, r.Scenarios[1].Tokens.Output; a != 6 || b != 18 {
+		t.Fatalf("output tokens %d and %d, want 6 and 18", a, b)
+	}
+}

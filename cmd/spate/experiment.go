@@ -97,6 +97,12 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	}
 	f.thresholds = append(fileThresholds, f.thresholds...)
 	for _, s := range e.Stages {
+		if s.Workload != nil {
+			if f.stageWorkloads == nil {
+				f.stageWorkloads = map[string]*experiment.Workload{}
+			}
+			f.stageWorkloads[s.Name] = s.Workload
+		}
 		var faults *runner.Faults
 		if s.Faults != nil {
 			faults = &runner.Faults{URL: s.Faults.URL, Set: s.Faults.Set}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/engine"
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/gate"
 	"github.com/spate-dev/spate/metrics"
 	"github.com/spate-dev/spate/openai"
@@ -52,6 +53,7 @@ type runFlags struct {
 	experiment, experimentSHA256               string // the experiment file, if any, and its digest
 	actions                                    map[string][]gate.Action
 	aborts                                     []runner.Abort
+	stageWorkloads                             map[string]*experiment.Workload
 	fileStages                                 []runner.Stage // its stages
 	quiet, noSummary                           bool
 	progressEvery                              time.Duration
@@ -184,27 +186,32 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	}
 
 	// Workload.
-	var src workload.Source
-	if f.dataset != "" {
-		ds, err := workload.LoadDataset(f.dataset)
-		if err != nil {
-			return p, &exitErr{code: exitError, err: err}
-		}
-		src = workload.WithOutput(ds, out, f.seed)
-	} else if f.api == "http" {
-		// A plain HTTP run sends --method, --path and --body every time;
-		// --body may be a template.
-		fixed := &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(f.method), Path: f.path, Body: []byte(f.body)}}
-		if payload.Has(f.body) {
-			t, err := payload.Parse("--body", f.body)
-			if err != nil {
-				return p, usageErr("%v", err)
+	src, err := f.source(in, out, f.dataset)
+	if err != nil {
+		return p, err
+	}
+	for i := range stages {
+		if w := f.stageWorkloads[stages[i].Name]; w != nil {
+			sin, sout, sdata := in, out, f.dataset
+			if w.InputTokens != "" {
+				if sin, err = workload.ParseLengths(w.InputTokens); err != nil {
+					return p, usageErr("stage %s: inputTokens %v", stages[i].Name, err)
+				}
 			}
-			fixed.Req.BodyTemplate = t
+			if w.OutputTokens != "" {
+				if sout, err = workload.ParseLengths(w.OutputTokens); err != nil {
+					return p, usageErr("stage %s: outputTokens %v", stages[i].Name, err)
+				}
+			}
+			if w.Dataset != "" {
+				sdata = w.Dataset
+			}
+			ssrc, err := f.source(sin, sout, sdata)
+			if err != nil {
+				return p, err
+			}
+			stages[i].Source = workload.WithTemplates(ssrc, f.seed)
 		}
-		src = fixed
-	} else {
-		src = workload.Synthetic{Input: in, Output: out, Seed: f.seed}
 	}
 
 	// Protocol client.
@@ -299,6 +306,32 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		p.Progress, p.ProgressEvery = cmd.ErrOrStderr(), f.progressEvery
 	}
 	return p, nil
+}
+
+// source builds the workload: a dataset, the fixed request of a plain HTTP
+// run, or synthetic prompts.
+func (f *runFlags) source(in, out workload.Lengths, dataset string) (workload.Source, error) {
+	switch {
+	case dataset != "":
+		ds, err := workload.LoadDataset(dataset)
+		if err != nil {
+			return nil, &exitErr{code: exitError, err: err}
+		}
+		return workload.WithOutput(ds, out, f.seed), nil
+	case f.api == "http":
+		// A plain HTTP run sends --method, --path and --body every time;
+		// --body may be a template.
+		fixed := &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(f.method), Path: f.path, Body: []byte(f.body)}}
+		if payload.Has(f.body) {
+			t, err := payload.Parse("--body", f.body)
+			if err != nil {
+				return nil, usageErr("%v", err)
+			}
+			fixed.Req.BodyTemplate = t
+		}
+		return fixed, nil
+	}
+	return workload.Synthetic{Input: in, Output: out, Seed: f.seed}, nil
 }
 
 // ignoreEOS resolves --ignore-eos: auto sends it to every server but
