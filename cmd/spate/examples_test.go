@@ -14,14 +14,14 @@ import (
 	"github.com/spate-dev/spate/sim"
 )
 
-// TestExamplesRunAgainstSimulator runs every example experiment, shortened
-// by flags, against the built-in simulator.
-func TestExamplesRunAgainstSimulator(t *testing.T) {
-	srv, err := sim.New(sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0))
+// startSim serves the simulator on a loopback port until the test ends and
+// returns it with its API base URL.
+func startSim(t *testing.T, cfg sim.Config) (*sim.Server, string) {
+	t.Helper()
+	srv, err := sim.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -29,8 +29,14 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); sim.Serve(ctx, ln, srv) }()
-	defer func() { cancel(); <-done }()
-	target := "http://" + ln.Addr().String() + "/v1"
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	return srv, "http://" + ln.Addr().String() + "/v1"
+}
+
+// TestExamplesRunAgainstSimulator runs every example experiment, shortened
+// by flags, against the built-in simulator.
+func TestExamplesRunAgainstSimulator(t *testing.T) {
+	_, target := startSim(t, sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0))
 
 	files, _ := filepath.Glob("../../examples/*.yaml")
 	if len(files) == 0 {
@@ -63,25 +69,13 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 
 // TestStageFaults: a stage's faults are on for that stage only.
 func TestStageFaults(t *testing.T) {
-	srv, err := sim.New(sim.Deterministic(5*time.Millisecond, time.Millisecond, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); sim.Serve(ctx, ln, srv) }()
-	defer func() { cancel(); <-done }()
+	srv, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 2))
 
 	dir := t.TempDir()
 	file := filepath.Join(dir, "e.yaml")
 	os.WriteFile(file, []byte(`apiVersion: spate/v1
 kind: Experiment
-target: {url: "http://`+ln.Addr().String()+`/v1", model: m}
+target: {url: "`+target+`", model: m}
 stages:
   - {name: before, concurrency: 2, requests: 6}
   - {name: chaos, concurrency: 2, requests: 6, faults: {url: /admin/faults, set: {error_rate: 1}}}
