@@ -32,14 +32,7 @@ func newCountHist() *Hist   { return &Hist{h: hdr.New(1, countMax, sigFigs), sca
 
 // recordDuration records d, clamped into the histogram's range.
 func (h *Hist) recordDuration(d time.Duration) {
-	us := int64(d / time.Microsecond)
-	if us < 0 {
-		us = 0
-	}
-	if us > latencyMax {
-		us = latencyMax
-	}
-	_ = h.h.RecordValue(us) // in range by construction
+	_ = h.h.RecordValue(us(d)) // in range by construction
 }
 
 func (h *Hist) recordCount(n int64) {

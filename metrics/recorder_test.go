@@ -239,3 +239,25 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per recorded request", n)
 	}
 }
+
+func TestDiscrepancyAndProgress(t *testing.T) {
+	rc := New(Config{Start: t0, Mode: "closed", Concurrency: 1})
+	a := mk(0, 0, 0, 10*time.Millisecond, time.Millisecond, 5) // usage 5
+	a.TokenizerTokens = 2
+	b := mk(1, time.Second, 0, 30*time.Millisecond, time.Millisecond, 5) // usage 5, not counted locally
+	rc.Sent(a.Sent, a.Intended, false)
+	if p := rc.Progress(); p.Sent != 1 || p.InFlight != 1 || p.Completed != 0 {
+		t.Fatalf("progress after one send: %+v", p)
+	}
+	rc.Record(a)
+	feed(rc, b)
+	p := rc.Progress()
+	if p.Sent != 2 || p.Completed != 2 || p.InFlight != 0 || p.OutputTokens != 10 || p.TTFTp50ms < 9.9 || p.TTFTp50ms > 10.1 {
+		t.Fatalf("progress %+v, want 2 sent and done, 10 tokens, second 0's TTFT p50 10 ms", p)
+	}
+	sc, _, _ := rc.Scenario("s", t0.Add(2*time.Second))
+	// |5 − 2| / 5 over the one request counted both ways.
+	if d := sc.Tokens.Discrepancy; d == nil || math.Abs(*d-0.6) > 1e-9 || sc.Tokens.DiscrepancySampled != 1 {
+		t.Fatalf("discrepancy %v over %d", sc.Tokens.Discrepancy, sc.Tokens.DiscrepancySampled)
+	}
+}

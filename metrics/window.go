@@ -45,6 +45,7 @@ func (w *window) slot(sec int) *winSec {
 	return s
 }
 
+// us is d in whole microseconds, clamped into the histograms' range.
 func us(d time.Duration) int64 {
 	v := int64(d / time.Microsecond)
 	return min(max(v, 0), latencyMax)

@@ -3,7 +3,10 @@
 // request, and nothing that interprets them.
 package record
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // ErrorKind classifies a failed request. The empty kind means success.
 type ErrorKind string
@@ -30,38 +33,16 @@ func HTTPStatus(code int) ErrorKind {
 	case code >= 400 && code < 600:
 		return ErrorKind(httpKinds[code-400])
 	}
-	return ErrorKind("http_" + itoa(code))
+	return ErrorKind("http_" + strconv.Itoa(code))
 }
 
 var httpKinds = func() [200]string {
 	var k [200]string
 	for i := range k {
-		k[i] = "http_" + itoa(400+i)
+		k[i] = "http_" + strconv.Itoa(400+i)
 	}
 	return k
 }()
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}
 
 // TokenSource says where a request's output token count came from.
 type TokenSource uint8
