@@ -44,6 +44,11 @@ type Result struct {
 	Gate *Gate `json:"gate,omitempty"`
 	// Warnings are things about the run as a whole that a reader should know.
 	Warnings []string `json:"warnings,omitempty"`
+	// Shard says which part of a sharded run this result is, or which
+	// shards a merged result was made of (see shard.go).
+	Shard *Shard `json:"shard,omitempty"`
+	// Capacity is the outcome of a capacity search (see verdict.go).
+	Capacity *Capacity `json:"capacity,omitempty"`
 }
 
 // Gate records a verdict and how its actions went.
@@ -107,6 +112,25 @@ type Scenario struct {
 	Thresholds []threshold.Outcome `json:"thresholds"`
 	Series     Series              `json:"series"`
 	Warnings   []string            `json:"warnings,omitempty"`
+
+	// Breakdown holds the figures per label value: Breakdown["intent"]["faq"]
+	// (see breakdown.go).
+	Breakdown map[string]map[string]Group `json:"breakdown,omitempty"`
+	// Checks are the answer checks' pass rates and sTPS (see breakdown.go).
+	Checks *Checks `json:"checks,omitempty"`
+	// Server holds the system under test's own metrics scraped during the
+	// stage, on the stage's time line (see server.go).
+	Server *Server `json:"server,omitempty"`
+	// Resilience holds slope and recovery figures (see verdict.go).
+	Resilience *Resilience `json:"resilience,omitempty"`
+	// Chaos holds fault windows and failover figures (see chaos.go).
+	Chaos *Chaos `json:"chaos,omitempty"`
+	// Vector holds recall beside latency for vector search (see vector.go).
+	Vector *Vector `json:"vector,omitempty"`
+	// Workflow holds per-step timing of multi-step requests (see vector.go).
+	Workflow *Workflow `json:"workflow,omitempty"`
+	// Probes holds security probe figures (see probe.go).
+	Probes *Probes `json:"probes,omitempty"`
 }
 
 // Load says what load was asked for and what was delivered.

@@ -104,9 +104,34 @@ type Plan struct {
 	Version    string
 	// Records, when set, receives every request as a JSON line.
 	Records io.Writer
-	// Progress, when set, receives a status line every ProgressEvery.
-	Progress      io.Writer
+	// Progress, when set, is called every ProgressEvery during each stage
+	// with the counts so far.
+	Progress      ProgressFunc
 	ProgressEvery time.Duration
+	// Observers watch the run from the side (server metrics, live export).
+	Observers []Observer
+	// Shard, when Count > 1, makes this process send one shard of the load
+	// (see shard.go).
+	Shard Shard
+}
+
+// ProgressFunc receives a stage's progress: the time since it began, the
+// time left (0 when it ends by a request count) and the counts so far.
+type ProgressFunc func(st Stage, elapsed, remaining time.Duration, pr metrics.Progress)
+
+// Observer watches a run from the side. StageStart and StageEnd are called
+// in order from the runner's goroutine; Sent and Record from many
+// goroutines at once, and must be quick.
+type Observer interface {
+	// StageStart is called as a stage begins; ctx ends with the stage.
+	StageStart(ctx context.Context, st Stage, start time.Time)
+	// Sent is called when a request is sent.
+	Sent(stage string, at, intended time.Time, warmup bool)
+	// Record is called with every finished request; rec must not be kept.
+	Record(stage string, rec *record.Record)
+	// StageEnd is called once the stage's scenario is computed; the
+	// observer may add its figures to sc.
+	StageEnd(st Stage, sc *result.Scenario)
 }
 
 // Run runs the plan's stages in order. When ctx is cancelled it stops
@@ -245,18 +270,28 @@ func (s source) Lookup(agg string, pct float64, metric string) (float64, bool) {
 	return metrics.Lookup(s.sc, s.hist, agg, pct, metric)
 }
 
-// sink tees records to the recorder and the records file.
+// sink tees records to the recorder, the records file and the observers.
 type sink struct {
 	rec   *metrics.Recorder
 	rw    *record.Writer
 	stage string
+	obs   []Observer
 }
 
-func (s sink) Sent(at, intended time.Time, warmup bool) { s.rec.Sent(at, intended, warmup) }
+func (s sink) Sent(at, intended time.Time, warmup bool) {
+	s.rec.Sent(at, intended, warmup)
+	for _, o := range s.obs {
+		o.Sent(s.stage, at, intended, warmup)
+	}
+}
+
 func (s sink) Record(r *record.Record) {
 	s.rec.Record(r)
 	if s.rw != nil {
 		s.rw.Write(s.stage, r)
+	}
+	for _, o := range s.obs {
+		o.Record(s.stage, r)
 	}
 }
 
@@ -278,6 +313,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		}
 		ecfg.Pacer = pacer
 	}
+	st, ecfg = p.Shard.apply(st, ecfg)
 	var aborts []Abort
 	var window time.Duration
 	for _, a := range p.Aborts {
@@ -295,7 +331,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, LagBound: st.LagBound,
 		Tokenizer: p.Provenance.Tokenizer, Window: window,
 	})
-	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name}
+	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name, obs: p.Observers}
 	// faultsOff clears the stage's faults once, on every way out.
 	faultsOff := func() error { return nil }
 	if st.Faults != nil {
@@ -312,6 +348,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	}
 	stageCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	for _, o := range p.Observers {
+		o.StageStart(stageCtx, st, start)
+	}
 	stopWatch, aborted := watch(stageCtx, cancel, aborts, rec, start)
 	stop := progress(p, st, rec, start)
 	out, err := engine.Run(stageCtx, ecfg)
@@ -327,6 +366,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
 	sc.Load.RampFrom = st.RampFrom
+	for _, o := range p.Observers {
+		o.StageEnd(st, &sc)
+	}
 	if offErr != nil {
 		sc.Warnings = append(sc.Warnings, offErr.Error())
 	}
@@ -404,8 +446,8 @@ type fixed float64
 
 func (f fixed) Lookup(string, float64, string) (float64, bool) { return float64(f), true }
 
-// progress prints a line every p.ProgressEvery until the returned func is
-// called; that func waits for the printer to stop.
+// progress calls p.Progress every p.ProgressEvery until the returned func
+// is called; that func waits for the ticker's goroutine to stop.
 func progress(p Plan, st Stage, rec *metrics.Recorder, start time.Time) func() {
 	if p.Progress == nil || p.ProgressEvery <= 0 {
 		return func() {}
@@ -421,16 +463,28 @@ func progress(p Plan, st Stage, rec *metrics.Recorder, start time.Time) func() {
 			case <-done:
 				return
 			case now := <-t.C:
-				pr := rec.Progress()
-				el := now.Sub(start).Seconds()
-				ttft := "ttft -"
-				if pr.TTFTp50ms > 0 {
-					ttft = fmt.Sprintf("ttft p50 %.0f ms p99 %.0f ms", pr.TTFTp50ms, pr.TTFTp99ms)
+				el := now.Sub(start)
+				var left time.Duration
+				if st.Duration > 0 {
+					left = max(0, st.Warmup+st.Duration-el)
 				}
-				fmt.Fprintf(p.Progress, "[%s] %5.0fs  sent %d (%.1f/s)  done %d  in flight %d  errors %d  %s  %.0f tok/s\n",
-					st.Name, el, pr.Sent, float64(pr.Sent)/el, pr.Completed, pr.InFlight, pr.Failed, ttft, float64(pr.OutputTokens)/el)
+				p.Progress(st, el, left, rec.Progress())
 			}
 		}
 	}()
 	return func() { close(done); <-stopped }
+}
+
+// ProgressLines returns a ProgressFunc that prints one plain line per call
+// to w: for logs, CI and terminals that are not interactive.
+func ProgressLines(w io.Writer) ProgressFunc {
+	return func(st Stage, el, _ time.Duration, pr metrics.Progress) {
+		sec := el.Seconds()
+		ttft := "ttft -"
+		if pr.TTFTp50ms > 0 {
+			ttft = fmt.Sprintf("ttft p50 %.0f ms p99 %.0f ms", pr.TTFTp50ms, pr.TTFTp99ms)
+		}
+		fmt.Fprintf(w, "[%s] %5.0fs  sent %d (%.1f/s)  done %d  in flight %d  errors %d  %s  %.0f tok/s\n",
+			st.Name, sec, pr.Sent, float64(pr.Sent)/sec, pr.Completed, pr.InFlight, pr.Failed, ttft, float64(pr.OutputTokens)/sec)
+	}
 }

@@ -67,6 +67,10 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
+// commands are the subcommands wired by this package's other files, each
+// adding its own from an init func: one file per command.
+var commands []func() *cobra.Command
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "spate",
@@ -78,6 +82,9 @@ func newRootCmd() *cobra.Command {
 		return &exitErr{code: exitUsage, err: fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
 	})
 	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newSchemaCmd(), newInitCmd())
+	for _, c := range commands {
+		root.AddCommand(c())
+	}
 	var cpuprofile string
 	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for bench/ scripts)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")

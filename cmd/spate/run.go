@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/spate-dev/spate/engine"
 	"github.com/spate-dev/spate/experiment"
@@ -57,10 +58,35 @@ type runFlags struct {
 	fileStages                                 []runner.Stage // its stages
 	quiet, noSummary                           bool
 	progressEvery                              time.Duration
+	exts                                       []runExtension
 }
+
+// A runExtension wires one feature into spate run from its own file of
+// this package (registered in runExtensions by an init func): its flags,
+// what it changes before the plan is built, what it adds to the plan, and
+// what it does with the result.
+type runExtension interface {
+	// addFlags adds the extension's flags to spate run.
+	addFlags(fs *pflag.FlagSet)
+	// before runs after flags and the experiment file are read and before
+	// the plan is built; it may change f (e.g. point f.target at a proxy).
+	// The returned func, if any, is called when the run is over.
+	before(cmd *cobra.Command, f *runFlags) (cleanup func(), err error)
+	// after may change the built plan: wrap p.Client, add p.Observers.
+	after(cmd *cobra.Command, f *runFlags, p *runner.Plan) error
+	// finish is called with the result once it is written (path out, "" if
+	// none); an error makes the run exit 1.
+	finish(cmd *cobra.Command, f *runFlags, res *result.Result, out string) error
+}
+
+// runExtensions are the constructors of spate run's extensions.
+var runExtensions []func() runExtension
 
 func newRunCmd() *cobra.Command {
 	f := &runFlags{}
+	for _, newExt := range runExtensions {
+		f.exts = append(f.exts, newExt())
+	}
 	c := &cobra.Command{
 		Use:   "run [EXPERIMENT.yaml]",
 		Short: "Send load to a target and measure it",
@@ -126,6 +152,9 @@ Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`
 	fl.BoolVar(&f.noSummary, "no-summary", false, "print progress but no summary (for wrappers that print their own)")
 	_ = fl.MarkHidden("no-summary")
 	fl.DurationVar(&f.progressEvery, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
+	for _, x := range f.exts {
+		x.addFlags(fl)
+	}
 	return c
 }
 
@@ -303,7 +332,7 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		p.Config.InputTokens = ""
 	}
 	if !f.quiet && f.progressEvery > 0 {
-		p.Progress, p.ProgressEvery = cmd.ErrOrStderr(), f.progressEvery
+		p.Progress, p.ProgressEvery = runner.ProgressLines(cmd.ErrOrStderr()), f.progressEvery
 	}
 	return p, nil
 }
@@ -350,9 +379,23 @@ func ignoreEOS(v, target string) (bool, error) {
 }
 
 func runRun(cmd *cobra.Command, f *runFlags) error {
+	for _, x := range f.exts {
+		cleanup, err := x.before(cmd, f)
+		if err != nil {
+			return err
+		}
+		if cleanup != nil {
+			defer cleanup()
+		}
+	}
 	p, err := f.plan(cmd)
 	if err != nil {
 		return err
+	}
+	for _, x := range f.exts {
+		if err := x.after(cmd, f, &p); err != nil {
+			return err
+		}
 	}
 	var recFile *os.File
 	if f.records != "" {
@@ -363,12 +406,19 @@ func runRun(cmd *cobra.Command, f *runFlags) error {
 		defer recFile.Close()
 		p.Records = recFile
 	}
-	return execute1(cmd, p, f.out, f.quiet || f.noSummary, f.actions, f.experiment)
+	return execute1(cmd, p, f.out, f.quiet || f.noSummary, f.actions, f.experiment, func(res *result.Result) error {
+		var errs []error
+		for _, x := range f.exts {
+			errs = append(errs, x.finish(cmd, f, res, f.out))
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // execute1 runs a plan, writes its result and summary, runs the gate
 // actions its verdict maps to, and maps the outcome to an exit code.
-func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool, actions map[string][]gate.Action, experiment string) error {
+// finish, when not nil, is called once the result is written.
+func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool, actions map[string][]gate.Action, experiment string, finish func(*result.Result) error) error {
 	res, runErr := runner.Run(cmd.Context(), p)
 	if res == nil {
 		return runErr
@@ -391,6 +441,13 @@ func execute1(cmd *cobra.Command, p runner.Plan, out string, quiet bool, actions
 		fmt.Fprintf(cmd.OutOrStdout(), "result written to %s\n", out)
 	}
 	oerr := outcomeErr(res, runErr)
+	if finish != nil {
+		// A failing output (a report that could not be written) is an
+		// error, exit 1, but does not skip the gate's actions.
+		if err := finish(res); err != nil {
+			oerr = &exitErr{code: exitError, err: err}
+		}
+	}
 	if len(actions) == 0 {
 		return oerr
 	}
