@@ -78,7 +78,8 @@ type Recorder struct {
 	win      *window
 	winSecs  int
 	series   result.Series
-	secHist  *hdr.Histogram
+	secHist  *hdr.Histogram // TTFT of the current second
+	secE2E   *hdr.Histogram // E2E of the current second's successes
 	curSec   int
 }
 
@@ -93,6 +94,7 @@ func New(cfg Config) *Recorder {
 		errors:       map[string]int{},
 		errorSamples: map[string]string{},
 		secHist:      hdr.New(1, latencyMax, 2),
+		secE2E:       hdr.New(1, latencyMax, 2),
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -125,6 +127,10 @@ func (r *Recorder) grow(s int) {
 		r.series.OutputTokens = append(r.series.OutputTokens, 0)
 		r.series.TTFTp50ms = append(r.series.TTFTp50ms, 0)
 		r.series.TTFTp99ms = append(r.series.TTFTp99ms, 0)
+		r.series.TTFTMeanMS = append(r.series.TTFTMeanMS, 0)
+		r.series.E2Ep50ms = append(r.series.E2Ep50ms, 0)
+		r.series.E2Ep99ms = append(r.series.E2Ep99ms, 0)
+		r.series.E2EMeanMS = append(r.series.E2EMeanMS, 0)
 	}
 }
 
@@ -158,13 +164,20 @@ func (r *Recorder) Sent(t, intended time.Time, warmup bool) {
 	r.sentN++
 }
 
-// flushSec closes the per-second TTFT percentiles of the current second.
+// flushSec closes the per-second latency figures of the current second.
 func (r *Recorder) flushSec() {
 	if r.secHist.TotalCount() > 0 && r.curSec < len(r.series.TTFTp50ms) {
 		r.series.TTFTp50ms[r.curSec] = float64(r.secHist.ValueAtPercentile(50)) / 1000
 		r.series.TTFTp99ms[r.curSec] = float64(r.secHist.ValueAtPercentile(99)) / 1000
+		r.series.TTFTMeanMS[r.curSec] = r.secHist.Mean() / 1000
+	}
+	if r.secE2E.TotalCount() > 0 && r.curSec < len(r.series.E2Ep50ms) {
+		r.series.E2Ep50ms[r.curSec] = float64(r.secE2E.ValueAtPercentile(50)) / 1000
+		r.series.E2Ep99ms[r.curSec] = float64(r.secE2E.ValueAtPercentile(99)) / 1000
+		r.series.E2EMeanMS[r.curSec] = r.secE2E.Mean() / 1000
 	}
 	r.secHist.Reset()
+	r.secE2E.Reset()
 }
 
 // Record adds a finished request. Every request passed to Sent must be
@@ -187,13 +200,16 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.series.ErrorsPerS[s]++
 	}
 	r.series.OutputTokens[s] += int64(rec.OutputTokens)
+	if s > r.curSec {
+		r.flushSec()
+		r.curSec = s
+	}
 	ttft, hasTTFT := rec.TTFT()
 	if hasTTFT {
-		if s > r.curSec {
-			r.flushSec()
-			r.curSec = s
-		}
 		r.secHist.RecordValue(int64(ttft / time.Microsecond))
+	}
+	if !rec.Failed() {
+		r.secE2E.RecordValue(max(int64(rec.E2E()/time.Microsecond), 1))
 	}
 	if rec.Warmup {
 		r.warmup++

@@ -104,12 +104,38 @@ type Record struct {
 	Model           string // model id reported by the server, if any
 	Intent          string // workload label, "" when none
 	RequestedOutput int    // max_tokens asked for
+
+	// TraceID and SpanID are the W3C trace context sent with the request
+	// in its traceparent header (zero when none was sent).
+	TraceID [16]byte
+	SpanID  [8]byte
+	// Attempts is how many times a retrying client sent the request (0 or
+	// 1: once).
+	Attempts int
+	// Upstream names the target that gave the final answer, when a run has
+	// several ("" when one).
+	Upstream string
+	// Answer holds the response text (answer, or tool call arguments) when
+	// the request asked for it to be kept (workload.Request.KeepAnswer),
+	// for answer checks and probes.
+	Answer []byte
+	// Recall is recall@k of a vector search, −1 when the request was not one.
+	Recall float64
+	// Steps are the timings of a multi-step request's steps, in order.
+	Steps []Step
+}
+
+// Step is the timing of one step of a multi-step request (a workflow).
+type Step struct {
+	Name       string
+	Start, End time.Time
+	Err        ErrorKind
 }
 
 // Reset clears r for reuse, keeping its slices' capacity.
 func (r *Record) Reset() {
-	gaps, ct := r.Gaps[:0], r.ChunkTokens[:0]
-	*r = Record{Gaps: gaps, ChunkTokens: ct, UsageTokens: -1, TokenizerTokens: -1}
+	gaps, ct, ans, steps := r.Gaps[:0], r.ChunkTokens[:0], r.Answer[:0], r.Steps[:0]
+	*r = Record{Gaps: gaps, ChunkTokens: ct, Answer: ans, Steps: steps, UsageTokens: -1, TokenizerTokens: -1, Recall: -1}
 }
 
 // Failed reports whether the request failed.

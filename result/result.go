@@ -219,6 +219,11 @@ type Series struct {
 	OutputTokens  []int64   `json:"output_tokens_per_s"`
 	TTFTp50ms     []float64 `json:"ttft_p50_ms"`
 	TTFTp99ms     []float64 `json:"ttft_p99_ms"`
+	TTFTMeanMS    []float64 `json:"ttft_mean_ms"`
+	// E2E figures are of the requests that succeeded in that second.
+	E2Ep50ms  []float64 `json:"e2e_p50_ms"`
+	E2Ep99ms  []float64 `json:"e2e_p99_ms"`
+	E2EMeanMS []float64 `json:"e2e_mean_ms"`
 }
 
 // Write writes r as indented JSON to path, creating its directory.

@@ -1,4 +1,31 @@
 package result
 
-// Server is part of the result for the system under test's scraped metrics (issue 7).
-type Server struct{}
+// Server is what the system under test said about itself during a stage:
+// its Prometheus metrics, scraped on the stage's time line (issue 7).
+type Server struct {
+	// Endpoints are the scraped URLs (credentials removed).
+	Endpoints []string `json:"endpoints"`
+	// IntervalS is the scrape interval in seconds.
+	IntervalS float64 `json:"interval_s"`
+	// OffsetsS are the scrape times, in seconds from the stage's start (the
+	// same origin as Series of the scenario).
+	OffsetsS []float64 `json:"offsets_s"`
+	// Series maps a named series (e.g. "kv_cache_usage",
+	// "requests_waiting") to its values, one per element of OffsetsS.
+	Series map[string]ServerSeries `json:"series"`
+	// Figures are derived from the series (e.g. "kv_cache_usage_peak").
+	Figures map[string]float64 `json:"figures,omitempty"`
+	// Warnings say what could not be scraped or parsed.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ServerSeries is one named series of scraped values.
+type ServerSeries struct {
+	// Metric is the source metric name and labels, e.g.
+	// `vllm:gpu_cache_usage_perc{model_name="m"}`.
+	Metric string `json:"metric"`
+	// Unit is the unit of Values, e.g. "ratio", "requests", "1/s", "ms".
+	Unit string `json:"unit,omitempty"`
+	// Values has one value per scrape; null where the metric was absent.
+	Values []*float64 `json:"values"`
+}

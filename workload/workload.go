@@ -30,6 +30,9 @@ type Request struct {
 	// InputTokens is the prompt's length in tokens when the source knows it
 	// (synthetic prompts), else 0.
 	InputTokens int
+	// KeepAnswer asks the protocol client to keep the response text in
+	// the record (record.Record.Answer), for answer checks and probes.
+	KeepAnswer bool
 	// Intent labels the request for per-label breakdowns ("" when none).
 	Intent string
 	// Method, Path and Body describe a plain HTTP request (--api http).
