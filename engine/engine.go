@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spate-dev/spate/check"
 	"github.com/spate-dev/spate/record"
 	"github.com/spate-dev/spate/schedule"
 	"github.com/spate-dev/spate/workload"
@@ -195,6 +196,13 @@ func (r *run) do(req *workload.Request, rec *record.Record) {
 	r.cfg.Client.Do(r.reqCtx, req, rec)
 	if rec.End.IsZero() {
 		rec.End = time.Now()
+	}
+	rec.Labels = append(rec.Labels, req.Labels...)
+	if req.Checks != nil && !rec.Failed() {
+		a := check.Answer{Text: rec.Answer, ToolCalls: rec.ToolCalls}
+		for _, c := range req.Checks.Checks {
+			rec.Checks = append(rec.Checks, record.CheckResult{Name: c.Name(), Pass: c.Pass(a)})
+		}
 	}
 	r.cfg.Sink.Record(rec)
 	r.pool.Put(rec)

@@ -62,6 +62,9 @@ type Config struct {
 	TokenizerSample int
 	// Headers are added to every request.
 	Headers http.Header
+	// TraceHeader sends a W3C traceparent header with a fresh trace id and
+	// span id on every request, kept in the record (record.Record.TraceID).
+	TraceHeader bool
 	// HTTP is the client to send with (nil: a Client tuned for load, see
 	// NewTransport).
 	HTTP *http.Client
@@ -141,15 +144,21 @@ type chatBody struct {
 	Stream        bool               `json:"stream,omitempty"`
 	StreamOptions *streamOptions     `json:"stream_options,omitempty"`
 	IgnoreEOS     bool               `json:"ignore_eos,omitempty"`
+	Tools         json.RawMessage    `json:"tools,omitempty"`
+	User          string             `json:"user,omitempty"`
 }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// Body returns the JSON body Do sends for req.
+// Body returns the JSON body Do sends for req: req.Body as it is when the
+// workload gives a whole body, else one built from its fields.
 func (c *Client) Body(req *workload.Request) ([]byte, error) {
-	b := chatBody{Model: c.cfg.Model}
+	if len(req.Body) > 0 {
+		return req.Body, nil
+	}
+	b := chatBody{Model: c.cfg.Model, User: req.Session}
 	switch c.cfg.API {
 	case Embeddings:
 		p := req.Prompt
@@ -160,6 +169,7 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 		if len(b.Messages) == 0 {
 			b.Messages = []workload.Message{{Role: "user", Content: req.Prompt}}
 		}
+		b.Tools = req.Tools
 	case Completions:
 		p := req.Prompt
 		if p == "" && len(req.Messages) > 0 {
@@ -223,6 +233,9 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
+	if c.cfg.TraceHeader {
+		hreq.Header["Traceparent"] = []string{rec.NewTrace()}
+	}
 	for k, v := range c.cfg.Headers {
 		hreq.Header[k] = v
 	}
@@ -247,9 +260,9 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	defer c.pool.Put(st)
 	st.text, st.bounds = st.text[:0], st.bounds[:0]
 	if c.cfg.Stream && c.cfg.API != Embeddings {
-		err = c.readStream(st, src, rec)
+		err = c.readStream(st, src, rec, req.KeepAnswer)
 	} else {
-		err = c.readWhole(st, src, rec)
+		err = c.readWhole(st, src, rec, req.KeepAnswer)
 	}
 	if err != nil {
 		kind, msg := classify(ctx, err)
@@ -305,8 +318,9 @@ func classify(ctx context.Context, err error) (record.ErrorKind, string) {
 // errNoDone is a stream that ended without its [DONE] event.
 var errNoDone = errors.New("stream ended without data: [DONE]")
 
-// readStream reads an SSE response into rec.
-func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record) error {
+// readStream reads an SSE response into rec; keep keeps the answer text
+// in rec.Answer.
+func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep bool) error {
 	st.sse.Reset(body, c.cfg.MaxLine, nil)
 	var last time.Time
 	for {
@@ -344,12 +358,18 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record) erro
 				if t := ch.GetStringBytes("text"); len(t) > 0 {
 					answer = true
 					st.text = append(st.text, t...)
+					if keep {
+						rec.Answer = append(rec.Answer, t...)
+					}
 				}
 				continue
 			}
 			if t := d.GetStringBytes("content"); len(t) > 0 {
 				answer = true
 				st.text = append(st.text, t...)
+				if keep {
+					rec.Answer = append(rec.Answer, t...)
+				}
 			}
 			if t := d.GetStringBytes("reasoning_content"); len(t) > 0 {
 				reasoning = true
@@ -361,8 +381,15 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record) erro
 			if tc := d.GetArray("tool_calls"); len(tc) > 0 {
 				answer = true
 				for _, call := range tc {
-					st.text = append(st.text, call.GetStringBytes("function", "name")...)
+					name := call.GetStringBytes("function", "name")
+					if len(name) > 0 {
+						rec.ToolCalls++ // a call's name comes in its first delta
+					}
+					st.text = append(st.text, name...)
 					st.text = append(st.text, call.GetStringBytes("function", "arguments")...)
+					if keep {
+						rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
+					}
 				}
 			}
 		}
@@ -406,8 +433,9 @@ func truncate(s string, n int) string {
 // maxWholeBody bounds a non-streamed response.
 const maxWholeBody = 256 << 20
 
-// readWhole reads a non-streamed response into rec.
-func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record) error {
+// readWhole reads a non-streamed response into rec; keep keeps the answer
+// text in rec.Answer.
+func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep bool) error {
 	b, err := io.ReadAll(io.LimitReader(body, maxWholeBody+1))
 	if err != nil {
 		return err
@@ -434,15 +462,23 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record) error
 		return nil
 	}
 	for _, ch := range v.GetArray("choices") {
+		ans := len(st.text)
 		st.text = append(st.text, ch.GetStringBytes("text")...)
 		st.text = append(st.text, ch.GetStringBytes("message", "content")...)
+		if keep {
+			rec.Answer = append(rec.Answer, st.text[ans:]...)
+		}
 		if r := ch.GetStringBytes("message", "reasoning_content"); len(r) > 0 {
 			st.text = append(st.text, r...)
 			rec.FirstReasoning = rec.End
 		}
 		for _, call := range ch.GetArray("message", "tool_calls") {
+			rec.ToolCalls++
 			st.text = append(st.text, call.GetStringBytes("function", "name")...)
 			st.text = append(st.text, call.GetStringBytes("function", "arguments")...)
+			if keep {
+				rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
+			}
 		}
 	}
 	if len(st.text) > 0 {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -391,9 +392,72 @@ func BenchmarkReadStream(b *testing.B) {
 		r.Reset(body)
 		rec.Reset()
 		st.text, st.bounds = st.text[:0], st.bounds[:0]
-		if err := c.readStream(st, r, rec); err != nil {
+		if err := c.readStream(st, r, rec, false); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+2)), "ns/event")
+}
+
+func TestBodyShapes(t *testing.T) {
+	c := newClient(t, "http://127.0.0.1:1", nil)
+	for _, tc := range []struct {
+		name string
+		req  workload.Request
+		want string
+	}{
+		{"raw body", workload.Request{Body: []byte(`{"model":"x","messages":[]}`), Prompt: "ignored"}, `{"model":"x","messages":[]}`},
+		{"tools and session", workload.Request{Prompt: "hi", Tools: []byte(`[{"type":"function","function":{"name":"f"}}]`), Session: "conv-7"},
+			`{"model":"m1","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true},"tools":[{"type":"function","function":{"name":"f"}}],"user":"conv-7"}`},
+		{"multimodal", workload.Request{Messages: []workload.Message{{Role: "user", Parts: []workload.Part{{Type: "text", Text: "what?"}, {Type: "image_url", ImageURL: "data:image/png;base64,AA=="}}}}},
+			`{"model":"m1","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}}]}],"stream":true,"stream_options":{"include_usage":true}}`},
+	} {
+		b, err := c.Body(&tc.req)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%s: body\n%s (%v)\nwant\n%s", tc.name, b, err, tc.want)
+		}
+	}
+}
+
+// TestTraceAndAnswer checks the traceparent header matches the record's
+// trace, and that kept answers hold the content and tool call arguments
+// (not reasoning), streamed and whole.
+func TestTraceAndAnswer(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	stream := script(step{data: roleChunk()}, step{data: `{"choices":[{"delta":{"reasoning_content":"hmm"}}]}`},
+		step{data: chunk("Paris")}, step{data: chunk(" it is")},
+		step{data: `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"lookup","arguments":"{\"q\":"}}]}}]}`},
+		step{data: `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}`},
+		step{data: usageChunk(3, 4)}, step{data: "[DONE]"})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("traceparent"))
+		mu.Unlock()
+		if strings.Contains(r.Header.Get("Accept"), "event-stream") {
+			stream(w, r)
+			return
+		}
+		fmt.Fprint(w, `{"choices":[{"message":{"content":"Oslo","reasoning_content":"x","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}],"usage":{"completion_tokens":2}}`)
+	}))
+	defer srv.Close()
+
+	rec := do(newClient(t, srv.URL, func(c *Config) { c.TraceHeader = true }), &workload.Request{Prompt: "p", KeepAnswer: true})
+	if rec.Failed() {
+		t.Fatal(rec.ErrMsg)
+	}
+	if want := record.TraceParent(rec.TraceID, rec.SpanID); len(got) != 1 || got[0] != want {
+		t.Fatalf("traceparent sent %q, record says %q", got, want)
+	}
+	if string(rec.Answer) != `Paris it is{"q":1}` || rec.ToolCalls != 1 {
+		t.Fatalf("answer %q, %d tool calls; want %q and 1", rec.Answer, rec.ToolCalls, `Paris it is{"q":1}`)
+	}
+	rec = do(newClient(t, srv.URL, func(c *Config) { c.Stream = false }), &workload.Request{Prompt: "p", KeepAnswer: true})
+	if string(rec.Answer) != "Oslo{}" || rec.ToolCalls != 1 || got[1] != "" {
+		t.Fatalf("whole: answer %q, %d tool calls, traceparent %q", rec.Answer, rec.ToolCalls, got[1])
+	}
+	rec = do(newClient(t, srv.URL, nil), &workload.Request{Prompt: "p"})
+	if len(rec.Answer) != 0 {
+		t.Fatalf("answer kept without KeepAnswer: %q", rec.Answer)
+	}
 }

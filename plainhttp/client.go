@@ -39,6 +39,9 @@ type Config struct {
 	Headers http.Header
 	// Timeout bounds a whole request (default 10 minutes).
 	Timeout time.Duration
+	// TraceHeader sends a W3C traceparent header with a fresh trace on
+	// every request, kept in the record.
+	TraceHeader bool
 }
 
 // Client sends plain HTTP requests. It is safe for concurrent use.
@@ -186,6 +189,9 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	defer fasthttp.ReleaseResponse(resp)
 	hreq.SetRequestURI(c.base + path)
 	hreq.Header.SetMethod(method)
+	if c.cfg.TraceHeader {
+		hreq.Header.Set("traceparent", rec.NewTrace())
+	}
 	for k, vs := range c.cfg.Headers {
 		for _, v := range vs {
 			hreq.Header.Add(k, v)

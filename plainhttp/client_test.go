@@ -89,3 +89,19 @@ func TestErrors(t *testing.T) {
 		t.Errorf("bad URL accepted: %v", err)
 	}
 }
+
+func TestTraceHeader(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("traceparent")
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, TraceHeader: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := do(t, c, context.Background(), &workload.Request{Path: "/"})
+	if h := <-got; rec.Failed() || h == "" || h != record.TraceParent(rec.TraceID, rec.SpanID) {
+		t.Fatalf("traceparent %q, record trace %x/%x (%s)", h, rec.TraceID, rec.SpanID, rec.ErrMsg)
+	}
+}

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bufio"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +29,26 @@ type line struct {
 	Error        string    `json:"error,omitempty"`
 	ErrorMessage string    `json:"error_message,omitempty"`
 	Intent       string    `json:"intent,omitempty"`
+	// Labels are the request's other labels (cluster, turn, ...).
+	Labels map[string]string `json:"labels,omitempty"`
+	// TraceID and SpanID are the W3C trace context sent, in hex, to join
+	// with the server's traces.
+	TraceID  string   `json:"trace_id,omitempty"`
+	SpanID   string   `json:"span_id,omitempty"`
+	Attempts int      `json:"attempts,omitempty"`
+	Upstream string   `json:"upstream,omitempty"`
+	Recall   *float64 `json:"recall,omitempty"`
+	// Checks maps each answer check to whether it passed.
+	Checks map[string]bool `json:"checks,omitempty"`
+	Steps  []stepLine      `json:"steps,omitempty"`
+}
+
+// stepLine is one step of a multi-step request.
+type stepLine struct {
+	Name    string  `json:"name"`
+	StartMS float64 `json:"start_ms"`
+	MS      float64 `json:"ms"`
+	Error   string  `json:"error,omitempty"`
 }
 
 // Writer writes records as JSON lines. It is safe for concurrent use.
@@ -61,6 +82,32 @@ func (w *Writer) Write(scenario string, r *Record) {
 	if t, ok := r.TPOT(); ok {
 		v := ms(t)
 		l.TPOTms = &v
+	}
+	if r.TraceID != ([16]byte{}) {
+		l.TraceID, l.SpanID = hex.EncodeToString(r.TraceID[:]), hex.EncodeToString(r.SpanID[:])
+	}
+	if r.Attempts > 1 {
+		l.Attempts = r.Attempts
+	}
+	l.Upstream = r.Upstream
+	if r.Recall >= 0 {
+		v := r.Recall
+		l.Recall = &v
+	}
+	if len(r.Labels) > 0 {
+		l.Labels = make(map[string]string, len(r.Labels))
+		for _, lb := range r.Labels {
+			l.Labels[lb.Key] = lb.Value
+		}
+	}
+	if len(r.Checks) > 0 {
+		l.Checks = make(map[string]bool, len(r.Checks))
+		for _, c := range r.Checks {
+			l.Checks[c.Name] = c.Pass
+		}
+	}
+	for _, st := range r.Steps {
+		l.Steps = append(l.Steps, stepLine{Name: st.Name, StartMS: ms(st.Start.Sub(w.start)), MS: ms(st.End.Sub(st.Start)), Error: string(st.Err)})
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

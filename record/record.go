@@ -123,6 +123,35 @@ type Record struct {
 	Recall float64
 	// Steps are the timings of a multi-step request's steps, in order.
 	Steps []Step
+	// ToolCalls counts the tool calls in the response.
+	ToolCalls int
+	// Labels are the request's labels beyond Intent (e.g. cluster, turn),
+	// for per-label breakdowns.
+	Labels []Label
+	// Checks are the outcomes of the request's answer checks, in order
+	// (empty when it had none or failed before an answer).
+	Checks []CheckResult
+}
+
+// Label is one key=value label of a request.
+type Label struct {
+	Key, Value string
+}
+
+// CheckResult is the outcome of one answer check.
+type CheckResult struct {
+	Name string
+	Pass bool
+}
+
+// ChecksPassed reports whether the request had checks and passed them all.
+func (r *Record) ChecksPassed() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return false
+		}
+	}
+	return len(r.Checks) > 0
 }
 
 // Step is the timing of one step of a multi-step request (a workflow).
@@ -134,8 +163,9 @@ type Step struct {
 
 // Reset clears r for reuse, keeping its slices' capacity.
 func (r *Record) Reset() {
-	gaps, ct, ans, steps := r.Gaps[:0], r.ChunkTokens[:0], r.Answer[:0], r.Steps[:0]
-	*r = Record{Gaps: gaps, ChunkTokens: ct, Answer: ans, Steps: steps, UsageTokens: -1, TokenizerTokens: -1, Recall: -1}
+	gaps, ct, ans, steps, labels, checks := r.Gaps[:0], r.ChunkTokens[:0], r.Answer[:0], r.Steps[:0], r.Labels[:0], r.Checks[:0]
+	*r = Record{Gaps: gaps, ChunkTokens: ct, Answer: ans, Steps: steps, Labels: labels, Checks: checks,
+		UsageTokens: -1, TokenizerTokens: -1, Recall: -1}
 }
 
 // Failed reports whether the request failed.

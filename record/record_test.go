@@ -69,3 +69,21 @@ func TestWriter(t *testing.T) {
 		t.Fatalf("line %s", lines[1])
 	}
 }
+
+func TestNewTrace(t *testing.T) {
+	var a, b Record
+	ha, hb := a.NewTrace(), b.NewTrace()
+	if len(ha) != 55 || ha[:3] != "00-" || ha[52:] != "-01" {
+		t.Fatalf("traceparent %q: want 00-<32 hex>-<16 hex>-01", ha)
+	}
+	if ha == hb || a.TraceID == b.TraceID {
+		t.Fatalf("two records got the same trace: %q", ha)
+	}
+	if got := TraceParent(a.TraceID, a.SpanID); got != ha {
+		t.Fatalf("TraceParent = %q, want %q", got, ha)
+	}
+	want := "00-0102030405060708090a0b0c0d0e0f10-a1a2a3a4a5a6a7a8-01"
+	if got := TraceParent([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, [8]byte{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8}); got != want {
+		t.Fatalf("TraceParent = %q, want %q", got, want)
+	}
+}

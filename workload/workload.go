@@ -6,16 +6,17 @@ package workload
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"time"
 
+	"github.com/spate-dev/spate/check"
 	"github.com/spate-dev/spate/payload"
+	"github.com/spate-dev/spate/record"
 )
 
-// Message is one chat message.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+// Label is one key=value label of a request.
+type Label = record.Label
 
 // Request is one request to send. Protocol clients read the fields that
 // apply to their API and ignore the rest.
@@ -35,6 +36,25 @@ type Request struct {
 	KeepAnswer bool
 	// Intent labels the request for per-label breakdowns ("" when none).
 	Intent string
+	// Labels are further labels (cluster, turn, ...) for breakdowns.
+	Labels []Label
+	// Tools are the chat request's tool definitions, as JSON.
+	Tools json.RawMessage
+	// Session identifies a conversation: sent as the request's "user" so
+	// servers that route by it keep a conversation on one replica.
+	Session string
+	// Checks are tests of the answer, evaluated by the engine when the
+	// request succeeds; a request with checks must set KeepAnswer. One that
+	// passes them all counts towards sTPS.
+	Checks *check.Set
+	// Complexity is the request's complexity score, 0–100 (see Complexity).
+	Complexity float64
+	// NormTokens is the request's input in normalised tokens: text tokens
+	// plus weighted image and audio units (see Weights).
+	NormTokens float64
+	// Offset, when the source is a timed trace, is the request's intended
+	// send time from the start of the trace (see TraceSource).
+	Offset time.Duration
 	// Method, Path and Body describe a plain HTTP request (--api http).
 	Method string
 	Path   string

@@ -56,7 +56,7 @@ type runFlags struct {
 	aborts                                     []runner.Abort
 	stageWorkloads                             map[string]*experiment.Workload
 	fileStages                                 []runner.Stage // its stages
-	quiet, noSummary                           bool
+	quiet, noSummary, noTraceHeader            bool
 	progressEvery                              time.Duration
 	exts                                       []runExtension
 }
@@ -146,6 +146,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`
 	fl.StringVar(&f.path, "path", "", "--api http: path appended to --target")
 	fl.StringVar(&f.body, "body", "", "--api http: request body")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header 'Name: value' (repeatable)")
+	fl.BoolVar(&f.noTraceHeader, "no-trace-header", false, "do not send a W3C traceparent header (sent by default; its ids are in --records)")
 	fl.StringVar(&f.name, "name", "main", "scenario name in the result")
 	fl.StringVar(&f.sutVersion, "sut-version", "", "version of the system under test, recorded in the result's provenance")
 	fl.BoolVar(&f.quiet, "quiet", false, "print no progress and no summary")
@@ -257,7 +258,7 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		cfg := openai.Config{
 			BaseURL: f.target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
 			IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
-			Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers,
+			Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers, TraceHeader: !f.noTraceHeader,
 		}
 		c, err := openai.New(cfg)
 		if err != nil {
@@ -284,7 +285,7 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		}
 		c, err := plainhttp.New(plainhttp.Config{
 			BaseURL: f.target, Method: strings.ToUpper(f.method), Path: f.path, Body: body,
-			Headers: headers, Timeout: f.timeout,
+			Headers: headers, Timeout: f.timeout, TraceHeader: !f.noTraceHeader,
 		})
 		if err != nil {
 			return p, usageErr("--target: %v", err)
