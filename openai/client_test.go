@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
