@@ -81,6 +81,10 @@ type Recorder struct {
 	secHist  *hdr.Histogram // TTFT of the current second
 	secE2E   *hdr.Histogram // E2E of the current second's successes
 	curSec   int
+
+	groups          breakdown
+	checked, passed int
+	byCheck         map[string]*result.CheckCount
 }
 
 // New returns a Recorder for one scenario.
@@ -95,6 +99,8 @@ func New(cfg Config) *Recorder {
 		errorSamples: map[string]string{},
 		secHist:      hdr.New(1, latencyMax, 2),
 		secE2E:       hdr.New(1, latencyMax, 2),
+		groups:       breakdown{},
+		byCheck:      map[string]*result.CheckCount{},
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -233,6 +239,7 @@ func (r *Recorder) Record(rec *record.Record) {
 			r.win.add(s, rec, false)
 		}
 		r.failed++
+		r.groups.fail(rec)
 		k := string(rec.Err)
 		r.errors[k]++
 		if _, ok := r.errorSamples[k]; !ok && rec.ErrMsg != "" {
@@ -298,6 +305,24 @@ func (r *Recorder) Record(rec *record.Record) {
 	if good {
 		r.good++
 	}
+	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
+	if len(rec.Checks) > 0 {
+		r.checked++
+		if rec.ChecksPassed() {
+			r.passed++
+		}
+		for _, c := range rec.Checks {
+			cc := r.byCheck[c.Name]
+			if cc == nil {
+				cc = &result.CheckCount{}
+				r.byCheck[c.Name] = cc
+			}
+			cc.Evaluated++
+			if c.Pass {
+				cc.Passed++
+			}
+		}
+	}
 	if r.win != nil {
 		r.win.add(s, rec, good)
 	}
@@ -350,6 +375,13 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 	}
 	if done := r.succeeded + r.failed; done > 0 {
 		sc.Goodput.Fraction = float64(r.good) / float64(done)
+	}
+	sc.Breakdown = r.groups.result(window)
+	if r.checked > 0 {
+		sc.Checks = &result.Checks{CheckFigures: *checkFigures(r.checked, r.passed, window), ByCheck: map[string]result.CheckCount{}}
+		for name, c := range r.byCheck {
+			sc.Checks.ByCheck[name] = *c
+		}
 	}
 	sc.Goodput.SLOms = r.cfg.SLO.Millis()
 	sc.Tokens = r.tokens()
@@ -468,6 +500,11 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 			return sc.Throughput.OutputTokensPerS, true
 		case "total_tps":
 			return sc.Throughput.TotalTokensPerS, true
+		case "stps":
+			if sc.Checks == nil {
+				return math.NaN(), true // no request had checks: nothing to compare
+			}
+			return sc.Checks.STPS, true
 		}
 		return 0, false
 	}
