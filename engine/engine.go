@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"strconv"
+
 	"github.com/spate-dev/spate/check"
 	"github.com/spate-dev/spate/record"
 	"github.com/spate-dev/spate/schedule"
@@ -112,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if err := cfg.check(); err != nil {
 		return Outcome{}, err
 	}
-	r := &run{cfg: cfg, pool: sync.Pool{New: func() any { return new(record.Record) }}}
+	r := &run{cfg: cfg, stopped: make(chan struct{}), pool: sync.Pool{New: func() any { return new(record.Record) }}}
 	// Requests outlive ctx by the drain; reqCancel ends them.
 	reqCtx, reqCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer reqCancel()
@@ -126,6 +128,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		err = r.closedLoop(ctx)
 	}
 	r.out.Interrupted = ctx.Err() != nil
+	close(r.stopped)
 
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
@@ -161,12 +164,13 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 }
 
 type run struct {
-	cfg    Config
-	reqCtx context.Context
-	pool   sync.Pool
-	wg     sync.WaitGroup
-	sent   atomic.Uint64
-	out    Outcome
+	cfg     Config
+	stopped chan struct{} // closed when sending stops: no new conversation turns
+	reqCtx  context.Context
+	pool    sync.Pool
+	wg      sync.WaitGroup
+	sent    atomic.Uint64
+	out     Outcome
 }
 
 // send dispatches one request in its own goroutine; release, if not nil,
@@ -186,8 +190,26 @@ func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm boo
 	}()
 }
 
-// do sends req and records it, in the calling goroutine.
+// do sends req and records it, in the calling goroutine; a conversation
+// is sent turn by turn.
 func (r *run) do(req *workload.Request, rec *record.Record) {
+	if len(req.Turns) > 0 {
+		r.converse(req, rec)
+		return
+	}
+	r.doOne(req, rec)
+}
+
+// doOne sends one request and records it.
+func (r *run) doOne(req *workload.Request, rec *record.Record) {
+	r.exec(req, rec)
+	r.cfg.Sink.Record(rec)
+	r.pool.Put(rec)
+}
+
+// exec sends req and fills rec: timings from the client, then the
+// request's labels and the outcome of its answer checks.
+func (r *run) exec(req *workload.Request, rec *record.Record) {
 	rec.Sent = time.Now()
 	if rec.Intended.IsZero() {
 		rec.Intended = rec.Sent
@@ -198,14 +220,78 @@ func (r *run) do(req *workload.Request, rec *record.Record) {
 		rec.End = time.Now()
 	}
 	rec.Labels = append(rec.Labels, req.Labels...)
+	rec.NormInput, rec.Complexity = req.NormTokens, req.Complexity
 	if req.Checks != nil && !rec.Failed() {
 		a := check.Answer{Text: rec.Answer, ToolCalls: rec.ToolCalls}
 		for _, c := range req.Checks.Checks {
 			rec.Checks = append(rec.Checks, record.CheckResult{Name: c.Name(), Pass: c.Pass(a)})
 		}
 	}
-	r.cfg.Sink.Record(rec)
-	r.pool.Put(rec)
+}
+
+// turnLabels are the labels of conversation turns 1 to 32; later turns
+// share the last.
+var turnLabels = func() []record.Label {
+	var l []record.Label
+	for i := 1; i <= 32; i++ {
+		v := strconv.Itoa(i)
+		if i == 32 {
+			v = "32+"
+		}
+		l = append(l, record.Label{Key: "turn", Value: v})
+	}
+	return l
+}()
+
+// converse sends a conversation's turns in order, each one record: the
+// history grows with every user message and the answer the server gave
+// (kept from the record), with the turn's think time before each later
+// turn. A failed turn ends the conversation; so does the end of sending,
+// before a new turn. The first turn is intended at the conversation's
+// intended time, later ones when their think time is over.
+func (r *run) converse(conv *workload.Request, rec *record.Record) {
+	history := append([]workload.Message(nil), conv.Messages...)
+	seq, warm := rec.Seq, rec.Warmup
+	for t, turn := range conv.Turns {
+		if t > 0 {
+			if turn.Think > 0 {
+				timer := time.NewTimer(turn.Think)
+				select {
+				case <-timer.C:
+				case <-r.stopped:
+					timer.Stop()
+					return
+				case <-r.reqCtx.Done():
+					timer.Stop()
+					return
+				}
+			}
+			select {
+			case <-r.stopped:
+				return
+			default:
+			}
+			rec = r.pool.Get().(*record.Record)
+			rec.Reset()
+			rec.Seq, rec.Warmup, rec.Intent, rec.Intended = seq, warm, conv.Intent, time.Now()
+			r.sent.Add(1)
+		}
+		history = append(history, workload.Message{Role: "user", Content: turn.Prompt})
+		req := &workload.Request{
+			Messages: history, MaxTokens: turn.MaxTokens, InputTokens: turn.InputTokens, KeepAnswer: true,
+			Intent: conv.Intent, Session: conv.Session, Tools: conv.Tools, Checks: conv.Checks,
+			Labels:     append(append(make([]workload.Label, 0, len(conv.Labels)+1), conv.Labels...), turnLabels[min(t, len(turnLabels)-1)]),
+			NormTokens: conv.NormTokens, Complexity: conv.Complexity,
+		}
+		r.exec(req, rec)
+		failed, answer := rec.Failed(), string(rec.Answer)
+		r.cfg.Sink.Record(rec)
+		r.pool.Put(rec)
+		if failed {
+			return
+		}
+		history = append(history, workload.Message{Role: "assistant", Content: answer})
+	}
 }
 
 func (r *run) openLoop(ctx context.Context) error {

@@ -83,28 +83,27 @@ type SUT struct {
 	Version string `yaml:"version"`
 }
 
-// Workload says what to send.
-type Workload struct {
-	InputTokens  string  `yaml:"inputTokens"`
-	OutputTokens string  `yaml:"outputTokens"`
-	Dataset      string  `yaml:"dataset"`
-	Seed         *uint64 `yaml:"seed"`
-}
+// Workload says what to send: synthetic lengths, a dataset, intents,
+// shared prefixes, popularity, turns and images (see workload.Spec).
+type Workload = workload.Spec
 
 // Stage is one scenario of the run: open loop (rate) or closed loop
 // (concurrency).
 type Stage struct {
-	Name           string        `yaml:"name"`
-	Rate           float64       `yaml:"rate"`
-	Arrival        string        `yaml:"arrival"`
-	Burstiness     float64       `yaml:"burstiness"`
-	RampFrom       float64       `yaml:"rampFrom"`
-	Concurrency    int           `yaml:"concurrency"`
-	MaxConcurrency int           `yaml:"maxConcurrency"`
-	Duration       time.Duration `yaml:"duration"`
-	Requests       int           `yaml:"requests"`
-	Warmup         time.Duration `yaml:"warmup"`
-	DrainTimeout   time.Duration `yaml:"drainTimeout"`
+	Name    string  `yaml:"name"`
+	Rate    float64 `yaml:"rate"`
+	Arrival string  `yaml:"arrival"`
+	// ComplexityShaping scales each open-loop gap by the request's
+	// complexity score: rate × 0.75^(score/20).
+	ComplexityShaping bool          `yaml:"complexityShaping"`
+	Burstiness        float64       `yaml:"burstiness"`
+	RampFrom          float64       `yaml:"rampFrom"`
+	Concurrency       int           `yaml:"concurrency"`
+	MaxConcurrency    int           `yaml:"maxConcurrency"`
+	Duration          time.Duration `yaml:"duration"`
+	Requests          int           `yaml:"requests"`
+	Warmup            time.Duration `yaml:"warmup"`
+	DrainTimeout      time.Duration `yaml:"drainTimeout"`
 	// Faults are switched on for this stage only (the chaos of a
 	// baseline / peak / chaos matrix).
 	Faults *StageFaults `yaml:"faults"`
@@ -190,7 +189,7 @@ func Parse(data []byte, name string) (*Experiment, error) {
 
 // unmarshal decodes strictly. go-yaml v1.19.2 panics on some malformed
 // input (found by FuzzParse, e.g. "stages:\n  - [\n"); that becomes an error.
-func unmarshal(data []byte, e *Experiment) (err error) {
+func unmarshal(data []byte, e any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes and indentation", r)
@@ -330,7 +329,11 @@ func (e *Experiment) check(data []byte, name string) error {
 			c.at(p+".name", "stage name %q is used twice", s.Name)
 		}
 		seen[s.Name] = true
-		if (s.Rate > 0) == (s.Concurrency > 0) {
+		trace := s.Arrival == "trace"
+		switch {
+		case trace && (s.Rate > 0 || s.Concurrency > 0):
+			c.at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate or concurrency", s.Name)
+		case !trace && (s.Rate > 0) == (s.Concurrency > 0):
 			c.at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
 		}
 		if s.Rate > 0 {
@@ -371,7 +374,7 @@ func (e *Experiment) check(data []byte, name string) error {
 				}
 			}
 		}
-		if s.Duration == 0 && s.Requests == 0 {
+		if s.Duration == 0 && s.Requests == 0 && !trace {
 			c.at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
 		}
 	}
@@ -392,4 +395,26 @@ func (e *Experiment) check(data []byte, name string) error {
 		return errors.New(strings.Join(c.errs, "\n"))
 	}
 	return nil
+}
+
+// LoadWorkload reads a workload file: the fields of an experiment's
+// workload section at the top level (see workload.Spec). Errors have the
+// form "path:line:column: message".
+func LoadWorkload(path string) (*Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading workload: %w", err)
+	}
+	var w Workload
+	if err := unmarshal(data, &w); err != nil {
+		return nil, yamlError(path, err)
+	}
+	for _, f := range []struct{ key, v string }{{"inputTokens", w.InputTokens}, {"outputTokens", w.OutputTokens}} {
+		if f.v != "" {
+			if _, err := workload.ParseLengths(f.v); err != nil {
+				return nil, fmt.Errorf("%s: %s %v", path, f.key, err)
+			}
+		}
+	}
+	return &w, nil
 }

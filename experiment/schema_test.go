@@ -93,14 +93,14 @@ func TestSchemaCoversEveryField(t *testing.T) {
 		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map {
 			ty = ty.Elem()
 		}
-		if ty.Kind() != reflect.Struct || seen[ty] || ty.PkgPath() != reflect.TypeOf(Experiment{}).PkgPath() {
+		if ty.Kind() != reflect.Struct || seen[ty] || !strings.HasPrefix(ty.PkgPath(), "github.com/spate-dev/spate/") {
 			return
 		}
 		seen[ty] = true
 		for i := 0; i < ty.NumField(); i++ {
 			f := ty.Field(i)
 			key := strings.Split(f.Tag.Get("yaml"), ",")[0]
-			if key == "-" {
+			if key == "-" || !f.IsExported() {
 				continue
 			}
 			if !strings.Contains(text, `"`+key+`"`) {

@@ -26,9 +26,11 @@ const (
 	TokensPerChunk = "tokens_per_chunk"
 	OutputTokens   = "output_tokens"
 	InputTokens    = "input_tokens"
-	ScheduleLag    = "schedule_lag_ms"
-	SlotWait       = "slot_wait_ms"
-	SendDelay      = "send_delay_ms"
+	// Complexity is the distribution of requests' complexity scores (0–100).
+	Complexity  = "complexity"
+	ScheduleLag = "schedule_lag_ms"
+	SlotWait    = "slot_wait_ms"
+	SendDelay   = "send_delay_ms"
 )
 
 // DefaultLagBound is the schedule-lag p99 above which a run is not a valid
@@ -82,6 +84,7 @@ type Recorder struct {
 	secE2E   *hdr.Histogram // E2E of the current second's successes
 	curSec   int
 
+	normIn          float64 // normalised input tokens of successes
 	groups          breakdown
 	checked, passed int
 	byCheck         map[string]*result.CheckCount
@@ -105,7 +108,7 @@ func New(cfg Config) *Recorder {
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
 	}
-	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens} {
+	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
 		r.hists[k] = newCountHist()
 	}
 	if cfg.Window > 0 {
@@ -230,6 +233,9 @@ func (r *Recorder) Record(rec *record.Record) {
 	}
 	lag := rec.Lag()
 	r.hists[ScheduleLag].recordDuration(lag)
+	if rec.Complexity > 0 {
+		r.hists[Complexity].recordCount(int64(math.Round(rec.Complexity)))
+	}
 	r.hists[SlotWait].recordDuration(rec.SlotWait)
 	if !rec.Written.IsZero() {
 		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
@@ -248,6 +254,7 @@ func (r *Recorder) Record(rec *record.Record) {
 		return
 	}
 	r.succeeded++
+	r.normIn += rec.NormInput
 	r.inputTokens += int64(rec.InputTokens)
 	r.outputTokens += int64(rec.OutputTokens)
 	switch rec.OutputSource {
@@ -372,6 +379,9 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			TotalTokensPerS:  float64(r.inputTokens+r.outputTokens) / window,
 		}
 		sc.Goodput.RequestsPerS = float64(r.good) / window
+		if r.normIn > 0 {
+			sc.Throughput.NormalizedTokensPerS = (r.normIn + float64(r.outputTokens)) / window
+		}
 	}
 	if done := r.succeeded + r.failed; done > 0 {
 		sc.Goodput.Fraction = float64(r.good) / float64(done)

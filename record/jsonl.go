@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 )
@@ -41,6 +42,9 @@ type line struct {
 	// Checks maps each answer check to whether it passed.
 	Checks map[string]bool `json:"checks,omitempty"`
 	Steps  []stepLine      `json:"steps,omitempty"`
+	// Complexity is the request's complexity score (0–100).
+	Complexity float64 `json:"complexity,omitempty"`
+	NormInput  float64 `json:"normalized_input_tokens,omitempty"`
 }
 
 // stepLine is one step of a multi-step request.
@@ -90,6 +94,7 @@ func (w *Writer) Write(scenario string, r *Record) {
 		l.Attempts = r.Attempts
 	}
 	l.Upstream = r.Upstream
+	l.Complexity, l.NormInput = math.Round(r.Complexity*10)/10, r.NormInput
 	if r.Recall >= 0 {
 		v := r.Recall
 		l.Recall = &v

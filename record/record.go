@@ -131,6 +131,11 @@ type Record struct {
 	// Checks are the outcomes of the request's answer checks, in order
 	// (empty when it had none or failed before an answer).
 	Checks []CheckResult
+	// NormInput is the request's input in normalised tokens (text plus
+	// weighted image patches and audio frames), 0 when not known.
+	NormInput float64
+	// Complexity is the request's complexity score, 0–100.
+	Complexity float64
 }
 
 // Label is one key=value label of a request.

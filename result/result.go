@@ -96,6 +96,7 @@ type Config struct {
 	Seed           uint64   `json:"seed"`
 	Thresholds     []string `json:"thresholds,omitempty"`
 	Experiment     string   `json:"experiment,omitempty"` // path of the experiment file
+	Workload       string   `json:"workload,omitempty"`   // path of the --workload file
 }
 
 // Scenario is the measurement of one stage.
@@ -170,6 +171,11 @@ type Throughput struct {
 	InputTokensPerS  float64 `json:"input_tokens_per_s"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	TotalTokensPerS  float64 `json:"total_tokens_per_s"`
+	// NormalizedTokensPerS is (normalised input + output tokens) per
+	// second: text tokens weigh 1, image patches and audio frames their
+	// workload weights (default 64 and 8). Set when the workload scored
+	// normalised tokens.
+	NormalizedTokensPerS float64 `json:"normalized_tokens_per_s,omitempty"`
 }
 
 // Tokens says how many tokens flowed and where output counts came from.

@@ -47,6 +47,12 @@ type Stage struct {
 	Faults *Faults
 	// Source, when set, replaces the plan's workload for this stage.
 	Source workload.Source
+	// Trace, when set, replays a timed trace: request n is sent at its
+	// offset (open loop; Rate and Arrival are not used).
+	Trace *schedule.Trace
+	// Shape scales each open-loop gap by the request's complexity: the
+	// rate of a request with score s is Rate × 0.75^(s/20).
+	Shape bool
 }
 
 // Abort is a threshold that stops the run when it fails while the run
@@ -311,6 +317,16 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		if err != nil {
 			return nil, nil, engine.Outcome{}, "", nil, err
 		}
+		if st.Shape {
+			src := ecfg.Source
+			pacer = schedule.Shaped{Inner: pacer, Factor: func(n uint64) float64 {
+				r, err := src.Request(n)
+				if err != nil {
+					return 1 // the engine reports the error when it asks
+				}
+				return workload.ShapeFactor(r.Complexity)
+			}}
+		}
 		ecfg.Pacer = pacer
 	}
 	st, ecfg = p.Shard.apply(st, ecfg)
@@ -377,6 +393,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 
 // stagePacer is the open-loop pacer of a stage.
 func stagePacer(st Stage, seed uint64) (schedule.Pacer, error) {
+	if st.Trace != nil {
+		return *st.Trace, nil
+	}
 	if st.RampFrom > 0 {
 		return schedule.NewRamp(st.Arrival, st.RampFrom, st.Rate, st.Warmup+st.Duration, seed)
 	}
@@ -393,6 +412,12 @@ func CheckStage(st Stage) error {
 	}
 	if st.RampFrom > 0 && st.Duration <= 0 {
 		return fmt.Errorf("a ramp needs a duration to ramp over")
+	}
+	if st.Shape && (st.RampFrom > 0 || st.Trace != nil) {
+		return fmt.Errorf("complexity shaping works on a constant, poisson or gamma rate, not a ramp or a trace")
+	}
+	if st.Trace != nil {
+		return nil
 	}
 	_, err := stagePacer(st, 0)
 	return err

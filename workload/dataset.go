@@ -6,8 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"sort"
 	"strings"
+	"time"
+
+	"github.com/spate-dev/spate/check"
 
 	"github.com/spate-dev/spate/payload"
 )
@@ -15,15 +20,21 @@ import (
 // datasetLine is one line of a JSONL dataset. Exactly one of prompt,
 // messages or body must be set.
 type datasetLine struct {
-	Prompt       *string         `json:"prompt"`
-	Messages     []Message       `json:"messages"`
-	MaxTokens    *int            `json:"max_tokens"`
-	OutputTokens *int            `json:"output_tokens"`
-	Intent       string          `json:"intent"`
-	Method       string          `json:"method"`
-	Path         string          `json:"path"`
-	Body         json.RawMessage `json:"body"`
-	Vars         map[string]any  `json:"vars"`
+	Prompt       *string           `json:"prompt"`
+	Messages     []Message         `json:"messages"`
+	MaxTokens    *int              `json:"max_tokens"`
+	OutputTokens *int              `json:"output_tokens"`
+	Intent       string            `json:"intent"`
+	Method       string            `json:"method"`
+	Path         string            `json:"path"`
+	Body         json.RawMessage   `json:"body"`
+	Vars         map[string]any    `json:"vars"`
+	Labels       map[string]string `json:"labels"`
+	Checks       []check.Spec      `json:"checks"`
+	Tools        json.RawMessage   `json:"tools"`
+	// Timestamp is the request's send time in a trace, in milliseconds
+	// from the trace's start (see TraceSource).
+	Timestamp *float64 `json:"timestamp"`
 }
 
 // Dataset is a Source that cycles through requests read from a JSONL file.
@@ -100,7 +111,32 @@ func parseLine(text []byte) (Request, error) {
 	if set != 1 {
 		return Request{}, fmt.Errorf(`want exactly one of "prompt", "messages" or "body"`)
 	}
-	req := Request{Messages: l.Messages, Intent: l.Intent, Method: strings.ToUpper(l.Method), Path: l.Path, Vars: l.Vars}
+	req := Request{Messages: l.Messages, Intent: l.Intent, Method: strings.ToUpper(l.Method), Path: l.Path, Vars: l.Vars, Tools: l.Tools}
+	keys := make([]string, 0, len(l.Labels))
+	for k := range l.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "" || k == "intent" {
+			return Request{}, fmt.Errorf(`labels: key %q is not allowed (use "intent" for the intent)`, k)
+		}
+		req.Labels = append(req.Labels, Label{Key: k, Value: l.Labels[k]})
+	}
+	if len(l.Checks) > 0 {
+		set, err := check.Compile(l.Checks)
+		if err != nil {
+			return Request{}, fmt.Errorf("checks: %w", err)
+		}
+		req.Checks, req.KeepAnswer = set, true
+	}
+	if l.Timestamp != nil {
+		if *l.Timestamp < 0 || math.IsNaN(*l.Timestamp) || math.IsInf(*l.Timestamp, 0) {
+			return Request{}, fmt.Errorf("timestamp must be a number of milliseconds >= 0")
+		}
+		req.Offset = time.Duration(*l.Timestamp * float64(time.Millisecond))
+		req.timed = true
+	}
 	if l.Prompt != nil {
 		req.Prompt = *l.Prompt
 	}
@@ -146,7 +182,7 @@ func (d *Dataset) Digest() string { return d.sha256 }
 // of s that does not set it itself.
 func WithOutput(s Source, out Lengths, seed uint64) Source {
 	return SourceFunc{
-		Sha256: digest([]byte(s.Digest()), []byte(fmt.Sprintf("out=%g:%g seed=%d", out.Mean, out.SD, seed))),
+		Sha256: digest([]byte(s.Digest()), []byte(fmt.Sprintf("out=%s seed=%d", out.key(), seed))),
 		F: func(n uint64) (*Request, error) {
 			r, err := s.Request(n)
 			if err != nil || r.MaxTokens > 0 || out.Mean <= 0 {

@@ -2,50 +2,9 @@ package workload
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 )
-
-// Lengths is a token-length distribution: normal with mean Mean and
-// standard deviation SD, rounded and clipped to at least Min.
-type Lengths struct {
-	Mean float64
-	SD   float64
-	Min  int
-}
-
-// ParseLengths parses "MEAN" or "MEAN:SD" as given to --input-tokens.
-func ParseLengths(s string) (Lengths, error) {
-	mean, sd, hasSD := strings.Cut(s, ":")
-	m, err := strconv.ParseFloat(strings.TrimSpace(mean), 64)
-	if err != nil || m < 0 || math.IsInf(m, 0) || math.IsNaN(m) {
-		return Lengths{}, fmt.Errorf("%q: want MEAN or MEAN:SD in tokens, e.g. 512 or 512:64", s)
-	}
-	l := Lengths{Mean: m, Min: 1}
-	if hasSD {
-		v, err := strconv.ParseFloat(strings.TrimSpace(sd), 64)
-		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
-			return Lengths{}, fmt.Errorf("%q: standard deviation must be a number >= 0", s)
-		}
-		l.SD = v
-	}
-	return l, nil
-}
-
-// Sample draws a length with r.
-func (l Lengths) Sample(r *rand.Rand) int {
-	v := l.Mean
-	if l.SD > 0 {
-		v += r.NormFloat64() * l.SD
-	}
-	n := int(math.Round(v))
-	if n < l.Min {
-		n = l.Min
-	}
-	return n
-}
 
 // Synthetic makes prompts of a token-length distribution out of words that
 // are each exactly one cl100k token, so a prompt of n words is n tokens (the
@@ -55,6 +14,8 @@ type Synthetic struct {
 	Input  Lengths
 	Output Lengths // requested output tokens (max_tokens); Mean 0 means unset
 	Seed   uint64
+	// Prefix, when set, starts a share of prompts with a shared prefix.
+	Prefix *SharedPrefix
 }
 
 var _ Source = Synthetic{}
@@ -63,7 +24,11 @@ var _ Source = Synthetic{}
 func (s Synthetic) Request(n uint64) (*Request, error) {
 	r := rand.New(rand.NewPCG(s.Seed, n))
 	in := s.Input.Sample(r)
-	req := &Request{Prompt: Words(r, in), InputTokens: in}
+	t := synthText(r, in, s.Prefix, s.Seed)
+	req := &Request{Prompt: t.text, InputTokens: in}
+	if s.Prefix != nil {
+		req.Labels = []Label{{Key: "prefix", Value: t.group}}
+	}
 	if s.Output.Mean > 0 {
 		req.MaxTokens = s.Output.Sample(r)
 	}
@@ -72,8 +37,33 @@ func (s Synthetic) Request(n uint64) (*Request, error) {
 
 // Digest implements Source.
 func (s Synthetic) Digest() string {
-	return digest([]byte(fmt.Sprintf("synthetic/v1 in=%g:%g out=%g:%g seed=%d",
-		s.Input.Mean, s.Input.SD, s.Output.Mean, s.Output.SD, s.Seed)))
+	key := fmt.Sprintf("synthetic/v1 in=%s out=%s seed=%d", s.Input.key(), s.Output.key(), s.Seed)
+	if p := s.Prefix; p != nil {
+		key += fmt.Sprintf(" prefix=%d:%d:%g", p.Groups, p.Tokens, p.Ratio)
+	}
+	return digest([]byte(key))
+}
+
+// synth is synthetic text and the shared-prefix group it starts with
+// ("none" when it has no shared prefix).
+type synth struct {
+	text, group string
+}
+
+// synthText makes n tokens of text; with a shared prefix, a Ratio share of
+// texts longer than the prefix start with one of its groups' prefixes.
+func synthText(r *rand.Rand, n int, p *SharedPrefix, seed uint64) synth {
+	if p == nil || n <= p.Tokens || r.Float64() >= p.Ratio {
+		return synth{Words(r, n), "none"}
+	}
+	g := r.IntN(p.Groups)
+	return synth{PrefixText(seed, g, p.Tokens) + Words(r, n-p.Tokens), fmt.Sprint("g", g)}
+}
+
+// PrefixText is shared prefix number g of a workload seeded with seed:
+// tokens one-token words, the same for every request of the group.
+func PrefixText(seed uint64, g, tokens int) string {
+	return Words(newRand(seed^0xF1E2D3C4B5A69788, uint64(g)), tokens)
 }
 
 // Words returns n words drawn with r, each one cl100k token with its

@@ -53,8 +53,13 @@ type Request struct {
 	// plus weighted image and audio units (see Weights).
 	NormTokens float64
 	// Offset, when the source is a timed trace, is the request's intended
-	// send time from the start of the trace (see TraceSource).
+	// send time from the start of the trace (see Dataset.Offsets).
 	Offset time.Duration
+	timed  bool
+	// Turns, when set, make the request a conversation: the engine sends
+	// Messages (e.g. a system prompt) plus each turn's user message in
+	// turn, the history growing with the real answers (see Turn).
+	Turns []Turn
 	// Method, Path and Body describe a plain HTTP request (--api http).
 	Method string
 	Path   string
@@ -64,6 +69,17 @@ type Request struct {
 	// BodyTemplate and PromptTemplate, when set, make Body and Prompt
 	// templates filled per request (see WithTemplates).
 	BodyTemplate, PromptTemplate *payload.Template
+}
+
+// Turn is one user turn of a conversation.
+type Turn struct {
+	Prompt    string
+	MaxTokens int
+	// Think is how long the user thinks before sending this turn, after
+	// the previous answer (0 for the first turn).
+	Think time.Duration
+	// InputTokens is the turn's own prompt length in tokens, when known.
+	InputTokens int
 }
 
 // Source yields the request with index n. Implementations must be safe for

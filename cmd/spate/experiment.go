@@ -48,6 +48,7 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	str("input-tokens", &f.inputTokens, e.Workload.InputTokens)
 	str("output-tokens", &f.outputTokens, e.Workload.OutputTokens)
 	str("dataset", &f.dataset, e.Workload.Dataset)
+	f.workloadSpec = e.Workload
 	str("out", &f.out, e.Outputs.Result)
 	str("records", &f.records, e.Outputs.Records)
 	dur("timeout", &f.timeout, t.Timeout)
@@ -110,7 +111,7 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 		f.fileStages = append(f.fileStages, runner.Stage{Faults: faults,
 			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness, RampFrom: s.RampFrom,
 			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
-			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout,
+			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout, Shape: s.ComplexityShaping,
 		})
 	}
 	f.experiment, f.experimentSHA256, f.actions = path, e.SHA256, e.Actions
@@ -168,7 +169,11 @@ func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
 		if len(f.fileStages) > 0 {
 			where = fmt.Sprintf("stage %q: ", s.Name)
 		}
+		trace := s.Arrival == "trace"
 		switch {
+		case trace && (s.Rate > 0 || s.Concurrency > 0):
+			return nil, usageErr("%s--arrival trace replays the dataset's timestamps: give no --rate or --concurrency", where)
+		case trace:
 		case (s.Rate > 0) == (s.Concurrency > 0):
 			return nil, usageErr("%sgive exactly one of --rate R (open loop) or --concurrency N (closed loop)", where)
 		case s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0:
@@ -177,7 +182,7 @@ func (f *runFlags) stages(cmd *cobra.Command) ([]runner.Stage, error) {
 			return nil, usageErr("%s--max-concurrency caps an open-loop --rate run; with --concurrency it has no meaning", where)
 		case s.Duration < 0 || s.Warmup < 0:
 			return nil, usageErr("%s--duration and --warmup must not be negative", where)
-		case s.Duration == 0 && s.Requests == 0:
+		case s.Duration == 0 && s.Requests == 0 && !trace:
 			return nil, usageErr("%sgive a duration or a number of requests", where)
 		}
 		if s.Concurrency > 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/spate-dev/spate/report"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/runner"
+	"github.com/spate-dev/spate/schedule"
 	"github.com/spate-dev/spate/threshold"
 	"github.com/spate-dev/spate/tokenizer"
 	"github.com/spate-dev/spate/workload"
@@ -55,6 +56,10 @@ type runFlags struct {
 	actions                                    map[string][]gate.Action
 	aborts                                     []runner.Abort
 	stageWorkloads                             map[string]*experiment.Workload
+	workloadSpec                               workload.Spec // the experiment's or the --workload file's
+	workloadFile, datasetFormat                string
+	speed                                      float64
+	shaping                                    bool
 	fileStages                                 []runner.Stage // its stages
 	quiet, noSummary, noTraceHeader            bool
 	progressEvery                              time.Duration
@@ -121,15 +126,19 @@ Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`
 	fl.Float64Var(&f.rate, "rate", 0, "open loop: requests per second")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "closed loop: number of concurrent workers")
 	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "open loop: cap on requests in flight (0: none)")
-	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson or gamma")
+	fl.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: constant, poisson, gamma, or trace (replay the dataset's timestamps)")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape: 1 is Poisson, <1 burstier, >1 more regular")
 	fl.Float64Var(&f.rampFrom, "ramp-from", 0, "open loop: ramp the rate linearly from this to --rate over warm-up and duration (constant or poisson)")
 	fl.DurationVar(&f.duration, "duration", 0, "how long to send after warm-up (default 30s unless --requests)")
 	fl.IntVar(&f.requests, "requests", 0, "how many requests to send after warm-up")
 	fl.DurationVar(&f.warmup, "warmup", 0, "warm-up sent first and left out of the figures")
-	fl.StringVar(&f.dataset, "dataset", "", "JSONL file of requests ({\"prompt\"|\"messages\"|\"body\": ...} a line)")
-	fl.StringVar(&f.inputTokens, "input-tokens", "256", "synthetic prompt length in tokens, MEAN[:SD]")
-	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output tokens to ask for (max_tokens), MEAN[:SD]; 0 for the server's default")
+	fl.StringVar(&f.dataset, "dataset", "", "file of requests: spate JSONL ({\"prompt\"|\"messages\"|\"body\": ...} a line), ShareGPT, OpenAI batch or CSV")
+	fl.StringVar(&f.datasetFormat, "dataset-format", "", "format of --dataset: jsonl, sharegpt, batch or csv (default: guessed from the file)")
+	fl.StringVar(&f.workloadFile, "workload", "", "workload file (YAML): intents, shared prefixes, popularity, turns, images, checks (see examples/)")
+	fl.Float64Var(&f.speed, "speed", 1, "with --arrival trace: replay the dataset's timestamps this many times faster")
+	fl.BoolVar(&f.shaping, "complexity-shaping", false, "scale each open-loop gap by the request's complexity score: rate × 0.75^(score/20)")
+	fl.StringVar(&f.inputTokens, "input-tokens", "256", "synthetic prompt length in tokens: N, MEAN:SD, uniform:LO:HI, lognormal:MEAN:SD, choice:4096@0.5,16384@0.5, empirical:FILE")
+	fl.StringVar(&f.outputTokens, "output-tokens", "128", "output tokens to ask for (max_tokens), a distribution like --input-tokens; 0 for the server's default")
 	fl.StringVar(&f.slo, "slo", "", "per-request objectives for goodput, e.g. ttft=500ms,tpot=50ms (keys ttft, tpot, itl, e2e)")
 	fl.StringArrayVar(&f.thresholds, "threshold", nil, "pass/fail expression, e.g. 'p99(ttft) < 800ms' (repeatable; exit 3 if any fails)")
 	fl.StringVar(&f.out, "out", "spate-results/result.json", "result file to write")
@@ -165,8 +174,24 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	if f.target == "" {
 		return p, usageErr("--target is required, e.g. --target http://127.0.0.1:8000/v1")
 	}
-	if f.duration == 0 && f.requests == 0 && len(f.fileStages) == 0 {
+	if f.duration == 0 && f.requests == 0 && len(f.fileStages) == 0 && f.arrival != "trace" {
 		f.duration = 30 * time.Second
+	}
+	if f.workloadFile != "" {
+		w, err := experiment.LoadWorkload(f.workloadFile)
+		if err != nil {
+			return p, usageErr("--workload: %v", err)
+		}
+		f.workloadSpec = *w
+		if w.InputTokens != "" && !cmd.Flags().Changed("input-tokens") {
+			f.inputTokens = w.InputTokens
+		}
+		if w.OutputTokens != "" && !cmd.Flags().Changed("output-tokens") {
+			f.outputTokens = w.OutputTokens
+		}
+		if w.Dataset != "" && !cmd.Flags().Changed("dataset") {
+			f.dataset = w.Dataset
+		}
 	}
 	stages, err := f.stages(cmd)
 	if err != nil {
@@ -216,31 +241,38 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	}
 
 	// Workload.
-	src, err := f.source(in, out, f.dataset)
+	_, _ = in, out // checked above; the spec carries them
+	spec := f.workloadSpec
+	spec.InputTokens, spec.OutputTokens, spec.Dataset = f.inputTokens, f.outputTokens, f.dataset
+	if f.datasetFormat != "" {
+		spec.DatasetFormat = f.datasetFormat
+	}
+	if cmd.Flags().Changed("speed") || spec.Speed == 0 {
+		spec.Speed = f.speed
+	}
+	src, offsets, err := f.source(spec)
 	if err != nil {
 		return p, err
 	}
 	for i := range stages {
-		if w := f.stageWorkloads[stages[i].Name]; w != nil {
-			sin, sout, sdata := in, out, f.dataset
-			if w.InputTokens != "" {
-				if sin, err = workload.ParseLengths(w.InputTokens); err != nil {
-					return p, usageErr("stage %s: inputTokens %v", stages[i].Name, err)
-				}
-			}
-			if w.OutputTokens != "" {
-				if sout, err = workload.ParseLengths(w.OutputTokens); err != nil {
-					return p, usageErr("stage %s: outputTokens %v", stages[i].Name, err)
-				}
-			}
-			if w.Dataset != "" {
-				sdata = w.Dataset
-			}
-			ssrc, err := f.source(sin, sout, sdata)
+		st := &stages[i]
+		soffsets := offsets
+		if w := f.stageWorkloads[st.Name]; w != nil {
+			ssrc, soff, err := f.source(workload.Merge(spec, *w))
 			if err != nil {
-				return p, err
+				return p, fmt.Errorf("stage %s: %w", st.Name, err)
 			}
-			stages[i].Source = workload.WithTemplates(ssrc, f.seed)
+			st.Source, soffsets = workload.WithTemplates(ssrc, f.seed), soff
+		}
+		st.Shape = st.Shape || f.shaping
+		if st.Arrival == "trace" {
+			if soffsets == nil {
+				return p, usageErr("stage %s: --arrival trace replays a dataset's timestamps: give a --dataset whose lines have \"timestamp\" (milliseconds)", st.Name)
+			}
+			st.Trace = &schedule.Trace{Offsets: soffsets}
+			if st.Requests == 0 && st.Duration == 0 {
+				st.Requests = len(soffsets)
+			}
 		}
 	}
 
@@ -332,36 +364,43 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	if f.dataset != "" {
 		p.Config.InputTokens = ""
 	}
+	p.Config.Workload = f.workloadFile
 	if !f.quiet && f.progressEvery > 0 {
 		p.Progress, p.ProgressEvery = runner.ProgressLines(cmd.ErrOrStderr()), f.progressEvery
 	}
 	return p, nil
 }
 
-// source builds the workload: a dataset, the fixed request of a plain HTTP
-// run, or synthetic prompts.
-func (f *runFlags) source(in, out workload.Lengths, dataset string) (workload.Source, error) {
-	switch {
-	case dataset != "":
-		ds, err := workload.LoadDataset(dataset)
-		if err != nil {
-			return nil, &exitErr{code: exitError, err: err}
-		}
-		return workload.WithOutput(ds, out, f.seed), nil
-	case f.api == "http":
+// source builds the workload from its spec: the fixed request of a plain
+// HTTP run, or a dataset, intents or synthetic prompts with everything the
+// spec adds; offsets are a timed dataset's send times.
+func (f *runFlags) source(spec workload.Spec) (workload.Source, []time.Duration, error) {
+	if f.api == "http" && spec.Dataset == "" {
 		// A plain HTTP run sends --method, --path and --body every time;
 		// --body may be a template.
 		fixed := &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(f.method), Path: f.path, Body: []byte(f.body)}}
 		if payload.Has(f.body) {
 			t, err := payload.Parse("--body", f.body)
 			if err != nil {
-				return nil, usageErr("%v", err)
+				return nil, nil, usageErr("%v", err)
 			}
 			fixed.Req.BodyTemplate = t
 		}
-		return fixed, nil
+		return fixed, nil, nil
 	}
-	return workload.Synthetic{Input: in, Output: out, Seed: f.seed}, nil
+	var tok workload.Counter
+	if spec.Dataset != "" || len(spec.Intents) > 0 {
+		t, err := tokenizer.CL100K()
+		if err != nil {
+			return nil, nil, err
+		}
+		tok = t
+	}
+	b, err := workload.Build(spec, workload.BuildOptions{Seed: f.seed, Tokenizer: tok})
+	if err != nil {
+		return nil, nil, &exitErr{code: exitError, err: fmt.Errorf("workload: %w", err)}
+	}
+	return b.Source, b.Offsets, nil
 }
 
 // ignoreEOS resolves --ignore-eos: auto sends it to every server but

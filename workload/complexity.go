@@ -1,0 +1,93 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+)
+
+// Complexity scores a request from 0 to 100 (DESIGN.md §3) as the sum of:
+//
+//	length     up to 40: log-scaled prompt tokens, 40 at 32k tokens
+//	turns      up to 15: 15 × (turns − 1) / 9, capped (10 turns or more)
+//	structure  up to 15: code fences 6, JSON objects 5, nesting depth 1 a level up to 4
+//	tools      up to 15: 3 per tool definition, capped at 5 tools
+//	output     up to 15: log-scaled requested output tokens, 15 at 8k
+//
+// Shaped rate = base rate × 0.75^(score/20) (see ShapeFactor).
+func Complexity(r *Request) float64 {
+	tokens := r.InputTokens
+	if tokens == 0 {
+		tokens = estimateTokens(r)
+	}
+	score := 40 * math.Min(1, math.Log1p(float64(tokens)/128)/math.Log1p(32768.0/128))
+	turns := max(len(r.Turns), 1)
+	if n := userTurns(r.Messages); n > turns {
+		turns = n
+	}
+	score += 15 * math.Min(1, float64(turns-1)/9)
+	score += structure(text(r))
+	if len(r.Tools) > 0 {
+		var tools []json.RawMessage
+		if json.Unmarshal(r.Tools, &tools) == nil {
+			score += 3 * math.Min(5, float64(len(tools)))
+		}
+	}
+	out := r.MaxTokens
+	for _, t := range r.Turns {
+		out += t.MaxTokens
+	}
+	if out > 0 {
+		score += 15 * math.Min(1, math.Log1p(float64(out)/64)/math.Log1p(8192.0/64))
+	}
+	return math.Min(100, score)
+}
+
+// ShapeFactor is the complexity-aware rate multiplier 0.75^(score/20).
+func ShapeFactor(score float64) float64 { return math.Pow(0.75, score/20) }
+
+func userTurns(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == "user" {
+			n++
+		}
+	}
+	return n
+}
+
+func text(r *Request) string {
+	var b strings.Builder
+	b.WriteString(r.Prompt)
+	for _, m := range r.Messages {
+		b.WriteString(m.Text())
+	}
+	for _, t := range r.Turns {
+		b.WriteString(t.Prompt)
+	}
+	return b.String()
+}
+
+// structure scores code, JSON and nesting in text, up to 15.
+func structure(s string) float64 {
+	var score float64
+	if strings.Contains(s, "```") {
+		score += 6
+	}
+	if i := strings.IndexByte(s, '{'); i >= 0 && bytes.ContainsRune([]byte(s[i:]), ':') {
+		score += 5
+	}
+	depth, deepest := 0, 0
+	for _, c := range s {
+		switch c {
+		case '{', '[', '(':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']', ')':
+			depth = max(depth-1, 0)
+		}
+	}
+	score += math.Min(4, float64(max(deepest-1, 0)))
+	return math.Min(15, score)
+}

@@ -1,0 +1,84 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"mime"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "image/gif"  // decode GIF sizes
+	_ "image/jpeg" // decode JPEG sizes
+)
+
+// imageData is one image to attach: its data URL and size.
+type imageData struct {
+	url  string
+	w, h int
+	key  string // identifies it in the digest
+}
+
+// patches is the number of patch×patch tiles the image covers.
+func (im imageData) patches(patch int) int {
+	if patch <= 0 {
+		patch = DefaultWeights.PatchPixels
+	}
+	return ((im.w + patch - 1) / patch) * ((im.h + patch - 1) / patch)
+}
+
+// loadImages reads the image files, or makes one synthetic PNG of the
+// given size.
+func loadImages(spec Images, seed uint64) ([]imageData, error) {
+	if spec.Count < 0 {
+		return nil, fmt.Errorf("images.count must be >= 0")
+	}
+	var out []imageData
+	for _, f := range spec.Files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("images: %w", err)
+		}
+		cfg, _, err := imageDecodeConfig(b)
+		if err != nil {
+			return nil, fmt.Errorf("images: %s is not a PNG, JPEG or GIF image: %w", f, err)
+		}
+		typ := mime.TypeByExtension(strings.ToLower(filepath.Ext(f)))
+		if typ == "" {
+			typ = "image/png"
+		}
+		out = append(out, imageData{url: "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b), w: cfg.Width, h: cfg.Height, key: digest(b)[:16]})
+	}
+	if len(out) == 0 && spec.Count > 0 {
+		if spec.Width <= 0 || spec.Height <= 0 || spec.Width*spec.Height > 4096*4096 {
+			return nil, fmt.Errorf("images: give files, or width and height of a synthetic image (each > 0, at most 4096×4096 pixels)")
+		}
+		b := SyntheticPNG(spec.Width, spec.Height, seed)
+		out = append(out, imageData{url: "data:image/png;base64," + base64.StdEncoding.EncodeToString(b), w: spec.Width, h: spec.Height, key: fmt.Sprintf("synthetic-%dx%d", spec.Width, spec.Height)})
+	}
+	return out, nil
+}
+
+func imageDecodeConfig(b []byte) (image.Config, string, error) {
+	return image.DecodeConfig(bytes.NewReader(b))
+}
+
+// SyntheticPNG is a w×h PNG of seeded noise (so it does not compress to
+// nothing), the same for the same seed.
+func SyntheticPNG(w, h int, seed uint64) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	r := newRand(seed^0x1316, 0)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			v := r.Uint32()
+			img.SetRGBA(x, y, color.RGBA{uint8(v), uint8(v >> 8), uint8(v >> 16), 255})
+		}
+	}
+	var buf bytes.Buffer
+	_ = png.Encode(&buf, img) // writing to memory cannot fail
+	return buf.Bytes()
+}
