@@ -128,7 +128,11 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		err = r.closedLoop(ctx)
 	}
 	r.out.Interrupted = ctx.Err() != nil
-	close(r.stopped)
+	if cfg.Duration > 0 || r.out.Interrupted {
+		// Past the deadline no conversation starts a new turn; a run
+		// bounded by a request count lets its conversations finish.
+		close(r.stopped)
+	}
 
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
@@ -165,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 
 type run struct {
 	cfg     Config
-	stopped chan struct{} // closed when sending stops: no new conversation turns
+	stopped chan struct{} // closed at the deadline or interruption: no new conversation turns
 	reqCtx  context.Context
 	pool    sync.Pool
 	wg      sync.WaitGroup

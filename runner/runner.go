@@ -416,8 +416,8 @@ func CheckStage(st Stage) error {
 	if st.Shape && (st.RampFrom > 0 || st.Trace != nil) {
 		return fmt.Errorf("complexity shaping works on a constant, poisson or gamma rate, not a ramp or a trace")
 	}
-	if st.Trace != nil {
-		return nil
+	if st.Trace != nil || st.Arrival == "trace" {
+		return nil // the offsets come with the dataset
 	}
 	_, err := stagePacer(st, 0)
 	return err

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// chatLog is a non-streaming chat server that answers "answer-<n>" to its
+// n-th request and keeps every request it got.
+type chatLog struct {
+	mu   sync.Mutex
+	reqs []chatReq
+	at   []time.Time
+}
+
+type chatReq struct {
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	User      string `json:"user"`
+	MaxTokens int    `json:"max_tokens"`
+}
+
+func (c *chatLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		fmt.Fprint(w, `{"data":[{"id":"m"}]}`) // reachability check, model list
+		return
+	}
+	var req chatReq
+	_ = json.NewDecoder(r.Body).Decode(&req)
+	c.mu.Lock()
+	c.reqs = append(c.reqs, req)
+	c.at = append(c.at, time.Now())
+	n := len(c.reqs)
+	c.mu.Unlock()
+	answer := fmt.Sprintf("answer-%d", n)
+	if len(req.Messages) > 0 {
+		last := req.Messages[len(req.Messages)-1].Content
+		if strings.Contains(last, "capital of France") {
+			answer = "Paris"
+		}
+	}
+	fmt.Fprintf(w, `{"model":"m","choices":[{"message":{"role":"assistant","content":%q}}],"usage":{"prompt_tokens":10,"completion_tokens":2}}`, answer)
+}
+
+// TestConversationsGrowAndStick runs three-turn conversations and checks
+// each later turn carries the whole history with the server's real
+// answers, the same session, after the think time; and the per-turn
+// breakdown.
+func TestConversationsGrowAndStick(t *testing.T) {
+	log := &chatLog{}
+	srv := httptest.NewServer(log)
+	defer srv.Close()
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "w.yaml")
+	os.WriteFile(wl, []byte("inputTokens: \"12\"\noutputTokens: \"4\"\nsystemPrompt: {text: You are terse.}\nturns: {count: \"3\", turnTokens: \"5\", think: 150ms}\n"), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+		"--workload", wl, "--concurrency", "2", "--requests", "4", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.reqs) != 12 {
+		t.Fatalf("%d requests, want 4 conversations × 3 turns", len(log.reqs))
+	}
+	bySession := map[string][]int{}
+	for i, r := range log.reqs {
+		bySession[r.User] = append(bySession[r.User], i)
+	}
+	if len(bySession) != 4 {
+		t.Fatalf("%d sessions, want 4: %v", len(bySession), bySession)
+	}
+	for s, idx := range bySession {
+		if len(idx) != 3 {
+			t.Fatalf("session %s has %d turns", s, len(idx))
+		}
+		for k, i := range idx {
+			m := log.reqs[i].Messages
+			// system + (user, assistant) × k + user
+			if len(m) != 2+2*k || m[0].Role != "system" || m[0].Content != "You are terse." {
+				t.Fatalf("session %s turn %d: %d messages %+v", s, k+1, len(m), m)
+			}
+			for j := 0; j < k; j++ {
+				prev := log.reqs[idx[j]]
+				want := fmt.Sprintf("answer-%d", idx[j]+1)
+				if m[2+2*j].Role != "assistant" || m[2+2*j].Content != want || m[1+2*j].Content != prev.Messages[len(prev.Messages)-1].Content {
+					t.Fatalf("session %s turn %d: history %+v does not hold turn %d (answer %q)", s, k+1, m, j+1, want)
+				}
+			}
+			if k > 0 {
+				if gap := log.at[i].Sub(log.at[idx[k-1]]); gap < 150*time.Millisecond {
+					t.Fatalf("session %s: turn %d came %v after the previous one, want ≥ the 150ms think time", s, k+1, gap)
+				}
+			}
+		}
+	}
+	sc := readResult(t, out).Scenarios[0]
+	for _, turn := range []string{"1", "2", "3"} {
+		if g := sc.Breakdown["turn"][turn]; g.Requests.Succeeded != 4 {
+			t.Errorf("turn %s: %d requests in the breakdown, want 4", turn, g.Requests.Succeeded)
+		}
+	}
+	if sc.Requests.Total != 12 {
+		t.Errorf("requests total %d, want 12 turns", sc.Requests.Total)
+	}
+}
+
+// TestTraceReplay replays a timed dataset at double speed and checks
+// requests were sent at their offsets.
+func TestTraceReplay(t *testing.T) {
+	log := &chatLog{}
+	srv := httptest.NewServer(log)
+	defer srv.Close()
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "trace.jsonl")
+	var b strings.Builder
+	offsets := []float64{0, 100, 150, 400, 1000, 1100}
+	for _, o := range offsets {
+		fmt.Fprintf(&b, "{\"prompt\":\"p\",\"timestamp\":%g}\n", 5000+o*2) // recorded at half speed
+	}
+	os.WriteFile(ds, []byte(b.String()), 0o644)
+	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "rec.jsonl")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+		"--dataset", ds, "--arrival", "trace", "--speed", "2", "--out", out, "--records", recs, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	f, _ := os.Open(recs)
+	defer f.Close()
+	var intended, sent []float64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l struct {
+			Seq        int     `json:"seq"`
+			IntendedMS float64 `json:"intended_ms"`
+			SentMS     float64 `json:"sent_ms"`
+		}
+		json.Unmarshal(sc.Bytes(), &l)
+		intended = append(intended, l.IntendedMS)
+		sent = append(sent, l.SentMS)
+	}
+	if len(intended) != len(offsets) {
+		t.Fatalf("%d records, want %d", len(intended), len(offsets))
+	}
+	sort.Float64s(intended)
+	sort.Float64s(sent)
+	for i, o := range offsets {
+		// Intended times are exact up to the run's start; sends follow
+		// within a few ms on a loaded machine.
+		if d := intended[i] - intended[0] - o; d < -0.5 || d > 0.5 {
+			t.Errorf("request %d intended at +%.1f ms, want +%g", i, intended[i]-intended[0], o)
+		}
+		if d := sent[i] - intended[i]; d < 0 || d > 25 {
+			t.Errorf("request %d sent %.1f ms after its intended time", i, d)
+		}
+	}
+}
+
+// TestChecksAndSTPS runs a two-intent workload whose checks pass for one
+// intent and fail for the other, and checks the pass rates and sTPS.
+func TestChecksAndSTPS(t *testing.T) {
+	srv := httptest.NewServer(&chatLog{})
+	defer srv.Close()
+	dir := t.TempDir()
+	wl := filepath.Join(dir, "w.yaml")
+	os.WriteFile(wl, []byte(`intents:
+  - name: capital
+    weight: 1
+    prompts: ["What is the capital of France?"]
+    checks: [{kind: equals, value: paris}]
+  - name: other
+    weight: 1
+    prompts: ["Say hello"]
+    checks: [{kind: regex, value: "^hello"}]
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+		"--workload", wl, "--rate", "50", "--requests", "60", "--out", out, "--quiet", "--threshold", "stps > 0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	sc := readResult(t, out).Scenarios[0]
+	capital, other := sc.Breakdown["intent"]["capital"], sc.Breakdown["intent"]["other"]
+	if capital.Checks == nil || capital.Checks.PassRate != 1 || other.Checks == nil || other.Checks.PassRate != 0 {
+		t.Fatalf("pass rates: capital %+v other %+v", capital.Checks, other.Checks)
+	}
+	c := sc.Checks
+	if c.Checked != 60 || c.Passed != capital.Requests.Succeeded || c.ByCheck["equals"].Passed != c.Passed || c.ByCheck["regex"].Passed != 0 {
+		t.Fatalf("checks %+v", c)
+	}
+	// sTPS is passed tasks per second of the same window as requests/s.
+	within(t, "sTPS", c.STPS, float64(c.Passed)/float64(sc.Requests.Succeeded)*sc.Throughput.RequestsPerS, 1e-9)
+}
