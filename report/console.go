@@ -122,6 +122,10 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	if d, ok := sc.Metrics[metrics.TokensPerChunk]; ok && d.Count > 0 {
 		fmt.Fprintf(b, "tokens per chunk: mean %.2f, p50 %.0f, max %.0f\n", d.Mean, d.P50, d.Max)
 	}
+	if c := sc.Checks; c != nil {
+		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s\n", c.Passed, c.Checked, 100*c.PassRate, c.STPS)
+	}
+	breakdown(b, sc)
 	if l.Valid {
 		fmt.Fprintf(b, "measurement: valid (schedule lag p99 %.2f ms ≤ %.0f ms)\n", l.ScheduleLagMS.P99, l.LagBoundMS)
 	} else {
@@ -142,4 +146,35 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		fmt.Fprintf(b, "warning: %s\n", w)
 	}
 	b.WriteString("\n")
+}
+
+// breakdown writes a table per label key: requests, TTFT and E2E p50/p99,
+// goodput and check pass rate of each value, values in order.
+func breakdown(b *strings.Builder, sc *result.Scenario) {
+	keys := make([]string, 0, len(sc.Breakdown))
+	for k := range sc.Breakdown {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vals := sc.Breakdown[k]
+		names := make([]string, 0, len(vals))
+		for v := range vals {
+			names = append(names, v)
+		}
+		sort.Strings(names)
+		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "by %s\trequests\tfailed\tTTFT p50\tTTFT p99\tE2E p50\tE2E p99\tgoodput\tchecks\t\n", k)
+		for _, v := range names {
+			g := vals[v]
+			checks := "-"
+			if g.Checks != nil {
+				checks = fmt.Sprintf("%.1f %%", 100*g.Checks.PassRate)
+			}
+			ttft, e2e := g.Metrics[metrics.TTFT], g.Metrics[metrics.E2E]
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f %%\t%s\t\n", v, g.Requests.Total, g.Requests.Failed,
+				ttft.P50, ttft.P99, e2e.P50, e2e.P99, 100*g.Goodput.Fraction, checks)
+		}
+		tw.Flush()
+	}
 }
