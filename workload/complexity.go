@@ -1,7 +1,6 @@
 package workload
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -27,7 +26,7 @@ func Complexity(r *Request) float64 {
 		turns = n
 	}
 	score += 15 * math.Min(1, float64(turns-1)/9)
-	score += structure(text(r))
+	score += structure(r)
 	if len(r.Tools) > 0 {
 		var tools []json.RawMessage
 		if json.Unmarshal(r.Tools, &tools) == nil {
@@ -57,36 +56,42 @@ func userTurns(msgs []Message) int {
 	return n
 }
 
-func text(r *Request) string {
-	var b strings.Builder
-	b.WriteString(r.Prompt)
+// texts calls f with each piece of a request's text.
+func texts(r *Request, f func(string)) {
+	f(r.Prompt)
 	for _, m := range r.Messages {
-		b.WriteString(m.Text())
+		f(m.Text())
 	}
 	for _, t := range r.Turns {
-		b.WriteString(t.Prompt)
+		f(t.Prompt)
 	}
-	return b.String()
 }
 
-// structure scores code, JSON and nesting in text, up to 15.
-func structure(s string) float64 {
+// structure scores code, JSON and nesting in a request's text, up to 15.
+func structure(r *Request) float64 {
+	code, object, deepest := false, false, 0
+	texts(r, func(s string) {
+		code = code || strings.Contains(s, "```")
+		if i := strings.IndexByte(s, '{'); i >= 0 && strings.IndexByte(s[i:], ':') >= 0 {
+			object = true
+		}
+		depth := 0
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '{', '[', '(':
+				depth++
+				deepest = max(deepest, depth)
+			case '}', ']', ')':
+				depth = max(depth-1, 0)
+			}
+		}
+	})
 	var score float64
-	if strings.Contains(s, "```") {
+	if code {
 		score += 6
 	}
-	if i := strings.IndexByte(s, '{'); i >= 0 && bytes.ContainsRune([]byte(s[i:]), ':') {
+	if object {
 		score += 5
-	}
-	depth, deepest := 0, 0
-	for _, c := range s {
-		switch c {
-		case '{', '[', '(':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']', ')':
-			depth = max(depth-1, 0)
-		}
 	}
 	score += math.Min(4, float64(max(deepest-1, 0)))
 	return math.Min(15, score)

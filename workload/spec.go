@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -386,6 +387,9 @@ func (p prompts) Request(n uint64) (*Request, error) {
 	if p.context.IsSet() {
 		ctx := synthText(r, p.context.Sample(r), p.prefix, p.seed)
 		req.Prompt = ctx.text + "\n\n" + q
+		if p.prefix != nil {
+			req.Labels = []Label{{Key: "prefix", Value: ctx.group}}
+		}
 	}
 	if p.out.IsSet() {
 		req.MaxTokens = p.out.Sample(r)
@@ -532,4 +536,42 @@ func Merge(base, over Spec) Spec {
 		m.Checks = over.Checks
 	}
 	return m
+}
+
+// Resolve makes the spec's relative file paths (datasets, images,
+// empirical length files) relative to dir, the directory of the file that
+// named them.
+func (s *Spec) Resolve(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	lengths := func(v string) string {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(v), "empirical:"); ok {
+			return "empirical:" + abs(rest)
+		}
+		return v
+	}
+	s.Dataset = abs(s.Dataset)
+	s.InputTokens, s.OutputTokens = lengths(s.InputTokens), lengths(s.OutputTokens)
+	for i := range s.Intents {
+		it := &s.Intents[i]
+		it.Dataset = abs(it.Dataset)
+		it.InputTokens, it.OutputTokens = lengths(it.InputTokens), lengths(it.OutputTokens)
+	}
+	if s.Images != nil {
+		im := *s.Images
+		im.Files = append([]string(nil), im.Files...)
+		for i := range im.Files {
+			im.Files[i] = abs(im.Files[i])
+		}
+		s.Images = &im
+	}
+	if s.Turns != nil {
+		t := *s.Turns
+		t.Count, t.TurnTokens = lengths(t.Count), lengths(t.TurnTokens)
+		s.Turns = &t
+	}
 }

@@ -303,3 +303,25 @@ func TestComplexity(t *testing.T) {
 		t.Errorf("ShapeFactor(40) = %v, want 0.75² = 0.5625", f)
 	}
 }
+
+// BenchmarkSpecRequest measures making one request of a full semantic
+// workload (intents, shared prefix, system prompt, complexity).
+func BenchmarkSpecRequest(b *testing.B) {
+	spec := Spec{
+		SystemPrompt: &Text{Text: "You are terse."}, SharedPrefix: &SharedPrefix{Groups: 4, Tokens: 128, Ratio: 0.8},
+		Intents: []Intent{
+			{Name: "a", Weight: 0.6, InputTokens: "uniform:200:400", Prompts: []string{"q?"}},
+			{Name: "b", Weight: 0.4, InputTokens: "choice:1024@0.5,4096@0.5"},
+		},
+	}
+	built, err := Build(spec, BuildOptions{Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := built.Source.Request(uint64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

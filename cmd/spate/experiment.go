@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +48,14 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	str("sut-version", &f.sutVersion, e.SUT.Version)
 	str("input-tokens", &f.inputTokens, e.Workload.InputTokens)
 	str("output-tokens", &f.outputTokens, e.Workload.OutputTokens)
+	// Files an experiment names are relative to the experiment file.
+	dir := filepath.Dir(path)
+	e.Workload.Resolve(dir)
+	for i := range e.Stages {
+		if w := e.Stages[i].Workload; w != nil {
+			w.Resolve(dir)
+		}
+	}
 	str("dataset", &f.dataset, e.Workload.Dataset)
 	f.workloadSpec = e.Workload
 	str("out", &f.out, e.Outputs.Result)

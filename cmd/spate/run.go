@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -182,6 +183,7 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		if err != nil {
 			return p, usageErr("--workload: %v", err)
 		}
+		w.Resolve(filepath.Dir(f.workloadFile))
 		f.workloadSpec = *w
 		if w.InputTokens != "" && !cmd.Flags().Changed("input-tokens") {
 			f.inputTokens = w.InputTokens

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spate-dev/spate/sim"
 )
 
 // chatLog is a non-streaming chat server that answers "answer-<n>" to its
@@ -204,4 +206,34 @@ func TestChecksAndSTPS(t *testing.T) {
 	}
 	// sTPS is passed tasks per second of the same window as requests/s.
 	within(t, "sTPS", c.STPS, float64(c.Passed)/float64(sc.Requests.Succeeded)*sc.Throughput.RequestsPerS, 1e-9)
+}
+
+// TestExampleWorkloads runs every workload file and dataset under
+// examples/workloads against the simulator.
+func TestExampleWorkloads(t *testing.T) {
+	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 0))
+	files, _ := filepath.Glob("../../examples/workloads/*")
+	if len(files) < 7 {
+		t.Fatalf("%d example workloads, want the 7 documented", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			args := []string{"run", "--target", target, "--model", "spate-sim", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json")}
+			switch filepath.Ext(f) {
+			case ".yaml":
+				args = append(args, "--workload", f, "--concurrency", "4", "--requests", "8")
+			case ".jsonl", ".json", ".csv":
+				args = append(args, "--dataset", f, "--concurrency", "2", "--requests", "4")
+				if strings.Contains(f, "trace") {
+					args = append(args[:len(args)-4], "--arrival", "trace", "--speed", "20")
+				}
+			default:
+				t.Fatalf("unexpected file %s", f)
+			}
+			code, stdout, stderr := spate(t, context.Background(), args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+		})
+	}
 }
