@@ -117,3 +117,22 @@ func TestSecondSeries(t *testing.T) {
 	approx(t, "e2e p99 s1", s.E2Ep99ms[1], 300, 3)
 	approx(t, "ttft mean s1", s.TTFTMeanMS[1], 260, 3)
 }
+
+// TestNormalisedTokensAndComplexity checks normalised throughput adds
+// output tokens to the weighted input, and the complexity distribution.
+func TestNormalisedTokensAndComplexity(t *testing.T) {
+	rc := New(Config{Start: t0, Mode: "closed"})
+	for i := 0; i < 4; i++ {
+		r := mk(uint64(i), time.Duration(i)*250*time.Millisecond, 0, 50*time.Millisecond, 10*time.Millisecond, 6)
+		r.NormInput = 100 + 256 // 100 text tokens and one 512² image patch at 256
+		r.Complexity = float64(20 * (i + 1))
+		feed(rc, r)
+	}
+	sc, _, _ := rc.Scenario("s", t0.Add(2*time.Second))
+	// Window: first send 0 s to last end 0.75 + 0.05 + 5 × 0.01 = 0.85 s.
+	approx(t, "normalised tokens/s", sc.Throughput.NormalizedTokensPerS, (4*356+4*6)/0.85, 1e-6)
+	c := sc.Metrics[Complexity]
+	if c.Count != 4 || c.Min != 20 || c.Max != 80 || c.Mean != 50 {
+		t.Fatalf("complexity %+v", c)
+	}
+}
