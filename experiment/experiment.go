@@ -153,6 +153,9 @@ func (t *ThresholdSpec) UnmarshalYAML(unmarshal func(any) error) error {
 type Measurement struct {
 	LagBound        time.Duration `yaml:"lagBound"`
 	TokenizerSample *int          `yaml:"tokenizerSample"`
+	// Tokenizer is the tokenizer of lengths and local counts: cl100k_base,
+	// o200k_base, llama3 or a tokenizer.json path.
+	Tokenizer string `yaml:"tokenizer"`
 }
 
 // Outputs says where results go and what is printed.

@@ -98,3 +98,18 @@ rain snow sun moon sea ocean wind fire green blue red black white small large go
 little big long young early important public bad same able`)
 
 func newRand(seed, n uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, n)) }
+
+// CheckVocab reports whether every word synthetic prompts are made of is a
+// single token of tok, so that a prompt of n words is n tokens of it.
+func CheckVocab(tok Counter, name string) error {
+	var bad []string
+	for _, w := range OneTokenWords {
+		if tok.Count(" "+w) != 1 {
+			bad = append(bad, w)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("synthetic prompts would not have exact lengths in tokenizer %s: %d of its words are more than one token (%s); use a dataset, or the cl100k_base, o200k_base or llama3 tokenizer", name, len(bad), strings.Join(bad[:min(len(bad), 5)], ", "))
+	}
+	return nil
+}

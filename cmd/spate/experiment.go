@@ -63,6 +63,7 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 	dur("timeout", &f.timeout, t.Timeout)
 	dur("lag-bound", &f.lagBnd, e.Measurement.LagBound)
 	dur("progress", &f.progressEvery, e.Outputs.Progress)
+	str("tokenizer", &f.tokenizerName, e.Measurement.Tokenizer)
 	if e.Measurement.TokenizerSample != nil {
 		set("tokenizer-sample", func() { f.tokenizerSample = *e.Measurement.TokenizerSample })
 	}

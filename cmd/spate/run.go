@@ -50,6 +50,8 @@ type runFlags struct {
 	ignoreEOS                                  string
 	timeout, idleTimeout, drainTimeout, lagBnd time.Duration
 	tokenizerSample                            int
+	tokenizerName                              string
+	tok                                        *tokenizer.BPE
 	method, path, body                         string
 	headers                                    []string
 	name, sutVersion                           string
@@ -151,6 +153,7 @@ Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed (results written).`
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", time.Minute, "fail a request whose response is silent this long")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", engine.DefaultDrainTimeout, "after the last send, how long to wait for requests in flight")
 	fl.DurationVar(&f.lagBnd, "lag-bound", metrics.DefaultLagBound, "schedule-lag p99 above which the run is marked invalid")
+	fl.StringVar(&f.tokenizerName, "tokenizer", "cl100k_base", "tokenizer of synthetic prompt lengths and local token counts: cl100k_base, o200k_base, llama3 or a tokenizer.json path")
 	fl.IntVar(&f.tokenizerSample, "tokenizer-sample", 16, "count output tokens locally on every Nth request to check the server's usage (0: only when usage is missing)")
 	fl.StringVar(&f.method, "method", "", "--api http: request method (default GET, or POST with a body)")
 	fl.StringVar(&f.path, "path", "", "--api http: path appended to --target")
@@ -242,6 +245,10 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		f.apiKey = os.Getenv("OPENAI_API_KEY")
 	}
 
+	// The tokenizer lengths are in and local counts use.
+	if f.tok, err = tokenizer.Load(f.tokenizerName); err != nil {
+		return p, usageErr("--tokenizer: %v", err)
+	}
 	// Workload.
 	_, _ = in, out // checked above; the spec carries them
 	spec := f.workloadSpec
@@ -251,6 +258,11 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	}
 	if cmd.Flags().Changed("speed") || spec.Speed == 0 {
 		spec.Speed = f.speed
+	}
+	if f.tok.Name() != "cl100k_base" && spec.Dataset == "" && f.api != "http" {
+		if err := workload.CheckVocab(f.tok, f.tok.Name()); err != nil {
+			return p, usageErr("--tokenizer: %v", err)
+		}
 	}
 	src, offsets, err := f.source(spec)
 	if err != nil {
@@ -279,10 +291,7 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	}
 
 	// Protocol client.
-	tok, err := tokenizer.CL100K()
-	if err != nil {
-		return p, err
-	}
+	tok := f.tok
 	switch f.api {
 	case openai.Chat, openai.Completions, openai.Embeddings:
 		ignore, err := ignoreEOS(f.ignoreEOS, f.target)
@@ -390,15 +399,7 @@ func (f *runFlags) source(spec workload.Spec) (workload.Source, []time.Duration,
 		}
 		return fixed, nil, nil
 	}
-	var tok workload.Counter
-	if spec.Dataset != "" || len(spec.Intents) > 0 {
-		t, err := tokenizer.CL100K()
-		if err != nil {
-			return nil, nil, err
-		}
-		tok = t
-	}
-	b, err := workload.Build(spec, workload.BuildOptions{Seed: f.seed, Tokenizer: tok})
+	b, err := workload.Build(spec, workload.BuildOptions{Seed: f.seed, Tokenizer: f.tok})
 	if err != nil {
 		return nil, nil, &exitErr{code: exitError, err: fmt.Errorf("workload: %w", err)}
 	}

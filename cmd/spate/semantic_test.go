@@ -237,3 +237,32 @@ func TestExampleWorkloads(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenizerChoice runs with the Llama 3 tokenizer: the result names it,
+// and local counts use it (the server reports no usage here).
+func TestTokenizerChoice(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		// "1234567" is 3 Llama 3 tokens (and 3 cl100k ones); "日本語のテキスト" is 6 in Llama 3.
+		fmt.Fprint(w, `{"model":"m","choices":[{"message":{"role":"assistant","content":"日本語のテキスト"}}]}`)
+	}))
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+		"--tokenizer", "llama3", "--concurrency", "1", "--requests", "2", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	r := readResult(t, out)
+	sc := r.Scenarios[0]
+	if r.Provenance.Tokenizer != "llama3" || sc.Tokens.Tokenizer != "llama3" || sc.Tokens.OutputSource != "tokenizer" || sc.Tokens.Output != 12 {
+		t.Fatalf("tokenizer %q/%q, output %d from %s; want llama3 and 2 × 6 tokens", r.Provenance.Tokenizer, sc.Tokens.Tokenizer, sc.Tokens.Output, sc.Tokens.OutputSource)
+	}
+	code, _, stderr = spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--tokenizer", "gpt9", "--requests", "1", "--concurrency", "1")
+	if code != 2 || !strings.Contains(stderr, "--tokenizer") {
+		t.Fatalf("unknown tokenizer: exit %d, %s", code, stderr)
+	}
+}
