@@ -45,6 +45,12 @@ type Experiment struct {
 	Measurement Measurement     `yaml:"measurement"`
 	Thresholds  []ThresholdSpec `yaml:"thresholds"`
 	Outputs     Outputs         `yaml:"outputs"`
+	// Observe scrapes the server's metrics and exports spate's own.
+	Observe Observe `yaml:"observe"`
+	// Chaos injects faults through a proxy and from the workload side.
+	Chaos Chaos `yaml:"chaos"`
+	// Probes interleaves security probes with the workload.
+	Probes Probes `yaml:"probes"`
 	// Actions maps a verdict (pass, fail, invalid or error) to what to do
 	// once the result is written: promote, roll back, notify.
 	Actions map[string][]gate.Action `yaml:"actions"`
@@ -76,6 +82,16 @@ type Target struct {
 	Method string `yaml:"method"`
 	Path   string `yaml:"path"`
 	Body   string `yaml:"body"`
+	// URLs are more upstreams of the same service beside URL, used by
+	// Policy (round-robin or failover).
+	URLs   []string `yaml:"urls"`
+	Policy string   `yaml:"policy"`
+	// Retries retries a request that failed before any token, with
+	// exponential backoff from RetryBackoff, within RetryBudget (extra
+	// attempts as a fraction of requests).
+	Retries      int           `yaml:"retries"`
+	RetryBackoff time.Duration `yaml:"retryBackoff"`
+	RetryBudget  float64       `yaml:"retryBudget"`
 }
 
 // SUT describes the version of the system under test, for provenance.
@@ -164,6 +180,41 @@ type Outputs struct {
 	Records  string        `yaml:"records"`
 	Quiet    bool          `yaml:"quiet"`
 	Progress time.Duration `yaml:"progress"`
+	// Report, Markdown, JUnit and SeriesCSV are more outputs: a
+	// self-contained HTML report, a Markdown summary, the thresholds as
+	// JUnit XML and the per-second series as CSV.
+	Report    string `yaml:"report"`
+	Markdown  string `yaml:"markdown"`
+	JUnit     string `yaml:"junit"`
+	SeriesCSV string `yaml:"seriesCsv"`
+}
+
+// Observe is the telemetry of a run: the server's Prometheus metrics
+// scraped onto the run's time line, and spate's own metrics exported.
+type Observe struct {
+	Scrape         []string      `yaml:"scrape"`
+	ScrapeInterval time.Duration `yaml:"scrapeInterval"`
+	// ScrapeMetrics are more metrics to keep: name or name{label="v"}.
+	ScrapeMetrics []string `yaml:"scrapeMetrics"`
+	MetricsAddr   string   `yaml:"metricsAddr"`
+	OTLPEndpoint  string   `yaml:"otlpEndpoint"`
+	OTLPProtocol  string   `yaml:"otlpProtocol"`
+	OTLPTraces    bool     `yaml:"otlpTraces"`
+}
+
+// Chaos injects faults: Proxy starts the fault-injecting proxy in front of
+// the target (stages' faults: url /admin/faults then reach it), Rules are
+// run-wide fault rules for it, Requests the workload-side chaos fractions.
+type Chaos struct {
+	Proxy    bool     `yaml:"proxy"`
+	Rules    []string `yaml:"rules"`
+	Requests string   `yaml:"requests"`
+}
+
+// Probes interleaves security probe suites with the workload.
+type Probes struct {
+	Suites   []string `yaml:"suites"`
+	Fraction float64  `yaml:"fraction"`
 }
 
 // Load reads and checks an experiment file.

@@ -124,7 +124,91 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout, Shape: s.ComplexityShaping,
 		})
 	}
+	if err := extensionFlags(cmd, e); err != nil {
+		return err
+	}
 	f.experiment, f.experimentSHA256, f.actions = path, e.SHA256, e.Actions
+	return nil
+}
+
+// extensionFlags applies the experiment sections that features wire as
+// flags of spate run (outputs, observe, chaos, probes, upstreams): a value
+// in the file sets its flag unless the command line gave it.
+func extensionFlags(cmd *cobra.Command, e *experiment.Experiment) error {
+	var errs []string
+	set := func(flag string, vals ...string) {
+		fl := cmd.Flags().Lookup(flag)
+		if fl == nil {
+			errs = append(errs, "--"+flag+" is not in this build of spate")
+			return
+		}
+		if fl.Changed {
+			return
+		}
+		for _, v := range vals {
+			if err := cmd.Flags().Set(flag, v); err != nil {
+				errs = append(errs, fmt.Sprintf("--%s %q: %v", flag, v, err))
+			}
+		}
+	}
+	str := func(flag, v string) {
+		if v != "" {
+			set(flag, v)
+		}
+	}
+	list := func(flag string, vs []string) {
+		if len(vs) > 0 {
+			set(flag, vs...)
+		}
+	}
+	dur := func(flag string, d time.Duration) {
+		if d != 0 {
+			set(flag, d.String())
+		}
+	}
+	boolean := func(flag string, b bool) {
+		if b {
+			set(flag, "true")
+		}
+	}
+	o := e.Outputs
+	str("report", o.Report)
+	str("report-md", o.Markdown)
+	str("junit", o.JUnit)
+	str("series-csv", o.SeriesCSV)
+	ob := e.Observe
+	list("scrape", ob.Scrape)
+	dur("scrape-interval", ob.ScrapeInterval)
+	list("scrape-metric", ob.ScrapeMetrics)
+	str("metrics-addr", ob.MetricsAddr)
+	str("otlp-endpoint", ob.OTLPEndpoint)
+	str("otlp-protocol", ob.OTLPProtocol)
+	boolean("otlp-traces", ob.OTLPTraces)
+	c := e.Chaos
+	boolean("chaos-proxy", c.Proxy)
+	list("chaos", c.Rules)
+	str("request-chaos", c.Requests)
+	t := e.Target
+	if len(t.URLs) > 0 {
+		set("targets", strings.Join(t.URLs, ","))
+	}
+	str("policy", t.Policy)
+	if t.Retries > 0 {
+		set("retries", fmt.Sprint(t.Retries))
+	}
+	dur("retry-backoff", t.RetryBackoff)
+	if t.RetryBudget > 0 {
+		set("retry-budget", fmt.Sprint(t.RetryBudget))
+	}
+	if len(e.Probes.Suites) > 0 {
+		set("probes", strings.Join(e.Probes.Suites, ","))
+	}
+	if e.Probes.Fraction > 0 {
+		set("probe-fraction", fmt.Sprint(e.Probes.Fraction))
+	}
+	if len(errs) > 0 {
+		return usageErr("experiment: %s", strings.Join(errs, "; "))
+	}
 	return nil
 }
 

@@ -228,3 +228,35 @@ func TestRampFlag(t *testing.T) {
 		t.Fatalf("ramp with concurrency: exit %d %s", code, stderr)
 	}
 }
+
+// TestExperimentSetsFeatureFlags checks the experiment sections wired as
+// flags of spate run: file values apply, the command line wins.
+func TestExperimentSetsFeatureFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e.yaml")
+	os.WriteFile(path, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "http://127.0.0.1:1/v1", model: m, urls: ["http://127.0.0.1:2/v1"], policy: failover, retries: 2}
+outputs: {report: r.html, junit: j.xml}
+observe: {scrape: ["http://127.0.0.1:1/metrics", "http://127.0.0.1:3/metrics"], scrapeInterval: 2s}
+chaos: {proxy: true, rules: ["error_rate=0.1"]}
+probes: {suites: [direct, leak], fraction: 0.2}
+stages: [{name: a, rate: 1, duration: 1s}]
+`), 0o644)
+	cmd := newRunCmd()
+	if err := cmd.ParseFlags([]string{"--junit", "mine.xml"}); err != nil {
+		t.Fatal(err)
+	}
+	f := &runFlags{}
+	if err := f.applyExperiment(cmd, path); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{
+		"report": "r.html", "junit": "mine.xml", "targets": "[http://127.0.0.1:2/v1]", "policy": "failover", "retries": "2",
+		"scrape": "[http://127.0.0.1:1/metrics,http://127.0.0.1:3/metrics]", "scrape-interval": "2s",
+		"chaos-proxy": "true", "chaos": "[error_rate=0.1]", "probes": "[direct,leak]", "probe-fraction": "0.2",
+	} {
+		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
+			t.Errorf("--%s = %s, want %s", flag, got, want)
+		}
+	}
+}
