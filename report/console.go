@@ -155,9 +155,19 @@ func breakdown(b *strings.Builder, sc *result.Scenario) {
 	for k := range sc.Breakdown {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool { // intent first, then by name
+		if (keys[i] == metrics.IntentLabel) != (keys[j] == metrics.IntentLabel) {
+			return keys[i] == metrics.IntentLabel
+		}
+		return keys[i] < keys[j]
+	})
+	var shown []map[string]result.Group
 	for _, k := range keys {
 		vals := sc.Breakdown[k]
+		if sameGroups(shown, vals) {
+			continue // e.g. intent set to the cluster label: one table is enough
+		}
+		shown = append(shown, vals)
 		names := make([]string, 0, len(vals))
 		for v := range vals {
 			names = append(names, v)
@@ -177,4 +187,23 @@ func breakdown(b *strings.Builder, sc *result.Scenario) {
 		}
 		tw.Flush()
 	}
+}
+
+// sameGroups reports whether vals splits the requests exactly as one of
+// the tables already shown.
+func sameGroups(shown []map[string]result.Group, vals map[string]result.Group) bool {
+next:
+	for _, s := range shown {
+		if len(s) != len(vals) {
+			continue
+		}
+		for v, g := range vals {
+			o, ok := s[v]
+			if !ok || o.Requests.Total != g.Requests.Total || o.Requests.Failed != g.Requests.Failed {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -54,7 +54,10 @@ func sample() *result.Result {
 				Goodput:    result.Goodput{Fraction: 0.99, RequestsPerS: 19.6, SLOms: map[string]float64{"ttft": 500, "tpot": 50}},
 				Thresholds: []threshold.Outcome{{Expr: "p99(ttft) < 800ms", Value: 121.5, Pass: true}},
 				Checks:     &result.Checks{CheckFigures: result.CheckFigures{Checked: 1195, Passed: 1100, PassRate: 1100.0 / 1195, STPS: 18.2}},
-				Breakdown: map[string]map[string]result.Group{"intent": {
+				Breakdown: map[string]map[string]result.Group{"cluster": { // the same split as intent: not shown twice
+					"comparison":  {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}},
+					"fact_lookup": {Requests: result.Requests{Total: 720, Succeeded: 717, Failed: 3}},
+				}, "intent": {
 					"fact_lookup": {Requests: result.Requests{Total: 720, Succeeded: 717, Failed: 3}, Goodput: result.Goodput{Fraction: 0.995},
 						Metrics: map[string]result.Dist{"ttft_ms": dist(717, 70), "e2e_ms": dist(717, 1400)}, Checks: &result.CheckFigures{PassRate: 0.97}},
 					"comparison": {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}, Goodput: result.Goodput{Fraction: 0.98},
