@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spate-dev/spate/merge"
+	"github.com/spate-dev/spate/report"
+	"github.com/spate-dev/spate/result"
+)
+
+func init() { commands = append(commands, newMergeCmd) }
+
+func newMergeCmd() *cobra.Command {
+	var (
+		out    string
+		force  bool
+		spread time.Duration
+		quiet  bool
+	)
+	c := &cobra.Command{
+		Use:   "merge SHARD.json... -o merged.json",
+		Short: "Merge the results of a sharded run into one exact result",
+		Long: `Merge the results of the shards of one run (spate run --shard I/N, or the pods
+of spate k8s job) into the result one process sending the whole load would have
+written: histograms are added and every percentile is recomputed from them
+(never averaged), counts and tokens are summed, per-second series are aligned by
+wall clock, and the experiment's thresholds are evaluated on the merged data.
+
+A shard may be a result file or a pod's log (kubectl logs) holding one.
+Shards of different experiments (settings, workload, model) and shard indexes
+given twice are refused unless --force; missing shards are reported.
+
+Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed on the merged
+data (the merged result is still written).`,
+		Example: `  spate run exp.yaml --shard 0/2 --start-at 2026-01-02T15:04:05Z --out s0.json &
+  spate run exp.yaml --shard 1/2 --start-at 2026-01-02T15:04:05Z --out s1.json
+  spate merge s0.json s1.json -o merged.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runMerge(cmd, args, out, force, spread, quiet)
+		},
+	}
+	c.Flags().StringVarP(&out, "out", "o", "", "merged result file (default: the JSON on stdout)")
+	c.Flags().BoolVar(&force, "force", false, "merge shards that disagree on the experiment, or repeat an index, anyway")
+	c.Flags().DurationVar(&spread, "max-clock-spread", merge.DefaultMaxClockSpread, "warn when the shards' clock offsets provably differ by more than this")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print no summary")
+	return c
+}
+
+func runMerge(cmd *cobra.Command, paths []string, out string, force bool, spread time.Duration, quiet bool) error {
+	if spread < 0 {
+		return usageErr("--max-clock-spread %s: must not be negative", spread)
+	}
+	var in []merge.Input
+	for _, p := range paths {
+		r, err := merge.Read(p)
+		if err != nil {
+			return err
+		}
+		in = append(in, merge.Input{Name: p, Result: r})
+	}
+	res, err := merge.Merge(in, merge.Options{Force: force, MaxClockSpread: spread})
+	if err != nil {
+		return err
+	}
+	if out == "" || quiet {
+		// Otherwise the summary shows them.
+		for _, w := range res.Warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+		}
+	}
+	if out == "" {
+		if err := result.Encode(cmd.OutOrStdout(), res); err != nil {
+			return err
+		}
+	} else {
+		if err := result.Write(out, res); err != nil {
+			return err
+		}
+		if !quiet {
+			if err := report.Console(cmd.OutOrStdout(), res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %d shard(s) of %d into %s\n", len(res.Shard.Merged), res.Shard.Count, out)
+		}
+	}
+	if !res.ThresholdsPassed {
+		return &exitErr{code: exitThreshold, err: errors.New("thresholds failed on the merged result")}
+	}
+	return nil
+}
