@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/htmlreport/headless"
+	"github.com/spate-dev/spate/sim"
+)
+
+// startReportSim serves the simulator's small-gpu preset on loopback until
+// the test ends.
+func startReportSim(t *testing.T) string {
+	t.Helper()
+	cfg, err := sim.Preset("small-gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := sim.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := sim.Serve(ctx, ln, srv); err != nil && !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
+			t.Errorf("simulator: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait(); srv.Close() })
+	return "http://" + ln.Addr().String() + "/v1"
+}
+
+// TestReportChromium renders the HTML report of a real run against the
+// in-process simulator, opens it in headless Chromium with the network
+// blocked, and checks that ECharts drew every chart and nothing logged an
+// error.
+func TestReportChromium(t *testing.T) {
+	chromium, ok := headless.Find()
+	if !ok {
+		t.Skip(headless.SkipMessage)
+	}
+	dir := t.TempDir()
+	exp := writeReportExperiment(t, dir, startReportSim(t))
+	res, page := filepath.Join(dir, "r.json"), filepath.Join(dir, "report.html")
+	code, stdout, stderr := spate(t, context.Background(), "run", exp, "--out", res, "--quiet",
+		"--threshold", "p99(ttft) < 10s", "--lag-bound", "1s")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := spate(t, context.Background(), "report", res, "-o", page); code != 0 {
+		t.Fatalf("report: exit %d %s", code, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	charts, problems, _, err := headless.Open(ctx, chromium, page, filepath.Join(dir, "profile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	// 4 latency metrics × (spectrum, CDF), 6 time-line charts, 2 sweep charts.
+	if charts != 16 {
+		t.Errorf("the page has %d charts, want 16", charts)
+	}
+}
