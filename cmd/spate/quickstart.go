@@ -85,7 +85,8 @@ func quickstart(cmd *cobra.Command, dir, preset string, stage time.Duration) err
 	fmt.Fprintf(out, "spate quickstart: simulator (preset %s) at %s\n", preset, target)
 	fmt.Fprintf(out, "running %s: a ramp of rising Poisson load, 256±32 prompt tokens, 64 output tokens\n\n", expPath)
 
-	args := []string{expPath, "--target", target, "--out", resPath, "--no-summary", "--sut-version", "spate-sim/" + preset}
+	htmlPath := filepath.Join(dir, "quickstart.html")
+	args := []string{expPath, "--target", target, "--out", resPath, "--report", htmlPath, "--no-summary", "--sut-version", "spate-sim/" + preset}
 	if stage > 0 {
 		args = append(args, "--duration", stage.String())
 	}
@@ -105,7 +106,7 @@ func quickstart(cmd *cobra.Command, dir, preset string, stage time.Duration) err
 	if err := report.Sweep(out, res, 0.9); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nresult written to %s\n", resPath)
+	fmt.Fprintf(out, "\nresult written to %s; open %s in a browser for the charts\n", resPath, htmlPath)
 	fmt.Fprintf(out, "next: spate sim --preset %s, then spate run %s (or spate run --target http://127.0.0.1:8000/v1 --rate 8 --duration 30s)\n", preset, expPath)
 	return runErr
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,5 +29,9 @@ func TestQuickstart(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "knee:") || !strings.Contains(stdout, "rate-24") {
 		t.Errorf("no sweep table:\n%s", stdout)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "quickstart.html"))
+	if err != nil || !bytes.Contains(html, []byte("rate-24")) || !bytes.Contains(html, []byte("echarts")) {
+		t.Errorf("no HTML report with the stages (%v)", err)
 	}
 }
