@@ -13,7 +13,8 @@ type Server struct {
 	// Series maps a named series (e.g. "kv_cache_usage",
 	// "requests_waiting") to its values, one per element of OffsetsS.
 	Series map[string]ServerSeries `json:"series"`
-	// Figures are derived from the series (e.g. "kv_cache_usage_peak").
+	// Figures are derived from the series (e.g. "kv_cache_usage_peak"; the
+	// list is in package observe, Figures, and docs/observability.md).
 	Figures map[string]float64 `json:"figures,omitempty"`
 	// Warnings say what could not be scraped or parsed.
 	Warnings []string `json:"warnings,omitempty"`
@@ -24,7 +25,8 @@ type ServerSeries struct {
 	// Metric is the source metric name and labels, e.g.
 	// `vllm:gpu_cache_usage_perc{model_name="m"}`.
 	Metric string `json:"metric"`
-	// Unit is the unit of Values, e.g. "ratio", "requests", "1/s", "ms".
+	// Unit is the unit of Values, e.g. "ratio", "requests", "1/s", "ms";
+	// "value" for a --scrape-metric gauge or histogram (the metric's own).
 	Unit string `json:"unit,omitempty"`
 	// Values has one value per scrape; null where the metric was absent.
 	Values []*float64 `json:"values"`
