@@ -126,6 +126,7 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s\n", c.Passed, c.Checked, 100*c.PassRate, c.STPS)
 	}
 	breakdown(b, sc)
+	server(b, sc.Server)
 	if l.Valid {
 		fmt.Fprintf(b, "measurement: valid (schedule lag p99 %.2f ms ≤ %.0f ms)\n", l.ScheduleLagMS.P99, l.LagBoundMS)
 	} else {
@@ -206,4 +207,31 @@ next:
 		return true
 	}
 	return false
+}
+
+// server writes the system under test's own figures, when scraped.
+func server(b *strings.Builder, s *result.Server) {
+	if s == nil {
+		return
+	}
+	f := s.Figures
+	var parts []string
+	if v, ok := f["kv_cache_usage_peak"]; ok {
+		parts = append(parts, fmt.Sprintf("KV peak %.0f %% (%.0f s ≥ 99 %%)", 100*v, f["kv_cache_full_s"]))
+	}
+	if v, ok := f["requests_waiting_mean"]; ok {
+		parts = append(parts, fmt.Sprintf("queue mean %.1f, peak %.0f", v, f["requests_waiting_peak"]))
+	}
+	if v, ok := f["requests_running_peak"]; ok {
+		parts = append(parts, fmt.Sprintf("running peak %.0f", v))
+	}
+	if v, ok := f["queue_ttft_p99_pearson"]; ok {
+		parts = append(parts, fmt.Sprintf("r(queue, TTFT p99) %.2f (n_eff %.1f)", v, f["queue_ttft_p99_n_eff"]))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(b, "server     %s\n", strings.Join(parts, " · "))
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(b, "warning: server metrics: %s\n", w)
+	}
 }
