@@ -233,14 +233,6 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 	if err != nil {
 		return p, usageErr("--output-tokens %v", err)
 	}
-	headers := http.Header{}
-	for _, h := range f.headers {
-		k, v, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return p, usageErr("--header %q: want 'Name: value'", h)
-		}
-		headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("OPENAI_API_KEY")
 	}
@@ -290,53 +282,25 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		}
 	}
 
-	// Protocol client.
-	tok := f.tok
-	switch f.api {
-	case openai.Chat, openai.Completions, openai.Embeddings:
-		ignore, err := ignoreEOS(f.ignoreEOS, f.target)
+	// Protocol client; without --model, the first model the server lists.
+	if f.model == "" && f.api != "http" {
+		c, err := f.newClient(f.target)
 		if err != nil {
 			return p, err
 		}
-		cfg := openai.Config{
-			BaseURL: f.target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
-			IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
-			Tokenizer: tok, TokenizerSample: f.tokenizerSample, Headers: headers, TraceHeader: !f.noTraceHeader,
-		}
-		c, err := openai.New(cfg)
+		ids, err := c.(*openai.Client).Models(cmd.Context())
 		if err != nil {
-			return p, usageErr("--target/--api: %v", err)
+			return p, fmt.Errorf("%w (or pass --model)", err)
 		}
-		if f.model == "" {
-			ids, err := c.Models(cmd.Context())
-			if err != nil {
-				return p, fmt.Errorf("%w (or pass --model)", err)
-			}
-			if len(ids) == 0 {
-				return p, errors.New("the server lists no models: pass --model")
-			}
-			f.model, cfg.Model = ids[0], ids[0]
-			if c, err = openai.New(cfg); err != nil {
-				return p, err
-			}
+		if len(ids) == 0 {
+			return p, errors.New("the server lists no models: pass --model")
 		}
-		p.Client = c
-	case "http":
-		var body []byte
-		if f.body != "" {
-			body = []byte(f.body)
-		}
-		c, err := plainhttp.New(plainhttp.Config{
-			BaseURL: f.target, Method: strings.ToUpper(f.method), Path: f.path, Body: body,
-			Headers: headers, Timeout: f.timeout, TraceHeader: !f.noTraceHeader,
-		})
-		if err != nil {
-			return p, usageErr("--target: %v", err)
-		}
-		p.Client = c
-	default:
-		return p, usageErr("--api %q: use chat, completions, embeddings or http", f.api)
+		f.model = ids[0]
 	}
+	if p.Client, err = f.newClient(f.target); err != nil {
+		return p, err
+	}
+	tok := f.tok
 
 	for i := range stages {
 		stages[i].SLO, stages[i].LagBound = slo, f.lagBnd
@@ -404,6 +368,49 @@ func (f *runFlags) source(spec workload.Spec) (workload.Source, []time.Duration,
 		return nil, nil, &exitErr{code: exitError, err: fmt.Errorf("workload: %w", err)}
 	}
 	return b.Source, b.Offsets, nil
+}
+
+// newClient builds the protocol client of one target URL from the flags:
+// --target's, or one more upstream's (--targets).
+func (f *runFlags) newClient(target string) (engine.Client, error) {
+	headers := http.Header{}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, usageErr("--header %q: want 'Name: value'", h)
+		}
+		headers.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	switch f.api {
+	case openai.Chat, openai.Completions, openai.Embeddings:
+		ignore, err := ignoreEOS(f.ignoreEOS, target)
+		if err != nil {
+			return nil, err
+		}
+		c, err := openai.New(openai.Config{
+			BaseURL: target, API: f.api, Model: f.model, APIKey: f.apiKey, Stream: f.stream,
+			IgnoreEOS: ignore, Timeout: f.timeout, IdleTimeout: f.idleTimeout,
+			Tokenizer: f.tok, TokenizerSample: f.tokenizerSample, Headers: headers, TraceHeader: !f.noTraceHeader,
+		})
+		if err != nil {
+			return nil, usageErr("--target/--api %s: %v", openai.Redact(target), err)
+		}
+		return c, nil
+	case "http":
+		var body []byte
+		if f.body != "" {
+			body = []byte(f.body)
+		}
+		c, err := plainhttp.New(plainhttp.Config{
+			BaseURL: target, Method: strings.ToUpper(f.method), Path: f.path, Body: body,
+			Headers: headers, Timeout: f.timeout, TraceHeader: !f.noTraceHeader,
+		})
+		if err != nil {
+			return nil, usageErr("--target %s: %v", openai.Redact(target), err)
+		}
+		return c, nil
+	}
+	return nil, usageErr("--api %q: use chat, completions, embeddings or http", f.api)
 }
 
 // ignoreEOS resolves --ignore-eos: auto sends it to every server but

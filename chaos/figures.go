@@ -1,0 +1,278 @@
+package chaos
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/spate-dev/spate/result"
+)
+
+// Sample is what the figures need of one measured request.
+type Sample struct {
+	Sent, End time.Time
+	Failed    bool
+	Attempts  int
+	Upstream  string
+}
+
+// Figure defaults.
+const (
+	DefaultTMax        = 800 * time.Millisecond
+	DefaultRecoveryBin = time.Second
+)
+
+// FigureOptions tune Figures.
+type FigureOptions struct {
+	// Start and End are the stage's; windows are clipped to them.
+	Start, End time.Time
+	// TMax is MSR's T_max (default 800 ms).
+	TMax time.Duration
+	// RecoveryBin is the width of the bins recovery is judged on
+	// (default 1 s).
+	RecoveryBin time.Duration
+	// P99Bound is the E2E p99 a recovered bin must be under (the stage's
+	// E2E SLO); 0: 1.5 × the baseline's p99.
+	P99Bound time.Duration
+	// Injected and Failing are the proxy's counts for the stage.
+	Injected map[string]int64
+	Failing  int64
+}
+
+// Figures computes the chaos section of a stage from its requests and the
+// fault windows that overlapped it.
+func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos {
+	if o.TMax <= 0 {
+		o.TMax = DefaultTMax
+	}
+	if o.RecoveryBin <= 0 {
+		o.RecoveryBin = DefaultRecoveryBin
+	}
+	c := &result.Chaos{Windows: []result.ChaosWindow{}, Injected: o.Injected, FaultsInjected: o.Failing,
+		TMaxMS: ms(o.TMax), RecoveryBinMS: ms(o.RecoveryBin)}
+	slices.SortFunc(samples, func(a, b Sample) int { return a.Sent.Compare(b.Sent) })
+
+	// Windows clipped to the stage.
+	type span struct{ from, to time.Time }
+	spans := make([]span, len(windows))
+	for i, w := range windows {
+		from, to := w.Start, w.End
+		if from.Before(o.Start) {
+			from = o.Start
+		}
+		if to.IsZero() || to.After(o.End) {
+			to = o.End
+		}
+		spans[i] = span{from, to}
+	}
+	// The baseline is the requests sent outside every failing window
+	// before the first one began, or all requests outside failing windows
+	// when too few were.
+	inFailing := func(t time.Time) bool {
+		for i, sp := range spans {
+			if windows[i].Failing && !t.Before(sp.from) && t.Before(sp.to) {
+				return true
+			}
+		}
+		return false
+	}
+	var first time.Time
+	for i, sp := range spans {
+		if windows[i].Failing && (first.IsZero() || sp.from.Before(first)) {
+			first = sp.from
+		}
+	}
+	var calm, before []Sample
+	for _, s := range samples {
+		if inFailing(s.Sent) {
+			continue
+		}
+		calm = append(calm, s)
+		if !first.IsZero() && s.Sent.Before(first) {
+			before = append(before, s)
+		}
+	}
+	baseline := calm
+	if len(before) >= 10 {
+		baseline = before
+	}
+	base := side(baseline)
+	bound := o.P99Bound
+	if bound <= 0 {
+		bound = time.Duration(1.5 * base.E2EP99MS * float64(time.Millisecond))
+	}
+
+	for i, w := range windows {
+		sp := spans[i]
+		var inside, outside []Sample
+		for _, s := range samples {
+			if !s.Sent.Before(sp.from) && s.Sent.Before(sp.to) {
+				inside = append(inside, s)
+			} else {
+				outside = append(outside, s)
+			}
+		}
+		cw := result.ChaosWindow{Faults: w.Faults, Failing: w.Failing,
+			StartS: sp.from.Sub(o.Start).Seconds(), EndS: sp.to.Sub(o.Start).Seconds(),
+			Inside: side(inside), Outside: side(outside)}
+		if cw.Inside.Requests < 30 {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("window %d (%s): only %d requests inside: its figures are rough", i, w.Faults, cw.Inside.Requests))
+		}
+		if w.Failing {
+			if f, ok := failoverTime(samples, sp.from); ok {
+				cw.FailoverMS = ptr(ms(f))
+			} else {
+				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request sent after the fault's onset succeeded within the stage", i))
+			}
+			if !w.End.IsZero() && w.End.Before(o.End) {
+				if r, ok := recovery(samples, w.End, o.End, o.RecoveryBin, base.ErrorRate, bound); ok {
+					cw.RecoveryMS = ptr(ms(r))
+				} else {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: not recovered by the end of the stage (error rate ≤ %.3f and E2E p99 ≤ %v per %v bin)", i, base.ErrorRate+0.01, bound, o.RecoveryBin))
+				}
+			}
+			if c.FailoverMS == nil && cw.FailoverMS != nil {
+				c.FailoverMS = cw.FailoverMS
+			}
+			if c.RecoveryMS == nil && cw.RecoveryMS != nil {
+				c.RecoveryMS = cw.RecoveryMS
+			}
+		}
+		c.Windows = append(c.Windows, cw)
+	}
+
+	ups := map[string]int{}
+	for _, s := range samples {
+		if s.Failed {
+			c.ErrorsSeen++
+		}
+		c.Attempts += max(s.Attempts, 1)
+		if s.Attempts > 1 {
+			c.Retried++
+			if !s.Failed {
+				c.RetriedOK++
+			}
+		}
+		if s.Upstream != "" {
+			ups[s.Upstream]++
+		}
+	}
+	if len(ups) > 0 {
+		c.Upstreams = ups
+	}
+	if o.Failing > 0 {
+		c.ErrorAmplification = ptr(float64(c.ErrorsSeen) / float64(o.Failing))
+	}
+	if c.Retried > 0 {
+		c.RRetry = ptr(float64(c.RetriedOK) / float64(c.Retried))
+	}
+	switch {
+	case c.FailoverMS == nil:
+	case c.RRetry == nil:
+		c.Warnings = append(c.Warnings, "no request was retried or failed over: MSR needs R_retry (run with --retries or --policy failover)")
+	default:
+		m := MSR(time.Duration(*c.FailoverMS*float64(time.Millisecond)), o.TMax, *c.RRetry)
+		c.MSR, c.MSRGrade = ptr(m), Grade(m)
+	}
+	return c
+}
+
+// MSR is (1 − min(failover/tMax, 1)) × rRetry (DESIGN.md §3).
+func MSR(failover, tMax time.Duration, rRetry float64) float64 {
+	return (1 - math.Min(float64(failover)/float64(tMax), 1)) * rRetry
+}
+
+// Grade names an MSR: high (≥ 0.9), medium (≥ 0.7) or low.
+func Grade(msr float64) string {
+	switch {
+	case msr >= 0.9:
+		return "high"
+	case msr >= 0.7:
+		return "medium"
+	}
+	return "low"
+}
+
+// failoverTime is the time from onset to the end of the first successful
+// response among requests sent at or after it.
+func failoverTime(samples []Sample, onset time.Time) (time.Duration, bool) {
+	var best time.Time
+	for _, s := range samples {
+		if s.Failed || s.Sent.Before(onset) {
+			continue
+		}
+		if best.IsZero() || s.End.Before(best) {
+			best = s.End
+		}
+	}
+	if best.IsZero() {
+		return 0, false
+	}
+	return best.Sub(onset), true
+}
+
+// recovery is the time from a fault's end to the start of the first bin
+// (of requests sent in it) whose error rate is within one point of the
+// baseline's and whose E2E p99 is under bound.
+func recovery(samples []Sample, end, stageEnd time.Time, bin time.Duration, baseErr float64, bound time.Duration) (time.Duration, bool) {
+	for from := end; from.Before(stageEnd); from = from.Add(bin) {
+		var in []Sample
+		for _, s := range samples {
+			if !s.Sent.Before(from) && s.Sent.Before(from.Add(bin)) {
+				in = append(in, s)
+			}
+		}
+		if len(in) == 0 {
+			continue
+		}
+		sd := side(in)
+		if sd.ErrorRate <= baseErr+0.01 && (bound <= 0 || sd.E2EP99MS <= ms(bound)) {
+			return from.Sub(end), true
+		}
+	}
+	return 0, false
+}
+
+// side summarises a set of requests.
+func side(ss []Sample) result.ChaosSide {
+	var s result.ChaosSide
+	var e2e []float64
+	for _, x := range ss {
+		s.Requests++
+		if x.Failed {
+			s.Errors++
+		} else {
+			e2e = append(e2e, ms(x.End.Sub(x.Sent)))
+		}
+	}
+	if s.Requests > 0 {
+		s.ErrorRate = float64(s.Errors) / float64(s.Requests)
+		s.ErrorRateCI95 = wilson(s.Errors, s.Requests)
+	}
+	if len(e2e) > 0 {
+		slices.Sort(e2e)
+		s.E2EP50MS, s.E2EP99MS = rank(e2e, 0.50), rank(e2e, 0.99)
+	}
+	return s
+}
+
+// rank is the nearest-rank percentile of sorted values.
+func rank(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(min(i, len(sorted)-1), 0)]
+}
+
+// wilson is the Wilson score 95 % interval of k successes in n trials.
+func wilson(k, n int) [2]float64 {
+	const z = 1.959963984540054
+	p, nf := float64(k)/float64(n), float64(n)
+	d := 1 + z*z/nf
+	c := (p + z*z/(2*nf)) / d
+	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
+	return [2]float64{math.Max(0, c-h), math.Min(1, c+h)}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func ptr[T any](v T) *T { return &v }
