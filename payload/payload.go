@@ -102,3 +102,7 @@ func (t *Template) Execute(d *Data) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// String prints the data the same way every run, so a template that
+// prints it whole ({{.}} or {{$}}) stays reproducible (no pointers).
+func (d *Data) String() string { return fmt.Sprintf("{Seq:%d Vars:%v}", d.Seq, d.Vars) }

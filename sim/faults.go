@@ -46,6 +46,11 @@ type Faults struct {
 	// context_length_exceeded error. Without max_tokens the response is cut
 	// to fit the window.
 	MaxContext int
+	// Vulnerability, when > 0, switches on the vulnerable behaviour (see
+	// vulnerable.go): a prompt that looks like an attack is followed with
+	// this probability (the answer repeats the system prompt and the
+	// instructions given, decoding base64) and refused otherwise.
+	Vulnerability float64
 }
 
 // Validate reports the first invalid fault setting, naming its field.
@@ -77,6 +82,7 @@ func (f *Faults) Validate() error {
 		rate("TruncateRate", f.TruncateRate),
 		rate("StallRate", f.StallRate),
 		dur("StallDuration", f.StallDuration),
+		rate("Vulnerability", f.Vulnerability),
 		func() error {
 			if f.MaxContext < 0 {
 				return fmt.Errorf("MaxContext must be >= 0, got %d", f.MaxContext)
@@ -99,6 +105,7 @@ func (f Faults) clamped() Faults {
 	f.SpikeRate = rate(f.SpikeRate)
 	f.TruncateRate = rate(f.TruncateRate)
 	f.StallRate = rate(f.StallRate)
+	f.Vulnerability = rate(f.Vulnerability)
 	f.RetryAfter = max(f.RetryAfter, 0)
 	f.SpikeDelay = max(f.SpikeDelay, 0)
 	f.StallDuration = max(f.StallDuration, 0)
@@ -212,6 +219,7 @@ type faultsWire struct {
 	StallRate     float64 `json:"stall_rate"`
 	StallDuration string  `json:"stall_duration"`
 	MaxContext    int     `json:"max_context"`
+	Vulnerability float64 `json:"vulnerability"`
 }
 
 func (f Faults) wire() faultsWire {
@@ -225,6 +233,7 @@ func (f Faults) wire() faultsWire {
 		StallRate:     f.StallRate,
 		StallDuration: f.StallDuration.String(),
 		MaxContext:    f.MaxContext,
+		Vulnerability: f.Vulnerability,
 	}
 }
 
@@ -236,6 +245,7 @@ func (w faultsWire) faults() (Faults, error) {
 		TruncateRate:  w.TruncateRate,
 		StallRate:     w.StallRate,
 		MaxContext:    w.MaxContext,
+		Vulnerability: w.Vulnerability,
 	}
 	for _, d := range []struct {
 		name string

@@ -32,6 +32,7 @@ type generation struct {
 	truncate     int           // cut the stream after this many tokens, or -1
 	stallAt      int           // stall before this token, or -1
 	stall        time.Duration
+	script       *script // scripted beginning of the answer (vulnerable.go), or nil
 	st           *stream
 }
 
@@ -212,6 +213,16 @@ func (s *Server) handleGenerate(ep endpoint) http.HandlerFunc {
 			return
 		}
 		g.n, g.finish = n, finish
+		if f.Vulnerability > 0 {
+			var followed bool
+			if g.script, followed = s.vulnerableScript(ep, body, seqNo, f.Vulnerability); g.script != nil {
+				if followed {
+					s.vulnFollowed.Add(1)
+				} else {
+					s.vulnRefused.Add(1)
+				}
+			}
+		}
 		if sp := draws.spike(f); sp > 0 {
 			s.faultCounter[faultSpike].Inc()
 			g.delay += sp
@@ -318,7 +329,7 @@ func (s *Server) wholeGeneration(w http.ResponseWriter, r *http.Request, g *gene
 			return
 		}
 	}
-	text := string(s.vocab.appendText(make([]byte, 0, 8*g.n), g.textSeed, g.n))
+	text := string(g.appendText(s.vocab, make([]byte, 0, 8*g.n), g.n))
 	usage := usageJSON{PromptTokens: g.prompt, CompletionTokens: g.n, TotalTokens: g.prompt + g.n}
 	var resp any
 	if g.ep == epChat {

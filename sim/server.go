@@ -34,8 +34,11 @@ type Server struct {
 	blockSize int             // > 0: compute prefix-cache keys of prompts
 	adapters  map[string]bool // configured LoRA adapter names
 
-	reqSeq       atomic.Uint64
-	faultCounter [numFaultKinds]prometheus.Counter
+	reqSeq atomic.Uint64
+	// vulnFollowed and vulnRefused count the attacks the vulnerable
+	// behaviour followed and refused (see Vulnerable).
+	vulnFollowed, vulnRefused atomic.Uint64
+	faultCounter              [numFaultKinds]prometheus.Counter
 
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
@@ -128,6 +131,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 func (s *Server) SetFaults(f Faults) {
 	f = f.clamped()
 	s.faults.Store(&f)
+}
+
+// Vulnerable returns how many attack prompts the vulnerable behaviour
+// (Faults.Vulnerability) has followed and refused so far.
+func (s *Server) Vulnerable() (followed, refused uint64) {
+	return s.vulnFollowed.Load(), s.vulnRefused.Load()
 }
 
 // Faults returns the faults in force.

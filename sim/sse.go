@@ -98,7 +98,7 @@ func (x *sseStream) emit(upto int) bool {
 			x.state = sseTruncated
 			break
 		}
-		b = x.c.appendToken(b, x.s.vocab.word(g.textSeed, x.written), x.written == g.n-1)
+		b = x.c.appendToken(b, g.eventWord(x.s.vocab, x.written), x.written == g.n-1)
 		x.written++
 	}
 	if x.written == g.n && x.state == sseOpen {

@@ -37,6 +37,7 @@ type simFlags struct {
 	decodePerKTokens time.Duration
 	prefillPerToken  time.Duration
 	stepJitter       float64
+	vulnerability    float64
 
 	loraAdapters []string
 	maxLoRAs     int
@@ -161,6 +162,7 @@ PUT /admin/faults (JSON, durations as "250ms").`,
 	fs.DurationVar(&f.spikeDelay, "spike-delay", 500*time.Millisecond, "fault: extra delay of a latency spike")
 	fs.Float64Var(&f.truncateRate, "truncate-rate", 0, "fault: fraction of streams cut mid-stream (no [DONE])")
 	fs.Float64Var(&f.stallRate, "stall-rate", 0, "fault: fraction of streams that pause mid-stream")
+	fs.Float64Var(&f.vulnerability, "vulnerability", 0, "security probes: probability of following a prompt that looks like an attack (the answer repeats the system prompt and instructions); refused otherwise")
 	fs.DurationVar(&f.stallDuration, "stall-duration", time.Second, "fault: length of a stall")
 	fs.IntVar(&f.maxContext, "max-context", 0, "context window: prompt + max_tokens above it gets 400 context_length_exceeded (0: the preset's, or none)")
 	return cmd
@@ -230,6 +232,7 @@ func (f *simFlags) config(fs *pflag.FlagSet) (sim.Config, error) {
 		{"spike-delay", f.spikeDelay < 0, ">= 0"},
 		{"truncate-rate", badRate(f.truncateRate), "in [0, 1]"},
 		{"stall-rate", badRate(f.stallRate), "in [0, 1]"},
+		{"vulnerability", badRate(f.vulnerability), "in [0, 1]"},
 		{"stall-duration", f.stallDuration < 0, ">= 0"},
 		{"max-context", f.maxContext < 0, ">= 0"},
 	}
@@ -246,6 +249,7 @@ func (f *simFlags) config(fs *pflag.FlagSet) (sim.Config, error) {
 	cfg.Faults.TruncateRate = f.truncateRate
 	cfg.Faults.StallRate = f.stallRate
 	cfg.Faults.StallDuration = f.stallDuration
+	cfg.Faults.Vulnerability = f.vulnerability
 	if changed("max-context") {
 		cfg.Faults.MaxContext = f.maxContext
 	}

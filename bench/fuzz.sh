@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs every Go native fuzz target of the module (or of the packages in
+# $PKGS) for a bounded time each, one after the other, and prints one
+# summary line per target. A target that finds a failing input fails the
+# script; Go saves the input under the package's testdata/fuzz/<Target>/,
+# where it stays as a regression case that plain `go test` runs.
+#
+#   bench/fuzz.sh            # 10s per target
+#   bench/fuzz.sh 3m         # a longer session
+#   PKGS='./sse ./probe' FUZZ_PARALLEL=1 bench/fuzz.sh 30s
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime="${1:-${FUZZTIME:-10s}}"
+parallel=()
+if [[ -n "${FUZZ_PARALLEL:-}" ]]; then
+	parallel=(-parallel "$FUZZ_PARALLEL")
+fi
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+
+failed=0
+summary=()
+# shellcheck disable=SC2086 # $PKGS is a list of patterns
+for pkg in $(go list ${PKGS:-./...}); do
+	targets="$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true)"
+	for target in $targets; do
+		echo "== $pkg $target ($fuzztime)"
+		status=ok
+		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "${parallel[@]}" "$pkg" >"$log" 2>&1; then
+			status=FAILED
+			failed=1
+			cat "$log"
+		fi
+		last="$(grep -E '^fuzz: elapsed' "$log" | tail -n 1 || true)"
+		summary+=("$(printf '%-7s %-45s %-28s %s' "$status" "${pkg#github.com/spate-dev/spate/}" "$target" "${last#fuzz: }")")
+	done
+done
+printf '%s\n' "${summary[@]}"
+exit "$failed"
