@@ -1,7 +1,92 @@
 package result
 
-// Resilience is part of the result for resilience figures and capacity search (issue 8).
-type Resilience struct{}
+// Resilience holds a stage's resilience figures (DESIGN.md §3), computed
+// from its per-second series by package resilience.
+type Resilience struct {
+	// SlopeWindowS is the sliding window of the slopes, in seconds.
+	SlopeWindowS int `json:"slope_window_s"`
+	// TTFTp99SlopeMSPerS and E2Ep99SlopeMSPerS are the resilience slopes:
+	// the median least-squares slope of per-second P99 over the sliding
+	// window, in milliseconds per second (≈ 0: steady; > 0: degrading).
+	TTFTp99SlopeMSPerS *float64 `json:"ttft_p99_slope_ms_per_s,omitempty"`
+	E2Ep99SlopeMSPerS  *float64 `json:"e2e_p99_slope_ms_per_s,omitempty"`
+	// SlopeWindows is the number of window positions the median is of.
+	SlopeWindows int `json:"slope_windows"`
+	// SLOMetric and SLOms are the objective recovery is measured against:
+	// the stage's ttft SLO, else its e2e SLO.
+	SLOMetric string  `json:"slo_metric,omitempty"`
+	SLOms     float64 `json:"slo_ms,omitempty"`
+	// RecoveryWindowS is the window of the windowed P99, in seconds.
+	RecoveryWindowS int `json:"recovery_window_s,omitempty"`
+	// Recoveries are the times from each event (the load step at the
+	// stage's start, a fault's end) until windowed P99 was back under the
+	// SLO for good.
+	Recoveries []Recovery `json:"recoveries,omitempty"`
+	Warnings   []string   `json:"warnings,omitempty"`
+}
 
-// Capacity is part of the result for resilience figures and capacity search (issue 8).
-type Capacity struct{}
+// Recovery is how long the stage took to meet its SLO after one event.
+type Recovery struct {
+	// Event is "load_step" (the stage's start, when its load began) or
+	// "fault_end" (the faults of the stage before ended).
+	Event string `json:"event"`
+	// AtS is the second the event fell in, from the stage's start (the
+	// series is per second).
+	AtS float64 `json:"at_s"`
+	// Recovered is false when windowed P99 was still over the SLO when
+	// the stage ended; RecoveryS is then how long was watched.
+	Recovered bool    `json:"recovered"`
+	RecoveryS float64 `json:"recovery_s"`
+}
+
+// Capacity is the outcome of spate capacity: the highest open-loop rate
+// at which the goodput fraction met its target under the SLOs, as an
+// interval, with every trial that led to it (one scenario each).
+type Capacity struct {
+	// Method is "adaptive" (exponential search then bisection) or "sweep"
+	// (closed-loop maximum, then open-loop steps up to it).
+	Method        string             `json:"method"`
+	GoodputTarget float64            `json:"goodput_target"`
+	SLOms         map[string]float64 `json:"slo_ms,omitempty"`
+	// RateRPS is the capacity: the highest rate that passed (0: none did).
+	RateRPS float64 `json:"rate_rps"`
+	// LowRPS and HighRPS bound the capacity: the highest passing rate and
+	// the lowest failing one above it (HighRPS 0: none failed up to the
+	// maximum tried).
+	LowRPS  float64 `json:"low_rps"`
+	HighRPS float64 `json:"high_rps"`
+	// Resolution is the relative width (high−low)/high the search stopped at.
+	Resolution float64 `json:"resolution"`
+	// Repeats is the number of trials at each rate; a rate passes when a
+	// majority of its trials do.
+	Repeats int `json:"repeats"`
+	// GoodputMin and GoodputMax are the spread of goodput over the trials
+	// at RateRPS (repeated-trial noise).
+	GoodputMin float64 `json:"goodput_min"`
+	GoodputMax float64 `json:"goodput_max"`
+	// ClosedLoopMaxRPS is, for a sweep, the throughput measured closed-loop
+	// at Concurrency.
+	ClosedLoopMaxRPS float64 `json:"closed_loop_max_rps,omitempty"`
+	Concurrency      int     `json:"concurrency,omitempty"`
+	// Saturated says the search saw the server saturate, and why.
+	Saturated        bool            `json:"saturated"`
+	SaturationReason string          `json:"saturation_reason,omitempty"`
+	Trials           []CapacityTrial `json:"trials"`
+	Warnings         []string        `json:"warnings,omitempty"`
+}
+
+// CapacityTrial is one trial of a capacity search.
+type CapacityTrial struct {
+	// Scenario is the name of the trial's scenario in the result.
+	Scenario    string  `json:"scenario"`
+	RateRPS     float64 `json:"rate_rps,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+	AchievedRPS float64 `json:"achieved_rps"`
+	Goodput     float64 `json:"goodput"`
+	Valid       bool    `json:"valid"`
+	Pass        bool    `json:"pass"`
+	// Reason says why a trial failed: goodput, invalid, errors,
+	// underdelivered or ttft_growing; closed_loop marks a sweep's
+	// closed-loop measurement, which is not judged.
+	Reason string `json:"reason,omitempty"`
+}

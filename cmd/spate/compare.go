@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spate-dev/spate/compare"
+	"github.com/spate-dev/spate/result"
+)
+
+func init() { commands = append(commands, newCompareCmd) }
+
+// compareFlags are the flags of spate compare.
+type compareFlags struct {
+	base, nw, baseRef, newRef []string
+	alpha                     float64
+	window, settle            time.Duration
+	metrics, gate             []string
+	format                    string
+	force                     bool
+	seed                      uint64
+	minRuns                   int
+}
+
+func newCompareCmd() *cobra.Command {
+	f := &compareFlags{}
+	c := &cobra.Command{
+		Use:   "compare BASE.json NEW.json | --base A.json... --new B.json...",
+		Short: "Judge new results against base ones: change, interval and verdict per metric",
+		Long: `Compare the results of a new build (or configuration) with a base: for each
+stage and metric, the change with a confidence interval at 1−α and a verdict:
+improved, regressed or ~ (no significant change); ? when there is too little
+data, with a warning saying what is missing.
+
+Requests of one run are not independent, so a run is cut into windows of
+--window seconds of its per-second series (after warm-up and --settle) and the
+window aggregates are tested: Welch's t-test for the p-value and a seeded
+moving-block bootstrap for the interval; a change is called only when both
+agree. With several results per side (--base/--new repeated, or globs), runs
+of one side are pooled; with at least the runs the Mann-Whitney U test needs
+to reach α (5 at α=0.01) each side's whole-run figures are compared with it
+instead, and each side's median gets a 95 % interval (from 6 runs).
+
+--base-ref and --new-ref are a reference workload run in each side's
+environment: NEW is scaled by the ratio of the references and the scaled
+change gets an interval that carries the references' noise.
+
+Results must have measured the same thing (model, workload digest, load
+settings; the SUT version may differ across sides): otherwise compare says
+what differs and stops, unless --force.
+
+Exit codes: 0 no gated metric regressed, 1 error, 2 usage, 3 a gated metric
+regressed (default gates: ` + strings.Join(compare.DefaultGate, ", ") + `).`,
+		Example: `  spate compare base.json new.json
+  spate compare --base 'base-*.json' --new 'new-*.json' --format markdown
+  spate compare a.json b.json --base-ref ref-a.json --new-ref ref-b.json --gate e2e_p99_ms`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(cmd, f, args) },
+	}
+	fl := c.Flags()
+	fl.StringArrayVar(&f.base, "base", nil, "base result file or glob (repeatable)")
+	fl.StringArrayVar(&f.nw, "new", nil, "new result file or glob (repeatable)")
+	fl.StringArrayVar(&f.baseRef, "base-ref", nil, "reference workload run in the base's environment (file or glob, repeatable)")
+	fl.StringArrayVar(&f.newRef, "new-ref", nil, "reference workload run in the new side's environment (file or glob, repeatable)")
+	fl.Float64Var(&f.alpha, "alpha", 0.01, "significance level; intervals are at 1−alpha")
+	fl.DurationVar(&f.window, "window", 5*time.Second, "window of the per-second series the tests run on (whole seconds)")
+	fl.DurationVar(&f.settle, "settle", time.Second, "seconds left out after each stage's warm-up")
+	fl.StringSliceVar(&f.metrics, "metric", nil, "metrics to compare (default all): "+metricList())
+	fl.StringSliceVar(&f.gate, "gate", nil, "metrics whose regression exits 3 (default "+strings.Join(compare.DefaultGate, ",")+"; 'none' for none)")
+	fl.StringVar(&f.format, "format", "table", "output: table, markdown or json")
+	fl.BoolVar(&f.force, "force", false, "compare results whose fingerprints differ")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the bootstrap")
+	fl.IntVar(&f.minRuns, "min-runs", 0, "runs per side from which whole runs are compared with the U test (default: the fewest that can reach alpha)")
+	return c
+}
+
+func metricList() string {
+	var names []string
+	for _, m := range compare.Metrics {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func runCompare(cmd *cobra.Command, f *compareFlags, args []string) error {
+	if !slices.Contains(compare.Formats, f.format) {
+		return usageErr("--format %q: use %s", f.format, strings.Join(compare.Formats, ", "))
+	}
+	if f.alpha <= 0 || f.alpha >= 0.5 {
+		return usageErr("--alpha %v: want a level between 0 and 0.5, e.g. 0.01", f.alpha)
+	}
+	if f.window < time.Second || f.window%time.Second != 0 {
+		return usageErr("--window %v: want whole seconds, at least 1s", f.window)
+	}
+	if f.settle < 0 {
+		return usageErr("--settle %v: must not be negative", f.settle)
+	}
+	base, nw := f.base, f.nw
+	switch {
+	case len(args) == 2 && len(base) == 0 && len(nw) == 0:
+		base, nw = args[:1], args[1:]
+	case len(args) == 0 && len(base) > 0 && len(nw) > 0:
+	default:
+		return usageErr("give BASE.json NEW.json, or --base and --new (each repeatable, globs allowed), not both")
+	}
+	if (len(f.baseRef) == 0) != (len(f.newRef) == 0) {
+		return usageErr("--base-ref and --new-ref go together")
+	}
+	var s compare.Sides
+	var err error
+	for _, side := range []struct {
+		flag string
+		pats []string
+		dst  *[]compare.Input
+	}{{"--base", base, &s.Base}, {"--new", nw, &s.New}, {"--base-ref", f.baseRef, &s.BaseRef}, {"--new-ref", f.newRef, &s.NewRef}} {
+		if *side.dst, err = readResults(side.flag, side.pats); err != nil {
+			return err
+		}
+	}
+	cfg := compare.Config{Alpha: f.alpha, Window: int(f.window / time.Second), Settle: int(f.settle / time.Second),
+		Metrics: f.metrics, Gate: f.gate, Seed: f.seed, MinRuns: f.minRuns, Force: f.force}
+	if f.settle == 0 {
+		cfg.Settle = -1
+	}
+	if len(f.gate) == 1 && f.gate[0] == "none" {
+		cfg.Gate = []string{}
+	}
+	rep, err := compare.Compare(s, cfg)
+	if err != nil {
+		var me *compare.MismatchError
+		if errors.As(err, &me) {
+			return err
+		}
+		return usageErr("%v", err)
+	}
+	if err := compare.Write(cmd.OutOrStdout(), rep, f.format); err != nil {
+		return err
+	}
+	if len(rep.Regressed) > 0 {
+		return &exitErr{code: exitThreshold, err: fmt.Errorf("regressed: %s", strings.Join(rep.Regressed, ", "))}
+	}
+	return nil
+}
+
+// readResults reads the result files a flag names, expanding globs.
+func readResults(flag string, pats []string) ([]compare.Input, error) {
+	var out []compare.Input
+	for _, p := range pats {
+		paths := []string{p}
+		if strings.ContainsAny(p, "*?[") {
+			m, err := filepath.Glob(p)
+			if err != nil {
+				return nil, usageErr("%s %q: %v", flag, p, err)
+			}
+			if len(m) == 0 {
+				return nil, usageErr("%s %q matches no file", flag, p)
+			}
+			paths = m
+		}
+		for _, path := range paths {
+			r, err := result.Read(path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", flag, err)
+			}
+			out = append(out, compare.Input{Path: path, Result: r})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,66 @@
+package compare
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spate-dev/spate/result"
+)
+
+// MismatchError says why two results did not measure the same thing.
+type MismatchError struct {
+	// Diffs name each field that differs and its two values.
+	Diffs []string
+}
+
+func (e *MismatchError) Error() string {
+	return "the results measured different things (pass --force to compare anyway):\n  " + strings.Join(e.Diffs, "\n  ")
+}
+
+// differences lists the fields of what was measured that differ between a
+// and b, named as in the result file. The SUT version is left out when
+// allowSUT is set: comparing two versions of a server is what compare is
+// for, across sides.
+func differences(a, b *result.Result, allowSUT bool) []string {
+	var d []string
+	add := func(field string, x, y any) {
+		if x != y {
+			d = append(d, fmt.Sprintf("%s: %v ≠ %v", field, show(x), show(y)))
+		}
+	}
+	pa, pb := a.Provenance, b.Provenance
+	add("provenance.model", pa.Model, pb.Model)
+	if !allowSUT {
+		add("provenance.sut_version", pa.SUTVersion, pb.SUTVersion)
+	}
+	add("provenance.workload_sha256", short(pa.WorkloadSHA256), short(pb.WorkloadSHA256))
+	add("provenance.api", pa.API, pb.API)
+	ca, cb := a.Config, b.Config
+	add("config.arrival", ca.Arrival, cb.Arrival)
+	add("config.burstiness", ca.Burstiness, cb.Burstiness)
+	add("config.rate", ca.Rate, cb.Rate)
+	add("config.concurrency", ca.Concurrency, cb.Concurrency)
+	add("config.max_concurrency", ca.MaxConcurrency, cb.MaxConcurrency)
+	add("config.duration", ca.Duration, cb.Duration)
+	add("config.requests", ca.Requests, cb.Requests)
+	add("config.warmup", ca.Warmup, cb.Warmup)
+	add("config.input_tokens", ca.InputTokens, cb.InputTokens)
+	add("config.output_tokens", ca.OutputTokens, cb.OutputTokens)
+	add("config.stream", ca.Stream, cb.Stream)
+	add("config.slo", ca.SLO, cb.SLO)
+	return d
+}
+
+func show(v any) any {
+	if s, ok := v.(string); ok && s == "" {
+		return `""`
+	}
+	return v
+}
+
+func short(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}

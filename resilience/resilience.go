@@ -1,0 +1,131 @@
+// Package resilience computes a stage's resilience figures from its
+// per-second series (DESIGN.md §3): the resilience slope, the median
+// least-squares slope of P99 over a sliding window, and the recovery time,
+// the time after a load step or a fault's end until the windowed P99 is
+// back under its SLO. It holds computation only; the result types are in
+// package result.
+package resilience
+
+import (
+	"math"
+	"slices"
+)
+
+// Slope is the resilience slope of a per-second P99 series, in the
+// series' unit per second: the median over every position of a sliding
+// window of w seconds of the least-squares slope of P99 against time in
+// that window. Seconds with no value (p99[i] ≤ 0 or no completions,
+// has[i] false) are left out of a window's fit; a window needs at least
+// half its seconds and at least 2. ok is false when no window qualifies.
+func Slope(p99 []float64, has []bool, w int) (slope float64, windows int, ok bool) {
+	if w < 2 {
+		return 0, 0, false
+	}
+	var slopes []float64
+	for a := 0; a+w <= len(p99); a++ {
+		var n, sx, sy, sxx, sxy float64
+		for i := a; i < a+w; i++ {
+			if !present(p99, has, i) {
+				continue
+			}
+			x, y := float64(i), p99[i]
+			n++
+			sx += x
+			sy += y
+			sxx += x * x
+			sxy += x * y
+		}
+		if n < 2 || n < float64(w)/2 {
+			continue
+		}
+		den := n*sxx - sx*sx
+		if den == 0 {
+			continue
+		}
+		slopes = append(slopes, (n*sxy-sx*sy)/den)
+	}
+	if len(slopes) == 0 {
+		return 0, 0, false
+	}
+	return median(slopes), len(slopes), true
+}
+
+// Windowed is the P99 of the window [a, a+w): the mean of the per-second
+// P99 values present in it weighted by the completions of each second
+// (weights nil: unweighted). ok is false when the window holds none.
+func Windowed(p99 []float64, weights []int, a, w int) (float64, bool) {
+	var sum, n float64
+	for i := max(a, 0); i < a+w && i < len(p99); i++ {
+		wt := 1.0
+		if weights != nil {
+			if i >= len(weights) || weights[i] <= 0 {
+				continue
+			}
+			wt = float64(weights[i])
+		}
+		if p99[i] <= 0 {
+			continue
+		}
+		sum += wt * p99[i]
+		n += wt
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return sum / n, true
+}
+
+// Recovery is the time, in whole seconds from second event, until the
+// windowed P99 (windows of w seconds, see Windowed) is back under slo and
+// stays there: the smallest r ≥ 0 such that every window starting at
+// event+r or later that holds values is ≤ slo. It is 0 when P99 was never
+// over the SLO after the event; ok is false when the last window is still
+// over the SLO (not recovered by the end of the series) or no window after
+// the event holds values.
+func Recovery(p99 []float64, weights []int, event, w int, slo float64) (seconds int, ok bool) {
+	if w < 1 || event < 0 {
+		return 0, false
+	}
+	lastOver, any := -1, false
+	for a := event; a+w <= len(p99); a++ {
+		v, has := Windowed(p99, weights, a, w)
+		if !has {
+			continue
+		}
+		any = true
+		if v > slo {
+			lastOver = a
+		}
+	}
+	if !any {
+		return 0, false
+	}
+	if lastOver < 0 {
+		return 0, true
+	}
+	// Recovered at the first window after the last one over the SLO, if
+	// there is one.
+	for a := lastOver + 1; a+w <= len(p99); a++ {
+		if _, has := Windowed(p99, weights, a, w); has {
+			return a - event, true
+		}
+	}
+	return 0, false
+}
+
+func present(p99 []float64, has []bool, i int) bool {
+	if p99[i] <= 0 || math.IsNaN(p99[i]) {
+		return false
+	}
+	return has == nil || (i < len(has) && has[i])
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

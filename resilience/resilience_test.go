@@ -1,0 +1,159 @@
+package resilience
+
+import (
+	"math"
+	"testing"
+
+	"github.com/spate-dev/spate/result"
+)
+
+func line(n int, a, b float64) []float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = a + b*float64(i)
+	}
+	return xs
+}
+
+func TestSlope(t *testing.T) {
+	spiked := line(40, 100, 3)
+	spiked[15] = 5000
+	gappy := line(30, 100, -2)
+	has := make([]bool, 30)
+	for i := range has {
+		has[i] = i%3 != 0 // a third of the seconds had no completions
+		if !has[i] {
+			gappy[i] = 99999 // must be ignored
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		p99     []float64
+		has     []bool
+		w       int
+		want    float64
+		windows int
+		ok      bool
+	}{
+		{"linear", line(20, 100, 3), nil, 10, 3, 11, true},
+		{"flat", line(20, 250, 0), nil, 5, 0, 16, true},
+		// 21 of the 31 windows miss the spike: the median is exact.
+		{"spike is ignored by the median", spiked, nil, 10, 3, 31, true},
+		{"empty seconds are left out", gappy, has, 6, -2, 25, true},
+		{"too short", line(5, 1, 1), nil, 10, 0, 0, false},
+		{"window of one", line(5, 1, 1), nil, 1, 0, 0, false},
+	} {
+		got, k, ok := Slope(c.p99, c.has, c.w)
+		if ok != c.ok || k != c.windows || math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%s: Slope = %v, %d windows, %v; want %v, %d, %v", c.name, got, k, ok, c.want, c.windows, c.ok)
+		}
+	}
+}
+
+func TestRecovery(t *testing.T) {
+	over := func(n, m int) []float64 { // n seconds at 900 ms, then m at 300 ms
+		xs := make([]float64, 0, n+m)
+		for range n {
+			xs = append(xs, 900)
+		}
+		for range m {
+			xs = append(xs, 300)
+		}
+		return xs
+	}
+	weights := make([]int, 20)
+	for i := range weights {
+		weights[i] = 1
+		if i >= 5 {
+			weights[i] = 10
+		}
+	}
+	relapse := over(5, 15)
+	relapse[14] = 3000
+	for _, c := range []struct {
+		name    string
+		p99     []float64
+		weights []int
+		event   int
+		want    int
+		ok      bool
+	}{
+		// Windows of 5: the one starting at 3 holds 900,900,300,300,300
+		// (540 > 500), the one at 4 holds 420: recovered 4 s after.
+		{"unweighted", over(5, 15), nil, 0, 4, true},
+		// Weighted by completions the window at 1 is already 471 ms.
+		{"weighted", over(5, 15), weights, 0, 1, true},
+		{"from a later event", over(5, 15), nil, 2, 2, true},
+		{"never over", over(0, 20), nil, 0, 0, true},
+		{"never back", over(20, 0), nil, 0, 0, false},
+		// A relapse at second 14 (window mean (3000+4×300)/5 = 840) puts
+		// recovery after it: the last window over starts at 14.
+		{"relapse", relapse, nil, 0, 15, true},
+	} {
+		got, ok := Recovery(c.p99, c.weights, c.event, 5, 500)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: Recovery = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestFigures(t *testing.T) {
+	n := 30
+	s := &result.Series{}
+	for i := range n + 1 {
+		s.SentPerS = append(s.SentPerS, 10)
+		s.CompletedPerS = append(s.CompletedPerS, 10)
+		s.ErrorsPerS = append(s.ErrorsPerS, 0)
+		ttft := 200.0
+		if i < 6 {
+			ttft = 1200 // a queue built by the load step drains in 6 s
+		}
+		s.TTFTp99ms = append(s.TTFTp99ms, ttft)
+		s.E2Ep99ms = append(s.E2Ep99ms, 1000+2*float64(i))
+	}
+	// The drain after the last send is left out.
+	s.SentPerS = append(s.SentPerS, 0)
+	s.CompletedPerS = append(s.CompletedPerS, 3)
+	s.ErrorsPerS = append(s.ErrorsPerS, 0)
+	s.TTFTp99ms = append(s.TTFTp99ms, 99999)
+	s.E2Ep99ms = append(s.E2Ep99ms, 99999)
+
+	r := Figures(s, map[string]float64{"ttft": 500, "e2e": 2000}, Options{SlopeWindow: 10, RecoveryWindow: 3, AfterFaults: true, FaultEnds: []float64{20}})
+	if r == nil {
+		t.Fatal("no figures")
+	}
+	if r.E2Ep99SlopeMSPerS == nil || math.Abs(*r.E2Ep99SlopeMSPerS-2) > 1e-9 {
+		t.Errorf("e2e slope %v, want 2 ms/s", r.E2Ep99SlopeMSPerS)
+	}
+	if r.SlopeWindows != 21 || r.SLOMetric != "ttft" || r.SLOms != 500 {
+		t.Errorf("windows %d, slo %s %v", r.SlopeWindows, r.SLOMetric, r.SLOms)
+	}
+	// Windows of 3 over [1200×6, 200…]: the window at 5 is
+	// (1200+200+200)/3 = 533 > 500, the one at 6 is 200: 6 s.
+	want := []result.Recovery{{Event: "fault_end", AtS: 0, Recovered: true, RecoveryS: 6}, {Event: "fault_end", AtS: 20, Recovered: true, RecoveryS: 0}}
+	if len(r.Recoveries) != 2 || r.Recoveries[0] != want[0] || r.Recoveries[1] != want[1] {
+		t.Errorf("recoveries %+v, want %+v", r.Recoveries, want)
+	}
+	if Figures(s, nil, Options{SlopeWindow: 40}) != nil {
+		t.Error("figures for a series shorter than the slope window")
+	}
+	if r := Figures(s, nil, Options{}); r == nil || r.Recoveries != nil || r.SLOMetric != "" {
+		t.Errorf("no SLO: %+v, want slopes only", r)
+	}
+}
+
+func FuzzSlope(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 4)
+	f.Fuzz(func(t *testing.T, b []byte, w int) {
+		p := make([]float64, len(b))
+		for i, x := range b {
+			p[i] = float64(x)
+		}
+		if v, _, ok := Slope(p, nil, w%64); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			t.Fatalf("slope %v", v)
+		}
+		if s, ok := Recovery(p, nil, 0, w%64, 100); ok && s < 0 {
+			t.Fatalf("recovery %d", s)
+		}
+	})
+}
