@@ -1,7 +1,87 @@
 package result
 
-// Vector is part of the result for vector search recall and workflow steps (issue 10).
-type Vector struct{}
+// Vector is a stage's vector search figures: recall@k of every measured
+// query beside the latency of the same queries (issue 10), so that a reader
+// sees whether recall drops when load rises, and, over stages with
+// different ef_search, the recall-vs-QPS frontier.
+type Vector struct {
+	// Backend is the vector database driven: pgvector, chroma or qdrant.
+	Backend string `json:"backend"`
+	// Metric is the distance the ground truth was computed with: cosine,
+	// l2 or dot.
+	Metric string `json:"metric"`
+	// K is the k of recall@k (the number of neighbours asked for).
+	K int `json:"k"`
+	// EfSearch is the search parameter of the stage (hnsw.ef_search for
+	// pgvector, hnsw_ef for Qdrant); 0 when the server's default was
+	// used, −1 for an exact search that bypassed the index.
+	EfSearch int `json:"ef_search,omitempty"`
+	// Queries counts the measured queries (warm-up left out); Failed the
+	// ones among them that failed and carry no recall.
+	Queries int `json:"queries"`
+	Failed  int `json:"failed"`
+	// QueriesPerS is the rate of successful queries over the span from
+	// the first measured query's send to the last one's end (so that
+	// preparing the index at the stage's start is left out).
+	QueriesPerS float64 `json:"queries_per_s"`
+	// Recall is the distribution of recall@k over the successful queries.
+	Recall Recall `json:"recall"`
+	// LatencyMS is the latency of the same queries, send to answer.
+	LatencyMS Dist `json:"latency_ms"`
+	// Warnings say what limits the figures (few queries, few batches).
+	Warnings []string `json:"warnings,omitempty"`
+}
 
-// Workflow is part of the result for vector search recall and workflow steps (issue 10).
-type Workflow struct{}
+// Recall is a distribution of recall@k values, each in [0, 1].
+type Recall struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	// MeanLow and MeanHigh are a 95 % confidence interval of the mean
+	// from batch means: the queries in order of completion are cut into
+	// consecutive batches, and the interval is Student's t over the batch
+	// means, so that queries of one run are not taken as independent.
+	// Both equal Mean when there are too few queries for an interval.
+	MeanLow  float64 `json:"mean_low"`
+	MeanHigh float64 `json:"mean_high"`
+	Batches  int     `json:"batches"`
+	Min      float64 `json:"min"`
+	// P1 and P5 are the recall that 99 % and 95 % of queries reach or
+	// exceed (the 1st and 5th percentiles, nearest rank).
+	P1  float64 `json:"p1"`
+	P5  float64 `json:"p5"`
+	P50 float64 `json:"p50"`
+	// Histogram counts queries per tenth of recall: element i counts
+	// recall in [i/10, (i+1)/10), the last also counts recall 1.
+	Histogram []int `json:"histogram"`
+}
+
+// Workflow is a stage's figures of multi-step requests (workflows): how
+// many ran and failed, at which step they failed, and each step's latency.
+type Workflow struct {
+	// Name is the workflow's name from its definition.
+	Name string `json:"name"`
+	// Runs counts measured workflows; Succeeded those whose every step
+	// succeeded.
+	Runs      int `json:"runs"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	// FailedAt counts failed workflows by the step that failed them.
+	FailedAt map[string]int `json:"failed_at,omitempty"`
+	// Steps are the steps in their defined order.
+	Steps []WorkflowStep `json:"steps"`
+	// E2EMS is the latency of the successful workflows, first step's
+	// start to last step's end.
+	E2EMS Dist `json:"e2e_ms"`
+}
+
+// WorkflowStep is the figures of one step of a workflow.
+type WorkflowStep struct {
+	Name string `json:"name"`
+	// Runs counts the times the step ran (a step after a failed one does
+	// not run); Failed the times it failed, by error kind in Errors.
+	Runs   int            `json:"runs"`
+	Failed int            `json:"failed"`
+	Errors map[string]int `json:"errors,omitempty"`
+	// LatencyMS is the latency of the step's successful runs.
+	LatencyMS Dist `json:"latency_ms"`
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/sim"
+	"github.com/spate-dev/spate/vector"
+	"github.com/spate-dev/spate/vector/qdranttest"
+)
+
+func TestVectorRunSweepQdrantFake(t *testing.T) {
+	fake := &qdranttest.Server{Wrong: 2}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--vector", "qdrant://"+strings.TrimPrefix(srv.URL, "http://")+"/c",
+		"--vector-dataset", "gen:500,16,5,50", "--vector-truth-cache", filepath.Join(dir, "truth"),
+		"--ef-search", "16,-1", "--concurrency", "2", "--requests", "50", "--out", out, "--progress", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	r := readResult(t, out)
+	if len(r.Scenarios) != 2 || r.Scenarios[0].Name != "ef-16" || r.Scenarios[1].Name != "exact" {
+		t.Fatalf("scenarios %+v", r.Scenarios)
+	}
+	// Two of ten ids planted wrong in indexed searches: recall 0.8; exact 1.
+	for i, want := range []float64{0.8, 1} {
+		v := r.Scenarios[i].Vector
+		if v == nil || v.Recall.Count != 50 || math.Abs(v.Recall.Mean-want) > 1e-12 || v.K != 10 || v.Backend != "qdrant" {
+			t.Errorf("stage %d: vector %+v, want recall %v over 50 queries", i, v, want)
+		}
+	}
+	if r.Provenance.API != "vector" || r.Provenance.Model != "qdrant" {
+		t.Errorf("provenance %+v", r.Provenance)
+	}
+	if !strings.Contains(stdout, "recall@10 mean") || !strings.Contains(stdout, "0.8000") {
+		t.Errorf("no frontier in the output:\n%s", stdout)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "truth", "truth-*.json")); len(files) != 1 {
+		t.Errorf("ground truth cache: %v", files)
+	}
+}
+
+func TestVectorRunUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--ef-search", "10", "--target", "http://127.0.0.1:1/v1"},
+		{"run", "--vector", "qdrant://127.0.0.1:1/c", "--ef-search", "0"},
+		{"run", "--vector", "qdrant://127.0.0.1:1/c", "--vector-metric", "hamming"},
+		{"run", "--vector", "qdrant://127.0.0.1:1/c", "--workflow", "x.yaml"},
+	} {
+		if code, _, stderr := spate(t, context.Background(), args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
+		}
+	}
+}
+
+func TestVectorGenAndTruth(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ds.jsonl")
+	if code, out, errb := spate(t, context.Background(), "vector", "gen", "300,8,3,20", "-o", file); code != 0 {
+		t.Fatalf("gen: exit %d %s %s", code, out, errb)
+	}
+	ds, err := vector.ReadFile(file)
+	if err != nil || len(ds.Vectors) != 300 || len(ds.Queries) != 20 || ds.Dim != 8 {
+		t.Fatalf("dataset: %v", err)
+	}
+	code, out, errb := spate(t, context.Background(), "vector", "truth", "--dataset", file, "--cache", dir, "--k", "5")
+	if code != 0 || !strings.Contains(out, "top-5 of 20 queries among 300 vectors") {
+		t.Fatalf("truth: exit %d %s %s", code, out, errb)
+	}
+}
+
+func TestVectorDriftCmd(t *testing.T) {
+	s, err := sim.New(sim.Deterministic(time.Millisecond, time.Millisecond, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	base := filepath.Join(t.TempDir(), "canaries.json")
+	args := []string{"vector", "drift", "--target", srv.URL + "/v1", "--model", "spate-sim", "--baseline", base}
+	code, out, errb := spate(t, context.Background(), args...)
+	if code != 0 || !strings.Contains(out, "baseline of 8 canaries") {
+		t.Fatalf("first run: exit %d %s %s", code, out, errb)
+	}
+	code, out, _ = spate(t, context.Background(), args...)
+	if code != 0 || !strings.Contains(out, "max cosine 0.000000") {
+		t.Fatalf("second run: exit %d\n%s", code, out)
+	}
+	// Repeated comparisons at an interval.
+	code, out, _ = spate(t, context.Background(), append(args, "--count", "2", "--every", "10ms")...)
+	if code != 0 || strings.Count(out, "against the baseline") != 2 {
+		t.Fatalf("--count 2: exit %d\n%s", code, out)
+	}
+	// Move one canary's baseline vector: the comparison now fails (exit 3).
+	bl, err := vector.ReadBaseline(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range bl.Canaries[0].Vector {
+		bl.Canaries[0].Vector[i] = -bl.Canaries[0].Vector[i]
+	}
+	if err := bl.Write(base); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = spate(t, context.Background(), args...)
+	if code != 3 || !strings.Contains(out, "max cosine 2.000000") {
+		t.Fatalf("drifted: exit %d, want 3\n%s", code, out)
+	}
+}
+
+func TestWorkflowRunCmd(t *testing.T) {
+	s, err := sim.New(sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	simSrv := httptest.NewServer(s)
+	defer simSrv.Close()
+	var searchSawKey atomic.Bool
+	search := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			searchSawKey.Store(true)
+		}
+		time.Sleep(10 * time.Millisecond)
+		_, _ = io.WriteString(w, `{"result":[{"text":"spate is a load tester"}]}`)
+	}))
+	defer search.Close()
+	dir := t.TempDir()
+	spec := `name: rag
+steps:
+  - name: embed
+    url: "{{.Vars.target}}/embeddings"
+    body: '{"model": {{json .Vars.model}}, "input": {{json .Vars.prompt}}}'
+    extract: {embedding: data.0.embedding}
+  - name: search
+    url: "` + search.URL + `/search"
+    body: '{"vector": {{json .Vars.embed.embedding}}}'
+    extract: {passage: result.0.text}
+  - name: generate
+    url: "{{.Vars.target}}/chat/completions"
+    body: '{"model": {{json .Vars.model}}, "max_tokens": 3, "messages": [{"role": "user", "content": {{json .Vars.search.passage}}}]}'
+`
+	wf := filepath.Join(dir, "rag.yaml")
+	if err := os.WriteFile(wf, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", simSrv.URL+"/v1", "--api-key", "sk-secret-123",
+		"--workflow", wf, "--concurrency", "2", "--requests", "20", "--input-tokens", "16", "--out", out, "--progress", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	r := readResult(t, out)
+	w := r.Scenarios[0].Workflow
+	if w == nil || w.Runs != 20 || w.Succeeded != 20 || len(w.Steps) != 3 {
+		t.Fatalf("workflow %+v", w)
+	}
+	for i, want := range []float64{20, 10, 24} { // embed = TTFT; search = 10 ms; generate = TTFT + 2 ITL
+		if got := w.Steps[i].LatencyMS.P50; got < want-0.5 || got > want+10 {
+			t.Errorf("step %s: p50 %.2f ms, want %.0f ms (+10)", w.Steps[i].Name, got, want)
+		}
+	}
+	if searchSawKey.Load() {
+		t.Error("the API key was sent to the search service")
+	}
+	b, _ := os.ReadFile(out)
+	if strings.Contains(string(b), "sk-secret-123") || strings.Contains(stdout+stderr, "sk-secret-123") {
+		t.Error("the API key leaked into the result or the output")
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, "workflow rag: 20 runs, 20 ok, 0 failed") {
+		t.Errorf("no step table:\n%s", stdout)
+	}
+}

@@ -1,0 +1,197 @@
+package vector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// DefaultCanaries are the fixed texts embedded to watch an embedding
+// model for drift: short and long, plain and technical, several languages.
+var DefaultCanaries = []string{
+	"The quick brown fox jumps over the lazy dog.",
+	"How do I reset my password?",
+	"Refunds are issued to the original payment method within five business days.",
+	"func main() { fmt.Println(\"hello, world\") }",
+	"SELECT id, name FROM users WHERE created_at > now() - interval '1 day';",
+	"La tour Eiffel mesure environ trois cent trente mètres.",
+	"机器学习模型的推理延迟取决于批大小。",
+	"Photosynthesis converts light energy into chemical energy stored in glucose.",
+}
+
+// Baseline is the embeddings of canary texts at one time: what later
+// embeddings of the same texts are compared with.
+type Baseline struct {
+	Model    string    `json:"model"`
+	Target   string    `json:"target"` // base URL, credentials removed
+	TakenAt  time.Time `json:"taken_at"`
+	Canaries []Canary  `json:"canaries"`
+}
+
+// Canary is one text and its embedding.
+type Canary struct {
+	Text   string    `json:"text"`
+	Vector []float32 `json:"vector"`
+}
+
+// ReadBaseline reads a baseline file.
+func ReadBaseline(path string) (*Baseline, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading drift baseline: %w", err)
+	}
+	var bl Baseline
+	if err := json.Unmarshal(b, &bl); err != nil {
+		return nil, fmt.Errorf("reading drift baseline %s: %w", path, err)
+	}
+	if len(bl.Canaries) == 0 {
+		return nil, fmt.Errorf("reading drift baseline %s: no canaries", path)
+	}
+	return &bl, nil
+}
+
+// Write writes the baseline as JSON.
+func (b *Baseline) Write(path string) error {
+	out, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding drift baseline: %w", err)
+	}
+	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing drift baseline: %w", err)
+	}
+	return nil
+}
+
+// Embedder embeds texts through an OpenAI-compatible /v1/embeddings.
+type Embedder struct {
+	BaseURL, Model, APIKey string
+	Client                 *http.Client
+}
+
+// Embed returns the embedding of each text, in order.
+func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	hc := e.Client
+	if hc == nil {
+		hc = newHTTPClient()
+	}
+	body, err := json.Marshal(map[string]any{"model": e.Model, "input": texts, "encoding_format": "float"})
+	if err != nil {
+		return nil, err
+	}
+	url := strings.TrimRight(e.BaseURL, "/") + "/embeddings"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		return nil, fmt.Errorf("embedding canaries: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if e.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.APIKey)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("embedding canaries at %s: %w", Redact(url), err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("embedding canaries: reading the response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("embedding canaries at %s: %w", Redact(url), &httpStatusError{resp.StatusCode, string(b)})
+	}
+	var out struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("embedding canaries: bad response %.120q: %w", b, err)
+	}
+	if len(out.Data) != len(texts) {
+		return nil, fmt.Errorf("embedding canaries: %d embeddings for %d texts", len(out.Data), len(texts))
+	}
+	vecs := make([][]float32, len(texts))
+	for _, d := range out.Data {
+		if d.Index < 0 || d.Index >= len(texts) || vecs[d.Index] != nil || len(d.Embedding) == 0 {
+			return nil, errors.New("embedding canaries: the response's indexes do not match the texts")
+		}
+		vecs[d.Index] = d.Embedding
+	}
+	return vecs, nil
+}
+
+// Drift compares embeddings of the canaries now with a baseline.
+type Drift struct {
+	TakenAt time.Time `json:"taken_at"`
+	// MeanCosineDrift and MaxCosineDrift are over canaries of
+	// 1 − cos(baseline, now): 0 when nothing moved.
+	MeanCosineDrift float64 `json:"mean_cosine_drift"`
+	MaxCosineDrift  float64 `json:"max_cosine_drift"`
+	// MaxNormShift is the largest |‖now‖ / ‖baseline‖ − 1|.
+	MaxNormShift float64       `json:"max_norm_shift"`
+	Canaries     []CanaryDrift `json:"canaries"`
+}
+
+// CanaryDrift is one canary's change.
+type CanaryDrift struct {
+	Text         string  `json:"text"`
+	BaselineNorm float64 `json:"baseline_norm"`
+	Norm         float64 `json:"norm"`
+	// NormShift is ‖now‖ / ‖baseline‖ − 1.
+	NormShift float64 `json:"norm_shift"`
+	// CosineDrift is 1 − cos(baseline, now).
+	CosineDrift float64 `json:"cosine_drift"`
+}
+
+// CompareDrift compares now (one vector per baseline canary, in order)
+// with the baseline.
+func CompareDrift(base *Baseline, now [][]float32, at time.Time) (*Drift, error) {
+	if len(now) != len(base.Canaries) {
+		return nil, fmt.Errorf("comparing drift: %d embeddings for %d canaries", len(now), len(base.Canaries))
+	}
+	d := &Drift{TakenAt: at}
+	for i, c := range base.Canaries {
+		if len(now[i]) != len(c.Vector) {
+			return nil, fmt.Errorf("comparing drift: canary %d has %d dimensions now, %d in the baseline: another model?", i+1, len(now[i]), len(c.Vector))
+		}
+		nb, nn := norm(c.Vector), norm(now[i])
+		cd := CanaryDrift{Text: c.Text, BaselineNorm: nb, Norm: nn}
+		if nb > 0 {
+			cd.NormShift = nn/nb - 1
+		}
+		cd.CosineDrift = max(Cosine.Distance(c.Vector, now[i]), 0) // rounding can make 1 − cos of equal vectors a hair negative
+		d.MeanCosineDrift += cd.CosineDrift
+		d.MaxCosineDrift = max(d.MaxCosineDrift, cd.CosineDrift)
+		d.MaxNormShift = max(d.MaxNormShift, math.Abs(cd.NormShift))
+		d.Canaries = append(d.Canaries, cd)
+	}
+	d.MeanCosineDrift /= float64(len(base.Canaries))
+	return d, nil
+}
+
+// WriteDrift prints a drift comparison, one line per canary and a total.
+func WriteDrift(w io.Writer, d *Drift) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "canary\tnorm (baseline)\tnorm now\tnorm shift\tcosine drift\n")
+	for _, c := range d.Canaries {
+		text := c.Text
+		if r := []rune(text); len(r) > 40 {
+			text = string(r[:39]) + "…"
+		}
+		fmt.Fprintf(tw, "%s\t%.4f\t%.4f\t%+.4f%%\t%.6f\n", text, c.BaselineNorm, c.Norm, 100*c.NormShift, c.CosineDrift)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "drift: mean cosine %.6f, max cosine %.6f, max norm shift %.4f%%\n", d.MeanCosineDrift, d.MaxCosineDrift, 100*d.MaxNormShift)
+	return err
+}

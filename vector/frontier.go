@@ -1,0 +1,48 @@
+package vector
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spate-dev/spate/result"
+)
+
+// WriteFrontier prints one line per stage that has vector figures: its
+// search breadth, the queries per second it sustained, recall@k (mean with
+// its interval, p5, p1) and latency (p50, p99, p99.9). Over stages that
+// sweep ef_search, the lines are the recall-vs-QPS frontier.
+func WriteFrontier(w io.Writer, scs []result.Scenario) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	k := 0
+	for _, sc := range scs {
+		if sc.Vector != nil {
+			k = sc.Vector.K
+			break
+		}
+	}
+	if k == 0 {
+		return nil
+	}
+	fmt.Fprintf(tw, "stage\tef\tqueries/s\trecall@%d mean\t95%% interval\tp5\tp1\tp50 ms\tp99 ms\tp99.9 ms\tfailed\t\n", k)
+	for _, sc := range scs {
+		v := sc.Vector
+		if v == nil {
+			continue
+		}
+		ef := "default"
+		switch {
+		case v.EfSearch == Exact:
+			ef = "exact"
+		case v.EfSearch > 0:
+			ef = fmt.Sprint(v.EfSearch)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.4f\t[%.4f, %.4f]\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n",
+			sc.Name, ef, v.QueriesPerS, v.Recall.Mean, v.Recall.MeanLow, v.Recall.MeanHigh,
+			v.Recall.P5, v.Recall.P1, v.LatencyMS.P50, v.LatencyMS.P99, v.LatencyMS.P999, v.Failed)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing the recall frontier: %w", err)
+	}
+	return nil
+}
