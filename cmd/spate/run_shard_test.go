@@ -257,6 +257,7 @@ func TestShardProcesses(t *testing.T) {
 		paths = append(paths, p)
 		args := append(shardArgs(target), "--start-at", start, "--result-stdout")
 		c := exec.Command(bin, args...)
+		c.Dir = dir // the default result file lands here, not in the source tree
 		// As a Kubernetes Indexed Job sets them.
 		c.Env = append(c.Environ(), fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), fmt.Sprintf("SPATE_SHARDS=%d", n))
 		var log strings.Builder
