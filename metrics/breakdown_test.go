@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"math"
+
 	"fmt"
+	"github.com/spate-dev/spate/result"
 	"testing"
 	"time"
 
@@ -134,5 +137,28 @@ func TestNormalisedTokensAndComplexity(t *testing.T) {
 	c := sc.Metrics[Complexity]
 	if c.Count != 4 || c.Min != 20 || c.Max != 80 || c.Mean != 50 {
 		t.Fatalf("complexity %+v", c)
+	}
+}
+
+// TestLookupFeatureScalars checks the thresholds on recall and probe rates
+// read their sections, and are NaN (no value) where a stage had none.
+func TestLookupFeatureScalars(t *testing.T) {
+	sc := &result.Scenario{
+		Vector: &result.Vector{Recall: result.Recall{Count: 100, Mean: 0.97, P5: 0.8}},
+		Probes: &result.Probes{Overall: result.ProbeFigures{
+			AttackSuccess: &result.ProbeRate{K: 3, N: 60}, Leak: &result.ProbeRate{K: 0, N: 20},
+			FalseRefusal: &result.ProbeRate{K: 1, N: 40}, Interception: &result.ProbeRate{K: 57, N: 60},
+		}},
+	}
+	for metric, want := range map[string]float64{"recall": 0.97, "recall_p5": 0.8, "attack_success_rate": 0.05,
+		"leak_rate": 0, "false_refusal_rate": 0.025, "interception_rate": 0.95} {
+		if v, ok := Lookup(sc, nil, "", 0, metric); !ok || v != want {
+			t.Errorf("%s = %v (%v), want %v", metric, v, ok, want)
+		}
+	}
+	for _, metric := range []string{"recall", "attack_success_rate"} {
+		if v, ok := Lookup(&result.Scenario{}, nil, "", 0, metric); !ok || !math.IsNaN(v) {
+			t.Errorf("%s without the section = %v, want NaN", metric, v)
+		}
 	}
 }

@@ -515,6 +515,16 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 				return math.NaN(), true // no request had checks: nothing to compare
 			}
 			return sc.Checks.STPS, true
+		case "recall", "recall_p5":
+			if sc.Vector == nil || sc.Vector.Recall.Count == 0 {
+				return math.NaN(), true // not a vector search stage
+			}
+			if metric == "recall_p5" {
+				return sc.Vector.Recall.P5, true
+			}
+			return sc.Vector.Recall.Mean, true
+		case "attack_success_rate", "interception_rate", "leak_rate", "false_refusal_rate":
+			return probeRate(sc.Probes, metric), true
 		}
 		return 0, false
 	}
@@ -596,4 +606,27 @@ func (r *Recorder) WindowLookup(now time.Time, agg string, percentile float64, m
 	sc, hist := r.win.view(r.sec(now), r.winSecs)
 	r.mu.Unlock()
 	return Lookup(&sc, hist, agg, percentile, metric)
+}
+
+// probeRate is an overall probe rate of a stage, NaN when the stage had no
+// probes of that kind.
+func probeRate(p *result.Probes, metric string) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	var r *result.ProbeRate
+	switch metric {
+	case "attack_success_rate":
+		r = p.Overall.AttackSuccess
+	case "interception_rate":
+		r = p.Overall.Interception
+	case "leak_rate":
+		r = p.Overall.Leak
+	case "false_refusal_rate":
+		r = p.Overall.FalseRefusal
+	}
+	if r == nil || r.N == 0 {
+		return math.NaN()
+	}
+	return float64(r.K) / float64(r.N)
 }

@@ -45,6 +45,12 @@ var scalars = []struct {
 	{"output_tps", kindRate},
 	{"total_tps", kindRate},
 	{"stps", kindRate},
+	{"recall", kindFraction},
+	{"recall_p5", kindFraction},
+	{"attack_success_rate", kindFraction},
+	{"interception_rate", kindFraction},
+	{"leak_rate", kindFraction},
+	{"false_refusal_rate", kindFraction},
 }
 
 // KnownDistributions returns the distribution metrics a threshold may
