@@ -1,14 +1,13 @@
 package metrics
 
 import (
-	"math"
-
 	"fmt"
-	"github.com/spate-dev/spate/result"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/spate-dev/spate/record"
+	"github.com/spate-dev/spate/result"
 )
 
 // TestBreakdownAndChecks feeds two intents with known latencies, a failure

@@ -201,8 +201,8 @@ func TestKnownMetricsParse(t *testing.T) {
 			t.Errorf("scalar %s accepted with an aggregate", m)
 		}
 	}
-	if n := len(KnownDistributions()) + len(KnownScalars()); n != 17 {
-		t.Errorf("%d known metrics, want 17", n)
+	if n := len(KnownDistributions()) + len(KnownScalars()); n != 23 {
+		t.Errorf("%d known metrics, want 23", n)
 	}
 }
 
