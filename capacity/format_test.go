@@ -1,34 +1,14 @@
 package capacity
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"context"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/spate-dev/spate/result"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./capacity -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func TestFormatGolden(t *testing.T) {
 	var buf bytes.Buffer
@@ -58,5 +38,5 @@ func TestFormatGolden(t *testing.T) {
 	if err := WriteSummary(&buf, sw.Capacity); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.txt", buf.Bytes())
+	golden.Check(t, "summary.txt", buf.Bytes())
 }

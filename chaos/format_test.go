@@ -1,15 +1,12 @@
 package chaos
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestWriteSummaryGolden(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -20,18 +17,5 @@ func TestWriteSummaryGolden(t *testing.T) {
 	if err := WriteSummary(&b, "chaos", c); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "summary.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("summary differs from %s (-update rewrites it):\n%s", golden, b.String())
-	}
+	golden.Check(t, "summary.golden", b.Bytes())
 }

@@ -1,13 +1,12 @@
 package cluster
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,8 +14,6 @@ import (
 	"github.com/spate-dev/spate/querylog"
 	"github.com/spate-dev/spate/textembed"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func unit(x, y float64) textembed.Vector {
 	n := math.Hypot(x, y)
@@ -227,23 +224,6 @@ func TestLinesEqualAndWeighted(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cluster -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
-
 func TestSummaryTableGolden(t *testing.T) {
 	s := &Summary{Queries: 1234, Embedding: "local hashed TF-IDF (1024 dims)", K: 3, KChosenBy: "silhouette", Silhouette: 0.1234, SilhouetteCI95: 0.0123,
 		Scores: []KScore{{K: 2}, {K: 3}, {K: 4}},
@@ -257,7 +237,7 @@ func TestSummaryTableGolden(t *testing.T) {
 	if err := s.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary-table.golden", b.Bytes())
+	golden.Check(t, "summary-table.golden", b.Bytes())
 }
 
 // TestSupportLogGolden clusters the sample log of the docs (k auto, and
@@ -287,6 +267,6 @@ func TestSupportLogGolden(t *testing.T) {
 		if err := Summarize(r, lines, "support-log.txt", textembed.Local{}.Name(), "w.jsonl", false, 1).WriteTable(&b); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, tt.golden, b.Bytes())
+		golden.Check(t, tt.golden, b.Bytes())
 	}
 }

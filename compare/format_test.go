@@ -1,31 +1,11 @@
 package compare
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./compare -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func TestFormatsGolden(t *testing.T) {
 	m := baseModel
@@ -43,7 +23,7 @@ func TestFormatsGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		ext := map[string]string{"table": "txt", "markdown": "md", "json": "json"}[f]
-		golden(t, "compare."+ext, buf.Bytes())
+		golden.Check(t, "compare."+ext, buf.Bytes())
 	}
 	if err := Write(&bytes.Buffer{}, rep, "xml"); err == nil {
 		t.Error("format xml accepted")

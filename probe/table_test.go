@@ -1,33 +1,13 @@
 package probe
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/spate-dev/spate/result"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./probe -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func TestWriteFigures(t *testing.T) {
 	p := &result.Probes{
@@ -47,7 +27,7 @@ func TestWriteFigures(t *testing.T) {
 	if err := WriteFigures(&b, "peak", p); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "figures.txt", b.Bytes())
+	golden.Check(t, "figures.txt", b.Bytes())
 }
 
 func TestWriteSuites(t *testing.T) {
@@ -59,5 +39,5 @@ func TestWriteSuites(t *testing.T) {
 	if err := WriteSuites(&b, suites, true); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "suites.txt", b.Bytes())
+	golden.Check(t, "suites.txt", b.Bytes())
 }

@@ -1,10 +1,9 @@
 package progress
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,25 +11,6 @@ import (
 	"github.com/spate-dev/spate/metrics"
 	"github.com/spate-dev/spate/runner"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./progress -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s:\n--- got\n%q\n--- want\n%q", path, got, want)
-	}
-}
 
 // updates is a run of two stages as the runner would report it.
 func updates(f runner.ProgressFunc) {
@@ -47,7 +27,7 @@ func updates(f runner.ProgressFunc) {
 func TestBlockGolden(t *testing.T) {
 	var b bytes.Buffer
 	updates(NewBlock(&b).Update)
-	golden(t, "block.golden", b.Bytes())
+	golden.Check(t, "block.golden", b.Bytes())
 	// Within a stage the block moves back over its 4 lines; a new stage
 	// starts a block below the last.
 	if n := strings.Count(b.String(), "\x1b[4A"); n != 4 {
@@ -58,7 +38,7 @@ func TestBlockGolden(t *testing.T) {
 func TestPlainLinesGolden(t *testing.T) {
 	var b bytes.Buffer
 	updates(For(&b, false))
-	golden(t, "lines.golden", b.Bytes())
+	golden.Check(t, "lines.golden", b.Bytes())
 	if strings.Contains(b.String(), "\x1b") {
 		t.Error("plain lines carry escape sequences")
 	}

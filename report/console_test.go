@@ -1,34 +1,14 @@
 package report
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/threshold"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func dist(n int64, base float64) result.Dist {
 	return result.Dist{Count: n, Mean: base * 1.1, Stddev: base / 10, Min: base * 0.8, P50: base, P90: base * 1.2, P95: base * 1.3, P99: base * 1.5, P999: base * 1.9, Max: base * 2}
@@ -86,7 +66,7 @@ func TestConsoleGolden(t *testing.T) {
 	if err := Console(&b, sample()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "console.golden", b.Bytes())
+	golden.Check(t, "console.golden", b.Bytes())
 }
 
 func TestSweepGolden(t *testing.T) {
@@ -96,5 +76,5 @@ func TestSweepGolden(t *testing.T) {
 	if err := Sweep(&b, r, 0.9); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "sweep.golden", b.Bytes())
+	golden.Check(t, "sweep.golden", b.Bytes())
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"encoding/csv"
 	"strings"
@@ -28,7 +30,7 @@ func TestSeriesCSVGolden(t *testing.T) {
 	if err := SeriesCSV(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "series.csv.golden", b.Bytes())
+	golden.Check(t, "series.csv.golden", b.Bytes())
 	rows, err := csv.NewReader(&b).ReadAll()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +51,7 @@ func TestRecordsCSVGolden(t *testing.T) {
 	if err := RecordsCSV(&b, strings.NewReader(recordsJSONL), "req.jsonl"); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "records.csv.golden", b.Bytes())
+	golden.Check(t, "records.csv.golden", b.Bytes())
 	rows, err := csv.NewReader(&b).ReadAll()
 	if err != nil {
 		t.Fatal(err)

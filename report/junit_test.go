@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"encoding/xml"
 	"testing"
@@ -17,7 +19,7 @@ func TestJUnitGolden(t *testing.T) {
 	if err := JUnit(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "junit.golden", b.Bytes())
+	golden.Check(t, "junit.golden", b.Bytes())
 	// The output is well-formed XML with the counts a CI reads.
 	var got junitSuites
 	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {

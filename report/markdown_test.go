@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"strings"
 	"testing"
@@ -15,7 +17,7 @@ func TestMarkdownGolden(t *testing.T) {
 	if err := Markdown(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "markdown.golden", b.Bytes())
+	golden.Check(t, "markdown.golden", b.Bytes())
 	out := b.String()
 	// A pipe in a name must not break the table; HTML in text is shown, not run.
 	if !strings.Contains(out, `| base\|line |`) || strings.Contains(out, "<b>") {

@@ -1,12 +1,12 @@
 package vector
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"context"
 	"math"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -41,15 +41,7 @@ func TestCompareDriftKnownVectors(t *testing.T) {
 	if err := WriteDrift(&buf, d); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "drift.golden")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, err := os.ReadFile(golden); err != nil || buf.String() != string(want) {
-		t.Errorf("drift table:\n%s\nwant (%v):\n%s", buf.String(), err, want)
-	}
+	golden.Check(t, "drift.golden", buf.Bytes())
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }

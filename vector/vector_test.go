@@ -1,9 +1,10 @@
 package vector
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,8 +17,6 @@ import (
 	"github.com/spate-dev/spate/runner"
 	"github.com/spate-dev/spate/workload"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestDistance(t *testing.T) {
 	a, b := []float32{1, 0}, []float32{0, 2}
@@ -268,20 +267,7 @@ func TestObserverAndFrontier(t *testing.T) {
 	if err := WriteFrontier(&buf, scs); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "frontier.golden")
-	if *update {
-		_ = os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if buf.String() != string(want) {
-		t.Errorf("frontier:\n%s\nwant:\n%s", buf.String(), want)
-	}
+	golden.Check(t, "frontier.golden", buf.Bytes())
 }
 
 func TestProbeRejectsForeignRequests(t *testing.T) {

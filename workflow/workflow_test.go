@@ -1,14 +1,14 @@
 package workflow
 
 import (
+	"github.com/spate-dev/spate/golden"
+
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -303,8 +303,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
 func TestWriteSteps(t *testing.T) {
 	scs := []result.Scenario{{Name: "main", Workflow: &result.Workflow{
 		Name: "rag", Runs: 30, Succeeded: 20, Failed: 10, FailedAt: map[string]int{"search": 10},
@@ -319,16 +317,7 @@ func TestWriteSteps(t *testing.T) {
 	if err := WriteSteps(&buf, scs); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "steps.golden")
-	if *update {
-		_ = os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if want, err := os.ReadFile(golden); err != nil || buf.String() != string(want) {
-		t.Errorf("steps:\n%s\nwant (%v; go test -args -update rewrites):\n%s", buf.String(), err, want)
-	}
+	golden.Check(t, "steps.golden", buf.Bytes())
 }
 
 // TestDocExample keeps the example of docs/vector.md valid.
