@@ -51,6 +51,10 @@ type Experiment struct {
 	Chaos Chaos `yaml:"chaos"`
 	// Probes interleaves security probes with the workload.
 	Probes Probes `yaml:"probes"`
+	// Vector drives a vector database instead of an LLM API.
+	Vector Vector `yaml:"vector"`
+	// Workflow is the file of a multi-step request sent for every request.
+	Workflow string `yaml:"workflow"`
 	// Actions maps a verdict (pass, fail, invalid or error) to what to do
 	// once the result is written: promote, roll back, notify.
 	Actions map[string][]gate.Action `yaml:"actions"`
@@ -209,6 +213,19 @@ type Chaos struct {
 	Proxy    bool     `yaml:"proxy"`
 	Rules    []string `yaml:"rules"`
 	Requests string   `yaml:"requests"`
+}
+
+// Vector is a vector search target: URL (pgvector://, chroma://,
+// qdrant://), its dataset (a file or gen:N,DIM,CLUSTERS,QUERIES), distance
+// metric, k, the search breadths to sweep (one stage each; -1 exact), and
+// whether to load the dataset first.
+type Vector struct {
+	URL      string `yaml:"url"`
+	Dataset  string `yaml:"dataset"`
+	Metric   string `yaml:"metric"`
+	K        int    `yaml:"k"`
+	EfSearch []int  `yaml:"efSearch"`
+	Load     *bool  `yaml:"load"`
 }
 
 // Probes interleaves security probe suites with the workload.

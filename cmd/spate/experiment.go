@@ -124,6 +124,16 @@ func (f *runFlags) applyExperiment(cmd *cobra.Command, path string) error {
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout, Shape: s.ComplexityShaping,
 		})
 	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	e.Workflow = rel(e.Workflow)
+	if !strings.HasPrefix(e.Vector.Dataset, "gen:") {
+		e.Vector.Dataset = rel(e.Vector.Dataset)
+	}
 	if err := extensionFlags(cmd, e); err != nil {
 		return err
 	}
@@ -206,6 +216,24 @@ func extensionFlags(cmd *cobra.Command, e *experiment.Experiment) error {
 	if e.Probes.Fraction > 0 {
 		set("probe-fraction", fmt.Sprint(e.Probes.Fraction))
 	}
+	v := e.Vector
+	str("vector", v.URL)
+	str("vector-dataset", v.Dataset)
+	str("vector-metric", v.Metric)
+	if v.K > 0 {
+		set("vector-k", fmt.Sprint(v.K))
+	}
+	if len(v.EfSearch) > 0 {
+		var efs []string
+		for _, ef := range v.EfSearch {
+			efs = append(efs, fmt.Sprint(ef))
+		}
+		set("ef-search", strings.Join(efs, ","))
+	}
+	if v.Load != nil {
+		set("vector-load", fmt.Sprint(*v.Load))
+	}
+	str("workflow", e.Workflow)
 	if len(errs) > 0 {
 		return usageErr("experiment: %s", strings.Join(errs, "; "))
 	}

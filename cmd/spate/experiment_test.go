@@ -240,6 +240,8 @@ outputs: {report: r.html, junit: j.xml}
 observe: {scrape: ["http://127.0.0.1:1/metrics", "http://127.0.0.1:3/metrics"], scrapeInterval: 2s}
 chaos: {proxy: true, rules: ["error_rate=0.1"]}
 probes: {suites: [direct, leak], fraction: 0.2}
+vector: {url: "qdrant://127.0.0.1:1/c", dataset: "gen:100,8,2,10", k: 5, efSearch: [10, -1]}
+workflow: rag.yaml
 stages: [{name: a, rate: 1, duration: 1s}]
 `), 0o644)
 	cmd := newRunCmd()
@@ -254,6 +256,8 @@ stages: [{name: a, rate: 1, duration: 1s}]
 		"report": "r.html", "junit": "mine.xml", "targets": "[http://127.0.0.1:2/v1]", "policy": "failover", "retries": "2",
 		"scrape": "[http://127.0.0.1:1/metrics,http://127.0.0.1:3/metrics]", "scrape-interval": "2s",
 		"chaos-proxy": "true", "chaos": "[error_rate=0.1]", "probes": "[direct,leak]", "probe-fraction": "0.2",
+		"vector": "qdrant://127.0.0.1:1/c", "vector-dataset": "gen:100,8,2,10", "vector-k": "5", "ef-search": "[10,-1]",
+		"workflow": filepath.Join(filepath.Dir(path), "rag.yaml"),
 	} {
 		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
 			t.Errorf("--%s = %s, want %s", flag, got, want)
