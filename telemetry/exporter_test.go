@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"strings"
 	"math"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
