@@ -51,7 +51,10 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, stdout, stderr := spate(t, context.Background(), "run", f, "--target", target,
 				"--duration", "1s", "--requests", "4", "--warmup", "0s", "--out", out, "--quiet")
-			if code != 0 {
+			// Shortened to 4 requests a stage, an error-rate threshold
+			// may fail on one injected error (exit 3): the run itself
+			// must still complete.
+			if code != 0 && code != exitThreshold {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 			}
 			r := readResult(t, out)

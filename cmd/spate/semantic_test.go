@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/sim"
+	"github.com/spate-dev/spate/workflow"
 )
 
 // chatLog is a non-streaming chat server that answers "answer-<n>" to its
@@ -264,5 +266,38 @@ func TestTokenizerChoice(t *testing.T) {
 	code, _, stderr = spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--tokenizer", "gpt9", "--requests", "1", "--concurrency", "1")
 	if code != 2 || !strings.Contains(stderr, "--tokenizer") {
 		t.Fatalf("unknown tokenizer: exit %d, %s", code, stderr)
+	}
+}
+
+// TestExampleWorkflowAgainstSimulator runs the example workflow that needs
+// nothing but the simulator, and checks its steps' figures.
+func TestExampleWorkflowAgainstSimulator(t *testing.T) {
+	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 0))
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := spate(t, context.Background(), "run", "--target", target, "--model", "spate-sim",
+		"--workflow", "../../examples/workflows/embed-then-answer.yaml", "--concurrency", "2", "--requests", "6", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	w := readResult(t, out).Scenarios[0].Workflow
+	if w == nil || w.Succeeded != 6 || len(w.Steps) != 2 || w.Steps[0].Name != "embed" || w.Steps[1].Runs != 6 {
+		t.Fatalf("workflow section %+v", w)
+	}
+}
+
+// TestExampleFilesParse checks the examples that need a server this test
+// cannot start (a vector database, Chroma) at least parse.
+func TestExampleFilesParse(t *testing.T) {
+	if _, err := experiment.Load("../../examples/vector/ef-sweep.yaml"); err != nil {
+		t.Error(err)
+	}
+	files, _ := filepath.Glob("../../examples/workflows/*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("%d example workflows", len(files))
+	}
+	for _, f := range files {
+		if _, err := workflow.ReadFile(f); err != nil {
+			t.Error(err)
+		}
 	}
 }
