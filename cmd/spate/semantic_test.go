@@ -223,7 +223,9 @@ func TestExampleWorkloads(t *testing.T) {
 			args := []string{"run", "--target", target, "--model", "spate-sim", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json")}
 			switch filepath.Ext(f) {
 			case ".yaml":
-				args = append(args, "--workload", f, "--concurrency", "4", "--requests", "8")
+				// A deadline too, so that conversations' think times do not
+				// stretch the test: no new turn starts after it.
+				args = append(args, "--workload", f, "--concurrency", "4", "--requests", "8", "--duration", "2s")
 			case ".jsonl", ".json", ".csv":
 				args = append(args, "--dataset", f, "--concurrency", "2", "--requests", "4")
 				if strings.Contains(f, "trace") {
