@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +18,8 @@ func startReportSim(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := sim.Serve(ctx, ln, srv); err != nil && !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
-			t.Errorf("simulator: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait(); srv.Close() })
-	return "http://" + ln.Addr().String() + "/v1"
+	_, target := startSim(t, cfg)
+	return target
 }
 
 // TestReportChromium renders the HTML report of a real run against the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,25 +22,8 @@ import (
 // its base URL.
 func startShardSim(t *testing.T, cfg sim.Config) string {
 	t.Helper()
-	srv, err := sim.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := sim.Serve(ctx, ln, srv); err != nil && !errors.Is(err, http.ErrServerClosed) && ctx.Err() == nil {
-			t.Errorf("simulator: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); wg.Wait(); srv.Close() })
-	return "http://" + ln.Addr().String() + "/v1"
+	_, target := startSim(t, cfg)
+	return target
 }
 
 // shardArgs is the load every shard of these tests is cut from: 90
