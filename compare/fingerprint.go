@@ -13,6 +13,7 @@ type MismatchError struct {
 	Diffs []string
 }
 
+// Error lists what differs.
 func (e *MismatchError) Error() string {
 	return "the results measured different things (pass --force to compare anyway):\n  " + strings.Join(e.Diffs, "\n  ")
 }

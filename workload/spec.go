@@ -380,6 +380,7 @@ type prompts struct {
 	prefix  *SharedPrefix
 }
 
+// Request implements Source.
 func (p prompts) Request(n uint64) (*Request, error) {
 	r := newRand(p.seed, n)
 	q := p.list[r.IntN(len(p.list))]
@@ -397,6 +398,7 @@ func (p prompts) Request(n uint64) (*Request, error) {
 	return req, nil
 }
 
+// Digest implements Source.
 func (p prompts) Digest() string {
 	return digest([]byte("prompts/v1"), []byte(strings.Join(p.list, "\x00")), []byte(fmt.Sprintf("%s %s %d %+v", p.context.key(), p.out.key(), p.seed, p.prefix)))
 }
