@@ -76,6 +76,11 @@ type Config struct {
 	Source workload.Source
 	Client Client
 	Sink   Sink
+
+	// SeqStride and SeqOffset number the records: request n of this
+	// engine is record Seq n×SeqStride+SeqOffset (SeqStride 0 means 1), so
+	// that a shard's records carry the run's request index.
+	SeqStride, SeqOffset uint64
 }
 
 // Outcome says how a run went.
@@ -177,12 +182,17 @@ type run struct {
 	out     Outcome
 }
 
+// seq is the record number of request n (see Config.SeqStride).
+func (r *run) seq(n uint64) uint64 {
+	return n*max(r.cfg.SeqStride, 1) + r.cfg.SeqOffset
+}
+
 // send dispatches one request in its own goroutine; release, if not nil,
 // is called when it is finished.
 func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm bool, slotWait time.Duration, release func()) {
 	rec := r.pool.Get().(*record.Record)
 	rec.Reset()
-	rec.Seq, rec.Warmup, rec.Intended, rec.SlotWait, rec.Intent = n, warm, intended, slotWait, req.Intent
+	rec.Seq, rec.Warmup, rec.Intended, rec.SlotWait, rec.Intent = r.seq(n), warm, intended, slotWait, req.Intent
 	r.sent.Add(1)
 	r.wg.Add(1)
 	go func() {
@@ -409,7 +419,7 @@ func (r *run) closedLoop(ctx context.Context) error {
 				}
 				rec := r.pool.Get().(*record.Record)
 				rec.Reset()
-				rec.Seq, rec.Warmup, rec.Intent = n, warm, req.Intent
+				rec.Seq, rec.Warmup, rec.Intent = r.seq(n), warm, req.Intent
 				r.sent.Add(1)
 				r.do(req, rec)
 			}

@@ -21,11 +21,6 @@ const minTrials = 30
 // stage's result.Probes. It is a runner.Observer.
 type Observer struct {
 	sched Schedule
-	// shardOf is where the run's shard is read at each stage's start;
-	// shard maps a record's index back to the run's request index when
-	// this process sends one shard of the load.
-	shardOf *runner.Shard
-	shard   runner.Shard
 
 	mu     sync.Mutex
 	stages map[string]*tally
@@ -48,21 +43,15 @@ type suiteTally struct {
 	techniques                    map[string]*result.ProbeCount
 }
 
-// NewObserver returns an observer for the probes of sched. shard, when not
-// nil, is the run's shard (runner.Plan.Shard), read as each stage starts,
-// so it may be filled in after the observer is made.
-func NewObserver(sched Schedule, shard *runner.Shard) *Observer {
-	return &Observer{sched: sched, shardOf: shard, stages: map[string]*tally{}}
+// NewObserver returns an observer for the probes of sched. A record's Seq
+// is the run's request index, also in a sharded run (the engine numbers a
+// shard's requests globally), so it finds the record's probe.
+func NewObserver(sched Schedule) *Observer {
+	return &Observer{sched: sched, stages: map[string]*tally{}}
 }
 
 // StageStart implements runner.Observer.
-func (o *Observer) StageStart(context.Context, runner.Stage, time.Time) {
-	if o.shardOf != nil {
-		o.mu.Lock()
-		o.shard = *o.shardOf
-		o.mu.Unlock()
-	}
-}
+func (o *Observer) StageStart(context.Context, runner.Stage, time.Time) {}
 
 // Sent implements runner.Observer.
 func (o *Observer) Sent(string, time.Time, time.Time, bool) {}
@@ -73,14 +62,7 @@ func (o *Observer) Record(stage string, rec *record.Record) {
 	if rec.Warmup || !strings.HasPrefix(rec.Intent, IntentPrefix) {
 		return
 	}
-	o.mu.Lock()
-	shard := o.shard
-	o.mu.Unlock()
-	n := rec.Seq
-	if shard.Count > 1 {
-		n = n*uint64(shard.Count) + uint64(shard.Index)
-	}
-	i, ok := o.sched.ProbeAt(n)
+	i, ok := o.sched.ProbeAt(rec.Seq)
 	var su *Suite
 	var p *Probe
 	if ok {

@@ -94,7 +94,7 @@ func runStages(t *testing.T, target string, suites []string, fraction float64, s
 		Stages:    stages,
 		Source:    src,
 		Client:    c,
-		Observers: []runner.Observer{probe.NewObserver(sched, nil)},
+		Observers: []runner.Observer{probe.NewObserver(sched)},
 	})
 	if err != nil {
 		t.Fatal(err)

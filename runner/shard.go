@@ -89,6 +89,7 @@ func (s Shard) apply(st Stage, ecfg engine.Config) (Stage, engine.Config) {
 		return st, ecfg
 	}
 	n, i := uint64(s.Count), uint64(s.Index)
+	ecfg.SeqStride, ecfg.SeqOffset = n, i // records carry the run's request index
 	if ecfg.Source != nil {
 		ecfg.Source = shardSource(ecfg.Source, i, n)
 	}

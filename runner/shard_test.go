@@ -360,3 +360,32 @@ func schedulePoisson() schedule.Pacer {
 	pc, _ := stagePacer(Stage{Arrival: "poisson", Rate: 1000}, 1)
 	return pc
 }
+
+// TestShardRecordsCarryTheRunIndex checks a shard's records are numbered
+// by the run's request index, so records of all shards join without
+// clashes.
+func TestShardRecordsCarryTheRunIndex(t *testing.T) {
+	st := Stage{Name: "s", Arrival: "constant", Rate: 1000, Requests: 30}
+	var seqs []uint64
+	var mu sync.Mutex
+	for i := 0; i < 3; i++ {
+		_, ecfg := Shard{Index: i, Count: 3}.apply(st, engine.Config{Pacer: schedule.Constant{Rate: 1000}, Requests: 30,
+			Source: workload.Synthetic{Input: workload.Lengths{Mean: 4, Min: 1}, Seed: 1},
+			Client: engine.ClientFunc(func(_ context.Context, _ *workload.Request, rec *record.Record) { rec.End = time.Now() }),
+			Sink:   sinkFunc(func(r *record.Record) { mu.Lock(); seqs = append(seqs, r.Seq); mu.Unlock() })})
+		if _, err := engine.Run(context.Background(), ecfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(seqs)
+	for i, s := range seqs {
+		if s != uint64(i) {
+			t.Fatalf("record numbers %v, want 0..29 once each", seqs)
+		}
+	}
+}
+
+type sinkFunc func(*record.Record)
+
+func (f sinkFunc) Sent(time.Time, time.Time, bool) {}
+func (f sinkFunc) Record(r *record.Record)         { f(r) }

@@ -71,7 +71,7 @@ func (x *probeExt) after(_ *cobra.Command, _ *runFlags, p *runner.Plan) error {
 		}
 	}
 	// The shard extension may set p.Shard after this one runs.
-	p.Observers = append(p.Observers, probe.NewObserver(x.sched, &p.Shard))
+	p.Observers = append(p.Observers, probe.NewObserver(x.sched))
 	return nil
 }
 
