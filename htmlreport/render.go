@@ -86,6 +86,7 @@ type page struct {
 	Title     string
 	Generated string
 	Runs      []runView
+	Figures   bool // some run has feature sections (checks, chaos, ...)
 	Data      Data
 	NCharts   int
 	ECharts   template.JS
@@ -121,7 +122,9 @@ func Render(w io.Writer, results []*result.Result, opts Options) error {
 	}
 	p.Generated = gen.UTC().Format("2006-01-02 15:04:05 MST")
 	for _, r := range makeRuns(results, opts.Labels) {
-		p.Runs = append(p.Runs, newRunView(r))
+		v := newRunView(r)
+		p.Figures = p.Figures || len(v.Figures) > 0
+		p.Runs = append(p.Runs, v)
 	}
 	p.NCharts = len(data.Latency) + len(data.Timeline) + len(data.Server) + len(data.Sweep) + len(data.Breakdown)
 	if err := tmpl.Execute(w, p); err != nil {

@@ -143,3 +143,37 @@ func TestRenderOverlayAndErrors(t *testing.T) {
 		t.Errorf("corrupt histogram: error %v, want one naming the stage", err)
 	}
 }
+
+// TestRenderFeatureFigures checks the feature sections of a result appear
+// as text on the page, escaped, and that a result without them has none.
+func TestRenderFeatureFigures(t *testing.T) {
+	r := sample(t)
+	slope := 1.5
+	sc := &r.Scenarios[0]
+	sc.Name = "<peak>"
+	sc.Checks = &result.Checks{CheckFigures: result.CheckFigures{Checked: 10, Passed: 8, PassRate: 0.8, STPS: 2.5}}
+	sc.Resilience = &result.Resilience{SlopeWindowS: 10, SlopeWindows: 5, TTFTp99SlopeMSPerS: &slope,
+		Recoveries: []result.Recovery{{Event: "load_step", Recovered: true, RecoveryS: 3}}}
+	sc.Workflow = &result.Workflow{Name: "rag", Runs: 4, Succeeded: 4, Steps: []result.WorkflowStep{{Name: "embed", Runs: 4}}}
+	var b bytes.Buffer
+	if err := Render(&b, []*result.Result{r}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`<section id="figures">`, "Answer checks · &lt;peak&gt;", "8 of 10 answers passed their checks (80.0 %) · sTPS 2.50",
+		"TTFT p99 slope &#43;1.50 ms/s (median over 5 windows of 10 s)", "recovery after load_step at 0 s: 3 s", "Workflow steps", "embed"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<peak>") {
+		t.Error("a stage name went onto the page unescaped")
+	}
+	b.Reset()
+	if err := Render(&b, []*result.Result{sample(t)}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), `id="figures"`) {
+		t.Error("a result without feature sections got a figures section")
+	}
+}

@@ -19,6 +19,7 @@ type runView struct {
 	Stages     []stageView
 	Thresholds []thresholdView
 	Breakdowns []breakdownView
+	Figures    []figureBlock
 	Provenance [][2]string
 }
 
@@ -64,7 +65,7 @@ var latencyRows = []struct{ key, label string }{
 
 func newRunView(r run) runView {
 	res := r.res
-	v := runView{Label: r.label, Res: res, Verdict: "NONE"}
+	v := runView{Label: r.label, Res: res, Verdict: "NONE", Figures: figureBlocks(res)}
 	n := 0
 	for i := range res.Scenarios {
 		sc := &res.Scenarios[i]
