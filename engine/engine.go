@@ -294,8 +294,11 @@ func (r *run) converse(conv *workload.Request, rec *record.Record) {
 		req := &workload.Request{
 			Messages: history, MaxTokens: turn.MaxTokens, InputTokens: turn.InputTokens, KeepAnswer: true,
 			Intent: conv.Intent, Session: conv.Session, Tools: conv.Tools, Checks: conv.Checks,
-			Labels:     append(append(make([]workload.Label, 0, len(conv.Labels)+1), conv.Labels...), turnLabels[min(t, len(turnLabels)-1)]),
-			NormTokens: conv.NormTokens, Complexity: conv.Complexity,
+			Labels: append(append(make([]workload.Label, 0, len(conv.Labels)+1), conv.Labels...), turnLabels[min(t, len(turnLabels)-1)]),
+			// No NormTokens: a turn also sends the history, whose answers
+			// the workload could not weigh; normalised throughput is then
+			// not reported (see metrics).
+			Complexity: conv.Complexity,
 		}
 		r.exec(req, rec)
 		failed, answer := rec.Failed(), string(rec.Answer)

@@ -161,3 +161,16 @@ func TestLookupFeatureScalars(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalisedTokensNeedEveryRequest checks normalised throughput is left
+// out when some successful request's normalised input is unknown.
+func TestNormalisedTokensNeedEveryRequest(t *testing.T) {
+	rc := New(Config{Start: t0, Mode: "closed"})
+	known := mk(0, 0, 0, 50*time.Millisecond, 10*time.Millisecond, 6)
+	known.NormInput = 356
+	feed(rc, known, mk(1, 100*time.Millisecond, 0, 50*time.Millisecond, 10*time.Millisecond, 6))
+	sc, _, _ := rc.Scenario("s", t0.Add(time.Second))
+	if sc.Throughput.NormalizedTokensPerS != 0 {
+		t.Fatalf("normalised tokens/s %v with one request unweighed, want none", sc.Throughput.NormalizedTokensPerS)
+	}
+}

@@ -85,6 +85,7 @@ type Recorder struct {
 	curSec   int
 
 	normIn          float64 // normalised input tokens of successes
+	normN           int     // successes whose normalised input was known
 	groups          breakdown
 	checked, passed int
 	byCheck         map[string]*result.CheckCount
@@ -254,7 +255,10 @@ func (r *Recorder) Record(rec *record.Record) {
 		return
 	}
 	r.succeeded++
-	r.normIn += rec.NormInput
+	if rec.NormInput > 0 {
+		r.normIn += rec.NormInput
+		r.normN++
+	}
 	r.inputTokens += int64(rec.InputTokens)
 	r.outputTokens += int64(rec.OutputTokens)
 	switch rec.OutputSource {
@@ -379,7 +383,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			TotalTokensPerS:  float64(r.inputTokens+r.outputTokens) / window,
 		}
 		sc.Goodput.RequestsPerS = float64(r.good) / window
-		if r.normIn > 0 {
+		if r.normN > 0 && r.normN == r.succeeded {
 			sc.Throughput.NormalizedTokensPerS = (r.normIn + float64(r.outputTokens)) / window
 		}
 	}

@@ -173,8 +173,9 @@ type Throughput struct {
 	TotalTokensPerS  float64 `json:"total_tokens_per_s"`
 	// NormalizedTokensPerS is (normalised input + output tokens) per
 	// second: text tokens weigh 1, image patches and audio frames their
-	// workload weights (default 64 and 8). Set when the workload scored
-	// normalised tokens.
+	// workload weights (default 64 and 8). Set only when every successful
+	// request's normalised input was known (not for conversations, whose
+	// history the workload cannot weigh).
 	NormalizedTokensPerS float64 `json:"normalized_tokens_per_s,omitempty"`
 }
 

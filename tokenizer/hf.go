@@ -50,7 +50,7 @@ func Load(name string) (*BPE, error) {
 	case "", "cl100k_base", "cl100k":
 		return CL100K()
 	case "o200k_base", "o200k":
-		return tiktokenEncoding("o200k_base")
+		return O200K()
 	case "llama3", "llama-3":
 		return Llama3()
 	}
@@ -70,18 +70,20 @@ var (
 	o200kErr  error
 )
 
-func tiktokenEncoding(name string) (*BPE, error) {
+// O200K returns the o200k_base tokenizer (GPT-4o's), shipped in the
+// binary and loaded on first use.
+func O200K() (*BPE, error) {
 	o200kOnce.Do(func() {
 		if _, err := CL100K(); err != nil { // installs the offline loader
 			o200kErr = err
 			return
 		}
-		enc, err := tiktoken.GetEncoding(name)
+		enc, err := tiktoken.GetEncoding("o200k_base")
 		if err != nil {
-			o200kErr = fmt.Errorf("loading the %s tokenizer: %w", name, err)
+			o200kErr = fmt.Errorf("loading the o200k_base tokenizer: %w", err)
 			return
 		}
-		o200k = &BPE{name: name, enc: enc}
+		o200k = &BPE{name: "o200k_base", enc: enc}
 	})
 	return o200k, o200kErr
 }

@@ -116,7 +116,6 @@ type shareGPTConv struct {
 // skipped, as vLLM's benchmark does.
 func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 	var convs []shareGPTConv
-	var lines []int
 	t := bytes.TrimSpace(b)
 	if bytes.HasPrefix(t, []byte("[")) {
 		if err := json.Unmarshal(t, &convs); err != nil {
@@ -132,7 +131,6 @@ func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 				return nil, fmt.Errorf("dataset %s, line %d: not a ShareGPT conversation: %w", path, i+1, err)
 			}
 			convs = append(convs, c)
-			lines = append(lines, i+1)
 		}
 	}
 	d := &Dataset{}
@@ -168,7 +166,6 @@ func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 		}
 		d.reqs = append(d.reqs, req)
 	}
-	_ = lines
 	return d, nil
 }
 

@@ -225,12 +225,12 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		return p, usageErr("%v", err)
 	}
 	p.Aborts = f.aborts
-	in, err := workload.ParseLengths(f.inputTokens)
-	if err != nil {
+	// The lengths are checked here, for a usage error naming the flag;
+	// the workload spec below carries them.
+	if _, err := workload.ParseLengths(f.inputTokens); err != nil {
 		return p, usageErr("--input-tokens %v", err)
 	}
-	out, err := workload.ParseLengths(f.outputTokens)
-	if err != nil {
+	if _, err := workload.ParseLengths(f.outputTokens); err != nil {
 		return p, usageErr("--output-tokens %v", err)
 	}
 	if f.apiKey == "" {
@@ -242,7 +242,6 @@ func (f *runFlags) plan(cmd *cobra.Command) (runner.Plan, error) {
 		return p, usageErr("--tokenizer: %v", err)
 	}
 	// Workload.
-	_, _ = in, out // checked above; the spec carries them
 	spec := f.workloadSpec
 	spec.InputTokens, spec.OutputTokens, spec.Dataset = f.inputTokens, f.outputTokens, f.dataset
 	if f.datasetFormat != "" {
