@@ -7,7 +7,7 @@
 #
 #   bench/fuzz.sh            # 10s per target
 #   bench/fuzz.sh 3m         # a longer session
-#   PKGS='./sse ./probe' FUZZ_PARALLEL=1 bench/fuzz.sh 30s
+#   PKGS='./internal/client/sse ./internal/probe' FUZZ_PARALLEL=1 bench/fuzz.sh 30s
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -17,11 +17,11 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
 
-	"github.com/spate-dev/spate/gate"
-	"github.com/spate-dev/spate/metrics"
-	"github.com/spate-dev/spate/schedule"
-	"github.com/spate-dev/spate/threshold"
-	"github.com/spate-dev/spate/workload"
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/schedule"
+	"github.com/spate-dev/spate/internal/verdict/gate"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/internal/workload"
 )
 
 // APIVersion and Kind head every experiment file.

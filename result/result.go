@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/spate-dev/spate/threshold"
 )
 
 // Schema is the value of the schema field of every result file.
@@ -99,20 +97,37 @@ type Config struct {
 	Workload       string   `json:"workload,omitempty"`   // path of the --workload file
 }
 
+// ThresholdOutcome is the verdict on one threshold, as written to a
+// scenario's thresholds[].
+type ThresholdOutcome struct {
+	// Expr is the expression as the user wrote it (its canonical form when
+	// the threshold was built without one).
+	Expr string `json:"expr"`
+	// Value is the observed value, in the threshold's unit (ms for
+	// latencies); 0 when Err is set.
+	Value float64 `json:"value"`
+	// Pass reports whether the observed value met the threshold. It is false
+	// whenever Err is set.
+	Pass bool `json:"pass"`
+	// Err says why the threshold could not be checked: the figure is
+	// missing, not a finite number, or the threshold itself is invalid.
+	Err string `json:"error,omitempty"`
+}
+
 // Scenario is the measurement of one stage.
 type Scenario struct {
-	Name       string              `json:"name"`
-	StartedAt  time.Time           `json:"started_at"`
-	DurationS  float64             `json:"duration_s"`
-	Load       Load                `json:"load"`
-	Requests   Requests            `json:"requests"`
-	Throughput Throughput          `json:"throughput"`
-	Tokens     Tokens              `json:"tokens"`
-	Metrics    map[string]Dist     `json:"metrics"`
-	Goodput    Goodput             `json:"goodput"`
-	Thresholds []threshold.Outcome `json:"thresholds"`
-	Series     Series              `json:"series"`
-	Warnings   []string            `json:"warnings,omitempty"`
+	Name       string             `json:"name"`
+	StartedAt  time.Time          `json:"started_at"`
+	DurationS  float64            `json:"duration_s"`
+	Load       Load               `json:"load"`
+	Requests   Requests           `json:"requests"`
+	Throughput Throughput         `json:"throughput"`
+	Tokens     Tokens             `json:"tokens"`
+	Metrics    map[string]Dist    `json:"metrics"`
+	Goodput    Goodput            `json:"goodput"`
+	Thresholds []ThresholdOutcome `json:"thresholds"`
+	Series     Series             `json:"series"`
+	Warnings   []string           `json:"warnings,omitempty"`
 
 	// Breakdown holds the figures per label value: Breakdown["intent"]["faq"]
 	// (see breakdown.go).

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/spate-dev/spate/capacity"
+	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/result"
 )
 

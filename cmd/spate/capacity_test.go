@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/spate-dev/spate/capacity"
+	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
 )

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/chaos"
-	"github.com/spate-dev/spate/openai"
+	"github.com/spate-dev/spate/internal/chaos"
+	"github.com/spate-dev/spate/internal/client/openai"
 )
 
 func init() { commands = append(commands, newChaosCmd) }

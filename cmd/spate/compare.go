@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/compare"
+	"github.com/spate-dev/spate/internal/verdict/compare"
 	"github.com/spate-dev/spate/result"
 )
 

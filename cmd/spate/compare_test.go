@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spate-dev/spate/compare"
+	"github.com/spate-dev/spate/internal/verdict/compare"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/experiment"
-	"github.com/spate-dev/spate/runner"
-	"github.com/spate-dev/spate/threshold"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
 )
 
 // applyExperiment loads an experiment file into f: every setting whose flag

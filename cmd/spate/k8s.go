@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/experiment"
-	"github.com/spate-dev/spate/k8sjob"
+	"github.com/spate-dev/spate/internal/shard/k8sjob"
 )
 
 func init() { commands = append(commands, newK8sCmd) }

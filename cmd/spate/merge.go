@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/merge"
-	"github.com/spate-dev/spate/report"
+	"github.com/spate-dev/spate/internal/output/report"
+	"github.com/spate-dev/spate/internal/shard/merge"
 	"github.com/spate-dev/spate/result"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/probe"
+	"github.com/spate-dev/spate/internal/probe"
 	"github.com/spate-dev/spate/sim"
 )
 

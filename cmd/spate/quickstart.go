@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/examples"
-	"github.com/spate-dev/spate/report"
+	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/htmlreport"
-	"github.com/spate-dev/spate/report"
+	"github.com/spate-dev/spate/internal/output/htmlreport"
+	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/result"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spate-dev/spate/htmlreport/headless"
+	"github.com/spate-dev/spate/internal/output/htmlreport/headless"
 	"github.com/spate-dev/spate/sim"
 )
 

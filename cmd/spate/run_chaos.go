@@ -12,13 +12,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/spate-dev/spate/chaos"
-	"github.com/spate-dev/spate/engine"
-	"github.com/spate-dev/spate/failover"
-	"github.com/spate-dev/spate/openai"
-	"github.com/spate-dev/spate/record"
+	"github.com/spate-dev/spate/internal/chaos"
+	"github.com/spate-dev/spate/internal/client/failover"
+	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/engine"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/result"
-	"github.com/spate-dev/spate/runner"
 )
 
 func init() {

@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/spate-dev/spate/observe"
-	"github.com/spate-dev/spate/openai"
+	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/metrics/observe"
+	"github.com/spate-dev/spate/internal/output/telemetry"
+	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/result"
-	"github.com/spate-dev/spate/runner"
-	"github.com/spate-dev/spate/telemetry"
 )
 
 func init() {

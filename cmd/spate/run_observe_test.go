@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/output/telemetry/backendtest"
 	"github.com/spate-dev/spate/llmtest"
 	"github.com/spate-dev/spate/sim"
-	"github.com/spate-dev/spate/telemetry/backendtest"
 )
 
 // TestObserveScrapesSimulator loads the simulator in closed loop while

@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
-	"github.com/spate-dev/spate/progress"
+	"github.com/spate-dev/spate/internal/output/progress"
+	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/result"
-	"github.com/spate-dev/spate/runner"
 )
 
 func init() {

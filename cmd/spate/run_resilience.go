@@ -7,10 +7,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/spate-dev/spate/record"
-	"github.com/spate-dev/spate/resilience"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict/resilience"
 	"github.com/spate-dev/spate/result"
-	"github.com/spate-dev/spate/runner"
 )
 
 func init() {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/result"
-	"github.com/spate-dev/spate/runner"
 	"github.com/spate-dev/spate/sim"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spate-dev/spate/merge"
-	"github.com/spate-dev/spate/metrics"
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/shard/merge"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
 )

@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/spate-dev/spate/internal/client/vector"
+	"github.com/spate-dev/spate/internal/client/workflow"
+	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/result"
-	"github.com/spate-dev/spate/runner"
-	"github.com/spate-dev/spate/vector"
-	"github.com/spate-dev/spate/workflow"
 )
 
 func init() {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/client/workflow"
 	"github.com/spate-dev/spate/sim"
-	"github.com/spate-dev/spate/workflow"
 )
 
 // chatLog is a non-streaming chat server that answers "answer-<n>" to its

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/openai"
-	"github.com/spate-dev/spate/vector"
+	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/client/vector"
 )
 
 func init() { commands = append(commands, newVectorCmd) }

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/client/vector"
+	"github.com/spate-dev/spate/internal/client/vector/qdranttest"
 	"github.com/spate-dev/spate/sim"
-	"github.com/spate-dev/spate/vector"
-	"github.com/spate-dev/spate/vector/qdranttest"
 )
 
 func TestVectorRunSweepQdrantFake(t *testing.T) {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/cluster"
-	"github.com/spate-dev/spate/openai"
-	"github.com/spate-dev/spate/querylog"
-	"github.com/spate-dev/spate/textembed"
+	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/workload/logbuild/cluster"
+	"github.com/spate-dev/spate/internal/workload/logbuild/querylog"
+	"github.com/spate-dev/spate/internal/workload/logbuild/textembed"
 )
 
 func init() { commands = append(commands, newWorkloadCmd) }

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spate-dev/spate/cluster"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/workload/logbuild/cluster"
+	"github.com/spate-dev/spate/internal/workload/payload"
 	"github.com/spate-dev/spate/llmtest"
-	"github.com/spate-dev/spate/payload"
 	"github.com/spate-dev/spate/sim"
-	"github.com/spate-dev/spate/workload"
 )
 
 // workloadTopics are the planted topics of workloadPlantedLog.

@@ -1,0 +1,107 @@
+package chaos
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/client/failover"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/workload"
+)
+
+// TestBlackholeFailover runs 20 req/s for 4.5 s against two simulators,
+// the first behind the proxy, which black-holes it three times for half a
+// second (from 1, 2 and 3 s into the stage, set through the stage's faults
+// over the admin API). The client fails over after a 300 ms attempt
+// timeout, so each window's failover time is the wait for the next send
+// after onset (< 50 ms) + 300 ms + the second simulator's 35 ms response;
+// every retried request converges, so MSR = 1 − T_failover / 800 ms. The
+// median of the three windows is held to the planted timings (a loaded
+// machine may stall any one request).
+func TestBlackholeFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing test")
+	}
+	const (
+		attempt = 300 * time.Millisecond
+		e2eB    = 35 * time.Millisecond // 20 ms TTFT + 3 × 5 ms ITL
+		gap     = 50 * time.Millisecond
+	)
+	simA, simB := startSim(t, 20*time.Millisecond, 5*time.Millisecond, 4), startSim(t, 20*time.Millisecond, 5*time.Millisecond, 4)
+	p, proxyURL := startProxy(t, simA, nil)
+	fc, err := failover.New(failover.Config{
+		Upstreams: []failover.Upstream{{Name: "a", Client: newClient(t, proxyURL, 10*time.Second)}, {Name: "b", Client: newClient(t, simB, 10*time.Second)}},
+		Policy:    failover.Failover, Budget: 1, AttemptTimeout: attempt,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sched []any
+	for _, from := range []string{"1s", "2s", "3s"} {
+		until := map[string]string{"1s": "1.5s", "2s": "2.5s", "3s": "3.5s"}[from]
+		sched = append(sched, map[string]any{"from": from, "until": until, "blackhole_rate": 1})
+	}
+	obs := &Observer{Stats: LocalStats(p), RecoveryBin: 250 * time.Millisecond}
+	res, err := runner.Run(context.Background(), runner.Plan{
+		Stages: []runner.Stage{{Name: "chaos", Arrival: "constant", Rate: 20, Duration: 4500 * time.Millisecond,
+			Faults: &runner.Faults{URL: proxyURL + "/admin/faults", Set: map[string]any{"schedule": sched}}}},
+		Source:    workload.Synthetic{Input: workload.Lengths{Mean: 8}, Output: workload.Lengths{Mean: 4}, Seed: 1},
+		Client:    fc,
+		Observers: []runner.Observer{obs},
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	c := res.Scenarios[0].Chaos
+	if c == nil || len(c.Windows) != 3 || c.FailoverMS == nil || c.MSR == nil || c.RRetry == nil {
+		t.Fatalf("chaos section %+v", c)
+	}
+	var failovers, recoveries []float64
+	for i, w := range c.Windows {
+		if w.FailoverMS == nil || w.RecoveryMS == nil {
+			t.Fatalf("window %d: no failover or recovery: %+v", i, w)
+		}
+		t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery %.0f ms; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, *w.RecoveryMS, w.Inside)
+		failovers, recoveries = append(failovers, *w.FailoverMS), append(recoveries, *w.RecoveryMS)
+		// Every request inside waited out the attempt timeout.
+		if w.Inside.E2EP50MS < ms(attempt+e2eB)-5 || w.Outside.E2EP50MS >= w.Inside.E2EP50MS {
+			t.Errorf("window %d: E2E p50 inside %.1f ms (want ≥ %v), outside %.1f ms", i, w.Inside.E2EP50MS, attempt+e2eB, w.Outside.E2EP50MS)
+		}
+		if d := w.EndS - w.StartS; d < 0.499 || d > 0.501 || w.StartS < float64(i+1)-0.1 || w.StartS > float64(i+1)+0.1 {
+			t.Errorf("window %d: %.3f–%.3f s, want %d–%d.5 s", i, w.StartS, w.EndS, i+1, i+1)
+		}
+	}
+	t.Logf("r_retry %v, msr %.3f (%s), injected %v, errors seen %d", *c.RRetry, *c.MSR, c.MSRGrade, c.Injected, c.ErrorsSeen)
+	slices.Sort(failovers)
+	slices.Sort(recoveries)
+	lo, hi := ms(attempt+e2eB)-5, ms(attempt+e2eB+gap)+60
+	if m := failovers[1]; m < lo || m > hi {
+		t.Errorf("median failover %.1f ms, want %.0f..%.0f", m, lo, hi)
+	}
+	if failovers[0] < lo {
+		t.Errorf("failover %.1f ms is shorter than the attempt timeout allows", failovers[0])
+	}
+	if recoveries[1] != 0 {
+		t.Errorf("median recovery %v ms, want 0: A answers again at once", recoveries[1])
+	}
+	// 10 sends in each half-second window (±1 at its edges); a stalled
+	// machine may fail over a few more requests outside them.
+	if bh := c.Injected["blackhole"]; *c.RRetry != 1 || bh < 27 || bh > 33 || int64(c.Retried) < bh || c.ErrorsSeen != 0 {
+		t.Errorf("black-holes %d (want 30), retried %d (want ≥ them), r_retry %v (want 1), errors %d", bh, c.Retried, *c.RRetry, c.ErrorsSeen)
+	}
+	if *c.FailoverMS != *c.Windows[0].FailoverMS {
+		t.Errorf("failover_ms %v is not the first window's %v", *c.FailoverMS, *c.Windows[0].FailoverMS)
+	}
+	if want := 1 - *c.FailoverMS/800; math.Abs(*c.MSR-want) > 1e-12 || c.MSRGrade != Grade(want) {
+		t.Errorf("msr %v %s, want %v", *c.MSR, c.MSRGrade, want)
+	}
+	if c.FaultsInjected != c.Injected["blackhole"] || *c.ErrorAmplification != 0 {
+		t.Errorf("failing faults %d, black-holes %d, amplification %v", c.FaultsInjected, c.Injected["blackhole"], *c.ErrorAmplification)
+	}
+	if c.Upstreams["b"] != c.Retried || c.Upstreams["a"]+c.Upstreams["b"] != 90 {
+		t.Errorf("upstreams %v, retried %d", c.Upstreams, c.Retried)
+	}
+}

@@ -1,0 +1,530 @@
+// Package openai is spate's protocol client for OpenAI-compatible servers:
+// /v1/chat/completions, /v1/completions and /v1/embeddings, streamed or not.
+// It reads server-sent events with its own reader (package sse), stamps
+// every event with its arrival time, and fills a record.Record; it knows
+// nothing of schedules or figures.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/spate-dev/spate/internal/client/sse"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/workload/tokenizer"
+)
+
+// APIs a Client speaks.
+const (
+	Chat        = "chat"
+	Completions = "completions"
+	Embeddings  = "embeddings"
+)
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the API root, e.g. http://127.0.0.1:8000/v1.
+	BaseURL string
+	API     string // Chat, Completions or Embeddings
+	Model   string
+	// APIKey is sent as a bearer token. It is never logged or recorded.
+	APIKey string
+	// Stream asks for a streamed response (ignored for embeddings).
+	Stream bool
+	// IgnoreEOS asks the server to generate exactly max_tokens (vLLM,
+	// SGLang); OpenAI itself rejects the field.
+	IgnoreEOS bool
+	// Timeout bounds a whole request (0: none).
+	Timeout time.Duration
+	// IdleTimeout bounds the silence between two reads of a response
+	// (0: none); a stalled stream fails with record.Timeout.
+	IdleTimeout time.Duration
+	// MaxLine bounds one SSE line (0: sse.DefaultMaxLine).
+	MaxLine int
+	// Tokenizer counts output tokens when the server reports no usage, and
+	// on every TokenizerSample-th request to check usage against it.
+	Tokenizer       tokenizer.Counter
+	TokenizerSample int
+	// Headers are added to every request.
+	Headers http.Header
+	// TraceHeader sends a W3C traceparent header with a fresh trace id and
+	// span id on every request, kept in the record (record.Record.TraceID).
+	TraceHeader bool
+	// HTTP is the client to send with (nil: a Client tuned for load, see
+	// NewTransport).
+	HTTP *http.Client
+}
+
+// Client sends OpenAI API requests. It is safe for concurrent use.
+type Client struct {
+	cfg      Config
+	endpoint string
+	http     *http.Client
+	pool     sync.Pool // *stream
+}
+
+// NewTransport returns an HTTP transport for load generation: no
+// connection limit, many idle connections, no transparent compression
+// (which would hide when bytes arrive).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 100000,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		TLSHandshakeTimeout: 10 * time.Second,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8000/v1", Redact(cfg.BaseURL))
+	}
+	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings"}[cfg.API]
+	if path == "" {
+		return nil, fmt.Errorf("api %q: use chat, completions or embeddings", cfg.API)
+	}
+	c := &Client{cfg: cfg, endpoint: strings.TrimRight(cfg.BaseURL, "/") + path, http: cfg.HTTP}
+	if c.http == nil {
+		c.http = &http.Client{Transport: NewTransport()}
+	}
+	c.pool.New = func() any { return &stream{} }
+	return c, nil
+}
+
+// Redact removes credentials and query values from a URL for display.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparsable URL>"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		u.RawQuery = "<redacted>"
+	}
+	return u.String()
+}
+
+// stream is the per-request parsing state, pooled.
+type stream struct {
+	sse    sse.Reader
+	parser fastjson.Parser
+	ev     sse.Event
+	text   []byte // output text, for the tokenizer
+	bounds []int  // end offset in text of each content-bearing event
+}
+
+type chatBody struct {
+	Model         string             `json:"model"`
+	Messages      []workload.Message `json:"messages,omitempty"`
+	Prompt        *string            `json:"prompt,omitempty"`
+	Input         *string            `json:"input,omitempty"`
+	MaxTokens     int                `json:"max_tokens,omitempty"`
+	Stream        bool               `json:"stream,omitempty"`
+	StreamOptions *streamOptions     `json:"stream_options,omitempty"`
+	IgnoreEOS     bool               `json:"ignore_eos,omitempty"`
+	Tools         json.RawMessage    `json:"tools,omitempty"`
+	User          string             `json:"user,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// Body returns the JSON body Do sends for req: req.Body as it is when the
+// workload gives a whole body, else one built from its fields.
+func (c *Client) Body(req *workload.Request) ([]byte, error) {
+	if len(req.Body) > 0 {
+		return req.Body, nil
+	}
+	b := chatBody{Model: c.cfg.Model, User: req.Session}
+	switch c.cfg.API {
+	case Embeddings:
+		p := req.Prompt
+		b.Input = &p
+		return json.Marshal(b)
+	case Chat:
+		b.Messages = req.Messages
+		if len(b.Messages) == 0 {
+			b.Messages = []workload.Message{{Role: "user", Content: req.Prompt}}
+		}
+		b.Tools = req.Tools
+	case Completions:
+		p := req.Prompt
+		if p == "" && len(req.Messages) > 0 {
+			p = req.Messages[len(req.Messages)-1].Content
+		}
+		b.Prompt = &p
+	}
+	b.MaxTokens = req.MaxTokens
+	b.IgnoreEOS = c.cfg.IgnoreEOS && req.MaxTokens > 0
+	if c.cfg.Stream {
+		b.Stream = true
+		b.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	return json.Marshal(b)
+}
+
+type causeKey struct{}
+
+var (
+	errStalled = errors.New("no data from the server within the idle timeout")
+	errTimeout = errors.New("request timed out")
+)
+
+// Do implements engine.Client.
+func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
+	body, err := c.Body(req)
+	if err != nil {
+		rec.Fail(record.RequestFailed, "encoding request: "+err.Error(), time.Now())
+		return
+	}
+	rec.RequestedOutput = req.MaxTokens
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.cfg.Timeout > 0 {
+		t := time.AfterFunc(c.cfg.Timeout, func() { cancel(errTimeout) })
+		defer t.Stop()
+	}
+	var idle *time.Timer
+	if c.cfg.IdleTimeout > 0 {
+		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errStalled) })
+		defer idle.Stop()
+	}
+	// WroteRequest runs on the transport's writer goroutine, which Do does
+	// not wait for: hand the time over atomically, as an offset from Sent.
+	var written atomic.Int64
+	defer func() {
+		if d := written.Load(); d > 0 {
+			rec.Written = rec.Sent.Add(time.Duration(d))
+		}
+	}()
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { written.Store(max(int64(time.Since(rec.Sent)), 1)) }}
+	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		rec.Fail(record.RequestFailed, err.Error(), time.Now())
+		return
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if c.cfg.Stream && c.cfg.API != Embeddings {
+		hreq.Header.Set("Accept", "text/event-stream")
+	}
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	if c.cfg.TraceHeader {
+		hreq.Header["Traceparent"] = []string{rec.NewTrace()}
+	}
+	for k, v := range c.cfg.Headers {
+		hreq.Header[k] = v
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		kind, msg := classify(ctx, err)
+		rec.Fail(kind, msg, time.Now())
+		return
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+		rec.Fail(record.HTTPStatus(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet)), time.Now())
+		return
+	}
+	var src io.Reader = resp.Body
+	if idle != nil {
+		src = idleReader{r: resp.Body, t: idle, d: c.cfg.IdleTimeout}
+	}
+	st := c.pool.Get().(*stream)
+	defer c.pool.Put(st)
+	st.text, st.bounds = st.text[:0], st.bounds[:0]
+	if c.cfg.Stream && c.cfg.API != Embeddings {
+		err = c.readStream(st, src, rec, req.KeepAnswer)
+	} else {
+		err = c.readWhole(st, src, rec, req.KeepAnswer)
+	}
+	if err != nil {
+		kind, msg := classify(ctx, err)
+		if kind == record.RequestFailed {
+			kind = record.StreamBroken
+		}
+		rec.Fail(kind, msg, time.Now())
+		return
+	}
+	c.finish(st, req, rec)
+}
+
+// idleReader resets the idle timer on every read.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (i idleReader) Read(p []byte) (int, error) {
+	n, err := i.r.Read(p)
+	if n > 0 {
+		i.t.Reset(i.d)
+	}
+	return n, err
+}
+
+// classify maps a transport error to an error kind and a message.
+func classify(ctx context.Context, err error) (record.ErrorKind, string) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTimeout), errors.Is(cause, errStalled):
+		return record.Timeout, cause.Error()
+	case cause != nil:
+		return record.Cancelled, "cancelled: the run was stopping"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return record.Connect, err.Error()
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return record.Timeout, err.Error()
+	}
+	if errors.Is(err, sse.ErrLineTooLong) {
+		return record.StreamBroken, err.Error()
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return record.StreamBroken, "connection closed mid-response: " + err.Error()
+	}
+	return record.RequestFailed, err.Error()
+}
+
+// errNoDone is a stream that ended without its [DONE] event.
+var errNoDone = errors.New("stream ended without data: [DONE]")
+
+// readStream reads an SSE response into rec; keep keeps the answer text
+// in rec.Answer.
+func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep bool) error {
+	st.sse.Reset(body, c.cfg.MaxLine, nil)
+	var last time.Time
+	for {
+		if err := st.sse.Next(&st.ev); err != nil {
+			if err == io.EOF {
+				return errNoDone
+			}
+			return err
+		}
+		data := st.ev.Data
+		if len(data) == 6 && string(data) == "[DONE]" {
+			rec.End = st.ev.At
+			return nil
+		}
+		v, err := st.parser.ParseBytes(data)
+		if err != nil {
+			return fmt.Errorf("bad event data %.80q: %w", data, err)
+		}
+		if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+			return fmt.Errorf("error event: %s", truncate(e.String(), 300))
+		}
+		if rec.Model == "" {
+			if m := v.GetStringBytes("model"); len(m) > 0 {
+				rec.Model = string(m)
+			}
+		}
+		if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+			readUsage(u, rec)
+		}
+		reasoning, answer := false, false
+		for _, ch := range v.GetArray("choices") {
+			d := ch.Get("delta")
+			if d == nil {
+				// /v1/completions chunks carry text directly.
+				if t := ch.GetStringBytes("text"); len(t) > 0 {
+					answer = true
+					st.text = append(st.text, t...)
+					if keep {
+						rec.Answer = append(rec.Answer, t...)
+					}
+				}
+				continue
+			}
+			if t := d.GetStringBytes("content"); len(t) > 0 {
+				answer = true
+				st.text = append(st.text, t...)
+				if keep {
+					rec.Answer = append(rec.Answer, t...)
+				}
+			}
+			if t := d.GetStringBytes("reasoning_content"); len(t) > 0 {
+				reasoning = true
+				st.text = append(st.text, t...)
+			} else if t := d.GetStringBytes("reasoning"); len(t) > 0 {
+				reasoning = true
+				st.text = append(st.text, t...)
+			}
+			if tc := d.GetArray("tool_calls"); len(tc) > 0 {
+				answer = true
+				for _, call := range tc {
+					name := call.GetStringBytes("function", "name")
+					if len(name) > 0 {
+						rec.ToolCalls++ // a call's name comes in its first delta
+					}
+					st.text = append(st.text, name...)
+					st.text = append(st.text, call.GetStringBytes("function", "arguments")...)
+					if keep {
+						rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
+					}
+				}
+			}
+		}
+		if !reasoning && !answer {
+			continue // role-only, empty and usage-only chunks are not tokens
+		}
+		at := st.ev.At
+		if rec.FirstToken.IsZero() {
+			rec.FirstToken = at
+		} else {
+			rec.Gaps = append(rec.Gaps, at.Sub(last))
+		}
+		last = at
+		if reasoning && rec.FirstReasoning.IsZero() {
+			rec.FirstReasoning = at
+		}
+		if answer && rec.FirstAnswer.IsZero() {
+			rec.FirstAnswer = at
+		}
+		rec.Chunks++
+		st.bounds = append(st.bounds, len(st.text))
+	}
+}
+
+func readUsage(u *fastjson.Value, rec *record.Record) {
+	if p := u.Get("prompt_tokens"); p != nil {
+		rec.InputTokens = p.GetInt()
+	}
+	if ct := u.Get("completion_tokens"); ct != nil {
+		rec.UsageTokens = ct.GetInt()
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// maxWholeBody bounds a non-streamed response.
+const maxWholeBody = 256 << 20
+
+// readWhole reads a non-streamed response into rec; keep keeps the answer
+// text in rec.Answer.
+func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep bool) error {
+	b, err := io.ReadAll(io.LimitReader(body, maxWholeBody+1))
+	if err != nil {
+		return err
+	}
+	rec.End = time.Now()
+	if len(b) > maxWholeBody {
+		return fmt.Errorf("response longer than %d bytes", maxWholeBody)
+	}
+	v, err := st.parser.ParseBytes(b)
+	if err != nil {
+		return fmt.Errorf("bad response body %.80q: %w", b, err)
+	}
+	if m := v.GetStringBytes("model"); len(m) > 0 {
+		rec.Model = string(m)
+	}
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		readUsage(u, rec)
+	}
+	if c.cfg.API == Embeddings {
+		if len(v.GetArray("data")) == 0 {
+			return errors.New("embeddings response has no data")
+		}
+		rec.FirstToken = rec.End
+		return nil
+	}
+	for _, ch := range v.GetArray("choices") {
+		ans := len(st.text)
+		st.text = append(st.text, ch.GetStringBytes("text")...)
+		st.text = append(st.text, ch.GetStringBytes("message", "content")...)
+		if keep {
+			rec.Answer = append(rec.Answer, st.text[ans:]...)
+		}
+		if r := ch.GetStringBytes("message", "reasoning_content"); len(r) > 0 {
+			st.text = append(st.text, r...)
+			rec.FirstReasoning = rec.End
+		}
+		for _, call := range ch.GetArray("message", "tool_calls") {
+			rec.ToolCalls++
+			st.text = append(st.text, call.GetStringBytes("function", "name")...)
+			st.text = append(st.text, call.GetStringBytes("function", "arguments")...)
+			if keep {
+				rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
+			}
+		}
+	}
+	if len(st.text) > 0 {
+		// The whole answer arrives at once: its first token is its end.
+		rec.FirstToken, rec.FirstAnswer = rec.End, rec.End
+		rec.Chunks = 1
+		st.bounds = append(st.bounds, len(st.text))
+	}
+	return nil
+}
+
+// finish settles token counts and empty output once a response is read.
+func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
+	if c.cfg.API == Embeddings {
+		if rec.InputTokens == 0 {
+			rec.InputTokens = req.InputTokens
+		}
+		return
+	}
+	if rec.Chunks == 0 {
+		rec.Fail(record.EmptyOutput, "the response carried no generated content", rec.End)
+		return
+	}
+	if rec.InputTokens == 0 {
+		rec.InputTokens = req.InputTokens
+	}
+	tok := c.cfg.Tokenizer
+	sample := c.cfg.TokenizerSample > 0 && rec.Seq%uint64(c.cfg.TokenizerSample) == 0
+	if tok != nil && (rec.UsageTokens < 0 || sample) {
+		rec.TokenizerTokens = tok.Count(string(st.text))
+	}
+	switch {
+	case rec.UsageTokens >= 0:
+		rec.OutputTokens, rec.OutputSource = rec.UsageTokens, record.TokensUsage
+	case rec.TokenizerTokens >= 0:
+		rec.OutputTokens, rec.OutputSource = rec.TokenizerTokens, record.TokensTokenizer
+	default:
+		rec.OutputTokens, rec.OutputSource = rec.Chunks, record.TokensNone
+	}
+	// Tokens per chunk: one each when the counts agree; otherwise count
+	// each chunk's text when a tokenizer is at hand.
+	if rec.OutputTokens != rec.Chunks && tok != nil && c.cfg.Stream {
+		prev := 0
+		for _, end := range st.bounds {
+			rec.ChunkTokens = append(rec.ChunkTokens, int32(tok.Count(string(st.text[prev:end]))))
+			prev = end
+		}
+	}
+}

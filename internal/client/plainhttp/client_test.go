@@ -1,0 +1,107 @@
+package plainhttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
+)
+
+func do(t *testing.T, c *Client, ctx context.Context, req *workload.Request) *record.Record {
+	t.Helper()
+	rec := &record.Record{}
+	rec.Reset()
+	rec.Sent = time.Now()
+	c.Do(ctx, req, rec)
+	return rec
+}
+
+func TestTimeToFirstByteAndEnd(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != "POST" || r.URL.Path != "/search" || string(b) != `{"q":1}` || r.Header.Get("X-K") != "v" {
+			http.Error(w, "bad request "+r.Method+r.URL.Path+string(b), 400)
+			return
+		}
+		time.Sleep(40 * time.Millisecond)
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		time.Sleep(60 * time.Millisecond)
+		io.WriteString(w, "done")
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, Headers: http.Header{"X-K": {"v"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := do(t, c, context.Background(), &workload.Request{Method: "POST", Path: "/search", Body: []byte(`{"q":1}`)})
+	if rec.Failed() {
+		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+	}
+	ttfb, _ := rec.TTFT()
+	if ttfb < 38*time.Millisecond || ttfb > 60*time.Millisecond {
+		t.Errorf("time to first byte %v, want about 40 ms", ttfb)
+	}
+	if e2e := rec.E2E(); e2e < 98*time.Millisecond || e2e > 130*time.Millisecond {
+		t.Errorf("E2E %v, want about 100 ms", e2e)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/429":
+			w.WriteHeader(429)
+		case "/503":
+			w.WriteHeader(503)
+		case "/hang":
+			select {
+			case <-time.After(5 * time.Second):
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	c, _ := New(Config{BaseURL: srv.URL})
+	if rec := do(t, c, context.Background(), &workload.Request{Path: "/429"}); rec.Err != record.RateLimited {
+		t.Errorf("429: %q", rec.Err)
+	}
+	if rec := do(t, c, context.Background(), &workload.Request{Path: "/503"}); rec.Err != "http_503" {
+		t.Errorf("503: %q", rec.Err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	t0 := time.Now()
+	if rec := do(t, c, ctx, &workload.Request{Path: "/hang"}); rec.Err != record.Cancelled || time.Since(t0) > 2*time.Second {
+		t.Errorf("cancel: %q after %v", rec.Err, time.Since(t0))
+	}
+	short, _ := New(Config{BaseURL: srv.URL, Timeout: 100 * time.Millisecond})
+	if rec := do(t, short, context.Background(), &workload.Request{Path: "/hang"}); rec.Err != record.Timeout {
+		t.Errorf("timeout: %q %s", rec.Err, rec.ErrMsg)
+	}
+	if _, err := New(Config{BaseURL: "ftp://x"}); err == nil || !strings.Contains(err.Error(), "http") {
+		t.Errorf("bad URL accepted: %v", err)
+	}
+}
+
+func TestTraceHeader(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("traceparent")
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, TraceHeader: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := do(t, c, context.Background(), &workload.Request{Path: "/"})
+	if h := <-got; rec.Failed() || h == "" || h != record.TraceParent(rec.TraceID, rec.SpanID) {
+		t.Fatalf("traceparent %q, record trace %x/%x (%s)", h, rec.TraceID, rec.SpanID, rec.ErrMsg)
+	}
+}

@@ -1,0 +1,209 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spate-dev/spate/internal/engine"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/workload/payload"
+)
+
+// Workflow runs a Spec's steps for every request. It is an engine.Client.
+type Workflow struct {
+	spec  *Spec
+	steps []step
+	hc    *http.Client
+	// Vars are seen by every step's templates as {{.Vars.NAME}} (e.g.
+	// target: the run's --target).
+	vars map[string]any
+	seed uint64
+}
+
+var _ engine.Client = (*Workflow)(nil)
+
+// Config is what a Workflow needs besides its Spec.
+type Config struct {
+	// Vars are seen by every template as {{.Vars.NAME}}; spate run sets
+	// target to --target.
+	Vars map[string]any
+	// Headers are sent with every step whose URL is on HeadersHost
+	// (host:port) — e.g. Authorization for the LLM API, never leaked to
+	// other services a workflow calls. Empty HeadersHost: no step.
+	Headers     http.Header
+	HeadersHost string
+	// Seed fixes the templates' random functions.
+	Seed uint64
+}
+
+// New compiles spec.
+func New(spec *Spec, cfg Config) (*Workflow, error) {
+	steps, err := compile(spec)
+	if err != nil {
+		return nil, err
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	w := &Workflow{spec: spec, steps: steps, hc: &http.Client{Transport: headerTransport{t, cfg.Headers, cfg.HeadersHost}}, vars: cfg.Vars, seed: cfg.Seed}
+	return w, nil
+}
+
+// Spec returns the workflow's definition.
+func (w *Workflow) Spec() *Spec { return w.spec }
+
+// StepNames returns the steps' names in order.
+func (w *Workflow) StepNames() []string {
+	names := make([]string, len(w.steps))
+	for i, s := range w.steps {
+		names[i] = s.name
+	}
+	return names
+}
+
+type headerTransport struct {
+	rt   http.RoundTripper
+	h    http.Header
+	host string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.host == "" || r.URL.Host != t.host {
+		return t.rt.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for k, vs := range t.h {
+		if r.Header.Get(k) == "" {
+			for _, v := range vs {
+				r.Header.Add(k, v)
+			}
+		}
+	}
+	return t.rt.RoundTrip(r)
+}
+
+// Do implements engine.Client: it runs the steps in order, each seeing the
+// request's variables (prompt, the dataset line's vars) and the values
+// earlier steps extracted, and records each step's start, end and error.
+// The first step that fails fails the workflow, with its name in the
+// message; the steps after it do not run.
+func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
+	vars := make(map[string]any, len(w.vars)+len(req.Vars)+len(w.steps)+2)
+	for k, v := range w.vars {
+		vars[k] = v
+	}
+	for k, v := range req.Vars {
+		vars[k] = v
+	}
+	vars["prompt"] = req.Prompt
+	vars["seq"] = rec.Seq
+	data := payload.NewData(rec.Seq, vars, w.seed)
+	rec.Steps = rec.Steps[:0]
+	for i := range w.steps {
+		st := &w.steps[i]
+		start := time.Now()
+		out, body, kind, err := w.run(ctx, st, data)
+		end := time.Now()
+		rec.Steps = append(rec.Steps, record.Step{Name: st.name, Start: start, End: end, Err: kind})
+		if err != nil {
+			rec.Fail(kind, "step "+st.name+": "+err.Error(), end)
+			return
+		}
+		vars[st.name] = out
+		if i == len(w.steps)-1 && req.KeepAnswer {
+			// The last step's answer is the workflow's, for answer checks.
+			rec.Answer = append(rec.Answer[:0], body...)
+		}
+	}
+	rec.End = time.Now()
+	rec.FirstToken = rec.End
+	rec.Status = 200
+}
+
+// run sends one step and returns its extracted values and its response
+// body.
+func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data) (map[string]any, []byte, record.ErrorKind, error) {
+	url, err := st.url.Execute(data)
+	if err != nil {
+		return nil, nil, record.RequestFailed, err
+	}
+	var body io.Reader
+	if st.body != nil {
+		b, err := st.body.Execute(data)
+		if err != nil {
+			return nil, nil, record.RequestFailed, err
+		}
+		body = strings.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, st.timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, st.method, url, body)
+	if err != nil {
+		return nil, nil, record.RequestFailed, fmt.Errorf("building %s %s: %w", st.method, url, err)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	for k, t := range st.headers {
+		v, err := t.Execute(data)
+		if err != nil {
+			return nil, nil, record.RequestFailed, err
+		}
+		hr.Header.Set(k, v)
+	}
+	resp, err := w.hc.Do(hr)
+	if err != nil {
+		return nil, nil, classify(ctx, err), err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, nil, classify(ctx, err), fmt.Errorf("reading the response: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, nil, record.HTTPStatus(resp.StatusCode), fmt.Errorf("HTTP %d: %s", resp.StatusCode, trimBody(b))
+	}
+	if len(st.extract) == 0 {
+		return nil, b, record.OK, nil
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, record.BadResponse, fmt.Errorf("the response is not JSON (%v): %s", err, trimBody(b))
+	}
+	out := make(map[string]any, len(st.extract))
+	for _, x := range st.extract {
+		got, err := lookup(v, x.path)
+		if err != nil {
+			return nil, nil, record.BadResponse, fmt.Errorf("extract %s: %w", x.name, err)
+		}
+		out[x.name] = got
+	}
+	return out, b, record.OK, nil
+}
+
+func classify(ctx context.Context, err error) record.ErrorKind {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return record.Timeout
+	}
+	if ctx.Err() != nil {
+		return record.Cancelled
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return record.Connect
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return record.Timeout
+	}
+	return record.RequestFailed
+}

@@ -1,0 +1,636 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/result"
+)
+
+// Metric names, as keys of result.Scenario.Metrics.
+const (
+	TTFT           = "ttft_ms"
+	ITL            = "itl_ms"
+	TPOT           = "tpot_ms"
+	E2E            = "e2e_ms"
+	TTFTIntended   = "ttft_intended_ms"
+	E2EIntended    = "e2e_intended_ms"
+	FirstReasoning = "first_reasoning_ms"
+	FirstAnswer    = "first_answer_ms"
+	TokensPerChunk = "tokens_per_chunk"
+	OutputTokens   = "output_tokens"
+	InputTokens    = "input_tokens"
+	// Complexity is the distribution of requests' complexity scores (0–100).
+	Complexity  = "complexity"
+	ScheduleLag = "schedule_lag_ms"
+	SlotWait    = "slot_wait_ms"
+	SendDelay   = "send_delay_ms"
+)
+
+// DefaultLagBound is the schedule-lag p99 above which a run is not a valid
+// measurement of its target.
+const DefaultLagBound = 10 * time.Millisecond
+
+// Config describes the load a Recorder measures.
+type Config struct {
+	Start          time.Time
+	SLO            SLO
+	Mode           string // "open" or "closed"
+	Arrival        string
+	TargetRate     float64 // open loop only
+	Concurrency    int     // closed loop only
+	MaxConcurrency int
+	LagBound       time.Duration // 0: DefaultLagBound
+	Tokenizer      string
+	// Window, when positive, keeps that many recent seconds for
+	// WindowLookup (thresholds evaluated during the run).
+	Window time.Duration
+}
+
+// Recorder aggregates the records of one scenario. It is safe for
+// concurrent use; memory does not grow with the number of requests (only
+// the per-second series grows, with the duration).
+type Recorder struct {
+	cfg Config
+
+	mu    sync.Mutex
+	hists map[string]*Hist
+
+	total, succeeded, failed, cancelled, warmup, good int
+	errors                                            map[string]int
+	errorSamples                                      map[string]string
+	inputTokens, outputTokens                         int64
+	fromUsage, fromTokenizer                          int
+	discAbs, discBase                                 int64
+	discN                                             int
+
+	firstSent, lastSent         time.Time
+	firstIntended, lastIntended time.Time
+	sentN                       int
+	lastEnd                     time.Time
+
+	inFlight int
+	model    string
+	win      *window
+	winSecs  int
+	series   result.Series
+	secHist  *hdr.Histogram // TTFT of the current second
+	secE2E   *hdr.Histogram // E2E of the current second's successes
+	curSec   int
+
+	normIn          float64 // normalised input tokens of successes
+	normN           int     // successes whose normalised input was known
+	groups          breakdown
+	checked, passed int
+	byCheck         map[string]*result.CheckCount
+}
+
+// New returns a Recorder for one scenario.
+func New(cfg Config) *Recorder {
+	if cfg.LagBound <= 0 {
+		cfg.LagBound = DefaultLagBound
+	}
+	r := &Recorder{
+		cfg:          cfg,
+		hists:        map[string]*Hist{},
+		errors:       map[string]int{},
+		errorSamples: map[string]string{},
+		secHist:      hdr.New(1, latencyMax, 2),
+		secE2E:       hdr.New(1, latencyMax, 2),
+		groups:       breakdown{},
+		byCheck:      map[string]*result.CheckCount{},
+	}
+	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
+		r.hists[k] = newLatencyHist()
+	}
+	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
+		r.hists[k] = newCountHist()
+	}
+	if cfg.Window > 0 {
+		r.winSecs = max(int((cfg.Window+time.Second-1)/time.Second), 1)
+		r.win = newWindow(r.winSecs)
+	}
+	return r
+}
+
+func (r *Recorder) sec(t time.Time) int {
+	s := int(t.Sub(r.cfg.Start) / time.Second)
+	if s < 0 {
+		s = 0
+	}
+	return s
+}
+
+// grow extends the series to hold second s.
+func (r *Recorder) grow(s int) {
+	for len(r.series.SentPerS) <= s {
+		r.series.SentPerS = append(r.series.SentPerS, 0)
+		r.series.CompletedPerS = append(r.series.CompletedPerS, 0)
+		r.series.ErrorsPerS = append(r.series.ErrorsPerS, 0)
+		r.series.InFlight = append(r.series.InFlight, r.inFlight)
+		r.series.OutputTokens = append(r.series.OutputTokens, 0)
+		r.series.TTFTp50ms = append(r.series.TTFTp50ms, 0)
+		r.series.TTFTp99ms = append(r.series.TTFTp99ms, 0)
+		r.series.TTFTMeanMS = append(r.series.TTFTMeanMS, 0)
+		r.series.E2Ep50ms = append(r.series.E2Ep50ms, 0)
+		r.series.E2Ep99ms = append(r.series.E2Ep99ms, 0)
+		r.series.E2EMeanMS = append(r.series.E2EMeanMS, 0)
+	}
+}
+
+// Sent notes that a request was sent at t (intended at intended); warm-up
+// requests count in the series only.
+func (r *Recorder) Sent(t, intended time.Time, warmup bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sec(t)
+	r.grow(s)
+	r.series.SentPerS[s]++
+	r.inFlight++
+	if r.inFlight > r.series.InFlight[s] {
+		r.series.InFlight[s] = r.inFlight
+	}
+	if warmup {
+		return
+	}
+	if r.sentN == 0 || t.Before(r.firstSent) {
+		r.firstSent = t
+	}
+	if t.After(r.lastSent) {
+		r.lastSent = t
+	}
+	if r.sentN == 0 || intended.Before(r.firstIntended) {
+		r.firstIntended = intended
+	}
+	if intended.After(r.lastIntended) {
+		r.lastIntended = intended
+	}
+	r.sentN++
+}
+
+// flushSec closes the per-second latency figures of the current second.
+func (r *Recorder) flushSec() {
+	if r.secHist.TotalCount() > 0 && r.curSec < len(r.series.TTFTp50ms) {
+		r.series.TTFTp50ms[r.curSec] = float64(r.secHist.ValueAtPercentile(50)) / 1000
+		r.series.TTFTp99ms[r.curSec] = float64(r.secHist.ValueAtPercentile(99)) / 1000
+		r.series.TTFTMeanMS[r.curSec] = r.secHist.Mean() / 1000
+	}
+	if r.secE2E.TotalCount() > 0 && r.curSec < len(r.series.E2Ep50ms) {
+		r.series.E2Ep50ms[r.curSec] = float64(r.secE2E.ValueAtPercentile(50)) / 1000
+		r.series.E2Ep99ms[r.curSec] = float64(r.secE2E.ValueAtPercentile(99)) / 1000
+		r.series.E2EMeanMS[r.curSec] = r.secE2E.Mean() / 1000
+	}
+	r.secHist.Reset()
+	r.secE2E.Reset()
+}
+
+// Record adds a finished request. Every request passed to Sent must be
+// passed to Record exactly once.
+func (r *Recorder) Record(rec *record.Record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inFlight--
+	s := r.sec(rec.End)
+	r.grow(s)
+	if rec.Err == record.Cancelled {
+		if !rec.Warmup {
+			r.cancelled++
+			r.total++
+		}
+		return
+	}
+	r.series.CompletedPerS[s]++
+	if rec.Failed() {
+		r.series.ErrorsPerS[s]++
+	}
+	r.series.OutputTokens[s] += int64(rec.OutputTokens)
+	if s > r.curSec {
+		r.flushSec()
+		r.curSec = s
+	}
+	ttft, hasTTFT := rec.TTFT()
+	if hasTTFT {
+		r.secHist.RecordValue(int64(ttft / time.Microsecond))
+	}
+	if !rec.Failed() {
+		r.secE2E.RecordValue(max(int64(rec.E2E()/time.Microsecond), 1))
+	}
+	if rec.Warmup {
+		r.warmup++
+		return
+	}
+	r.total++
+	if rec.Model != "" && rec.Model != r.model {
+		r.model = rec.Model
+	}
+	if rec.End.After(r.lastEnd) {
+		r.lastEnd = rec.End
+	}
+	lag := rec.Lag()
+	r.hists[ScheduleLag].recordDuration(lag)
+	if rec.Complexity > 0 {
+		r.hists[Complexity].recordCount(int64(math.Round(rec.Complexity)))
+	}
+	r.hists[SlotWait].recordDuration(rec.SlotWait)
+	if !rec.Written.IsZero() {
+		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
+	}
+	if rec.Failed() {
+		if r.win != nil {
+			r.win.add(s, rec, false)
+		}
+		r.failed++
+		r.groups.fail(rec)
+		k := string(rec.Err)
+		r.errors[k]++
+		if _, ok := r.errorSamples[k]; !ok && rec.ErrMsg != "" {
+			r.errorSamples[k] = rec.ErrMsg
+		}
+		return
+	}
+	r.succeeded++
+	if rec.NormInput > 0 {
+		r.normIn += rec.NormInput
+		r.normN++
+	}
+	r.inputTokens += int64(rec.InputTokens)
+	r.outputTokens += int64(rec.OutputTokens)
+	switch rec.OutputSource {
+	case record.TokensUsage:
+		r.fromUsage++
+	case record.TokensTokenizer:
+		r.fromTokenizer++
+	}
+	if rec.UsageTokens >= 0 && rec.TokenizerTokens >= 0 {
+		d := rec.UsageTokens - rec.TokenizerTokens
+		if d < 0 {
+			d = -d
+		}
+		r.discAbs += int64(d)
+		r.discBase += int64(rec.UsageTokens)
+		r.discN++
+	}
+	r.hists[OutputTokens].recordCount(int64(rec.OutputTokens))
+	r.hists[InputTokens].recordCount(int64(rec.InputTokens))
+	e2e := rec.E2E()
+	r.hists[E2E].recordDuration(e2e)
+	r.hists[E2EIntended].recordDuration(e2e + lag)
+	if hasTTFT {
+		r.hists[TTFT].recordDuration(ttft)
+		r.hists[TTFTIntended].recordDuration(ttft + lag)
+	}
+	if !rec.FirstReasoning.IsZero() {
+		r.hists[FirstReasoning].recordDuration(rec.FirstReasoning.Sub(rec.Sent))
+	}
+	if !rec.FirstAnswer.IsZero() {
+		r.hists[FirstAnswer].recordDuration(rec.FirstAnswer.Sub(rec.Sent))
+	}
+	var maxGap time.Duration
+	for _, g := range rec.Gaps {
+		r.hists[ITL].recordDuration(g)
+		maxGap = max(maxGap, g)
+	}
+	switch {
+	case len(rec.ChunkTokens) > 0:
+		for _, n := range rec.ChunkTokens {
+			r.hists[TokensPerChunk].recordCount(int64(n))
+		}
+	case rec.Chunks > 0 && rec.OutputTokens == rec.Chunks:
+		r.hists[TokensPerChunk].h.RecordValues(1, int64(rec.Chunks))
+	}
+	tpot, hasTPOT := rec.TPOT()
+	if hasTPOT {
+		r.hists[TPOT].recordDuration(tpot)
+	}
+	slo := r.cfg.SLO
+	good := (slo.TTFT == 0 || (hasTTFT && ttft <= slo.TTFT)) &&
+		(slo.TPOT == 0 || !hasTPOT || tpot <= slo.TPOT) &&
+		(slo.ITL == 0 || maxGap <= slo.ITL) &&
+		(slo.E2E == 0 || e2e <= slo.E2E)
+	if good {
+		r.good++
+	}
+	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
+	if len(rec.Checks) > 0 {
+		r.checked++
+		if rec.ChecksPassed() {
+			r.passed++
+		}
+		for _, c := range rec.Checks {
+			cc := r.byCheck[c.Name]
+			if cc == nil {
+				cc = &result.CheckCount{}
+				r.byCheck[c.Name] = cc
+			}
+			cc.Evaluated++
+			if c.Pass {
+				cc.Passed++
+			}
+		}
+	}
+	if r.win != nil {
+		r.win.add(s, rec, good)
+	}
+}
+
+// Scenario computes the scenario's figures, and its histograms encoded for
+// the result file. end is when the scenario stopped.
+func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[string]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushSec()
+	sc := result.Scenario{
+		Name:      name,
+		StartedAt: r.cfg.Start,
+		DurationS: end.Sub(r.cfg.Start).Seconds(),
+		Requests: result.Requests{
+			Total: r.total, Succeeded: r.succeeded, Failed: r.failed, Cancelled: r.cancelled,
+			Warmup: r.warmup, Errors: r.errors, ErrorSamples: r.errorSamples,
+		},
+		Metrics: map[string]result.Dist{},
+		Series:  r.series,
+	}
+	enc := map[string]string{}
+	for k, h := range r.hists {
+		if h.h.TotalCount() == 0 {
+			continue
+		}
+		switch k {
+		case ScheduleLag, SlotWait, SendDelay:
+		default:
+			sc.Metrics[k] = h.Summary()
+		}
+		e, err := h.Encode()
+		if err != nil {
+			return sc, nil, err
+		}
+		enc[k] = e
+	}
+	// The measurement window runs from the first measured send to the last
+	// measured completion.
+	window := r.lastEnd.Sub(r.firstSent).Seconds()
+	if window > 0 {
+		sc.Throughput = result.Throughput{
+			RequestsPerS:     float64(r.succeeded) / window,
+			InputTokensPerS:  float64(r.inputTokens) / window,
+			OutputTokensPerS: float64(r.outputTokens) / window,
+			TotalTokensPerS:  float64(r.inputTokens+r.outputTokens) / window,
+		}
+		sc.Goodput.RequestsPerS = float64(r.good) / window
+		if r.normN > 0 && r.normN == r.succeeded {
+			sc.Throughput.NormalizedTokensPerS = (r.normIn + float64(r.outputTokens)) / window
+		}
+	}
+	if done := r.succeeded + r.failed; done > 0 {
+		sc.Goodput.Fraction = float64(r.good) / float64(done)
+	}
+	sc.Breakdown = r.groups.result(window)
+	if r.checked > 0 {
+		sc.Checks = &result.Checks{CheckFigures: *checkFigures(r.checked, r.passed, window), ByCheck: map[string]result.CheckCount{}}
+		for name, c := range r.byCheck {
+			sc.Checks.ByCheck[name] = *c
+		}
+	}
+	sc.Goodput.SLOms = r.cfg.SLO.Millis()
+	sc.Tokens = r.tokens()
+	sc.Load = r.load()
+	if r.succeeded+r.failed == 0 {
+		sc.Warnings = append(sc.Warnings, "no request completed: there are no figures")
+	}
+	if rl := r.errors[string(record.RateLimited)]; rl > 0 && r.total > 0 && float64(rl)/float64(r.total) > 0.05 {
+		sc.Warnings = append(sc.Warnings, fmt.Sprintf("%d of %d requests were rate-limited (HTTP 429): the server pushed back on the load", rl, r.total))
+	}
+	return sc, enc, nil
+}
+
+func (r *Recorder) tokens() result.Tokens {
+	t := result.Tokens{
+		Input: r.inputTokens, Output: r.outputTokens,
+		FromUsage: r.fromUsage, FromTokenizer: r.fromTokenizer, Tokenizer: r.cfg.Tokenizer,
+	}
+	switch {
+	case r.fromUsage > 0 && r.fromTokenizer > 0:
+		t.OutputSource = "mixed"
+	case r.fromUsage > 0:
+		t.OutputSource = "usage"
+	case r.fromTokenizer > 0:
+		t.OutputSource = "tokenizer"
+	default:
+		t.OutputSource = "none"
+	}
+	if r.discN > 0 && r.discBase > 0 {
+		d := float64(r.discAbs) / float64(r.discBase)
+		t.Discrepancy = &d
+		t.DiscrepancySampled = r.discN
+	}
+	return t
+}
+
+// load works out whether the generator delivered the load it was asked for.
+func (r *Recorder) load() result.Load {
+	l := result.Load{
+		Mode: r.cfg.Mode, Arrival: r.cfg.Arrival, TargetRate: r.cfg.TargetRate,
+		Concurrency: r.cfg.Concurrency, MaxConcurrency: r.cfg.MaxConcurrency,
+		ScheduleLagMS: r.hists[ScheduleLag].Summary(),
+		SlotWaitMS:    r.hists[SlotWait].Summary(),
+		SendDelayMS:   r.hists[SendDelay].Summary(),
+		LagBoundMS:    float64(r.cfg.LagBound) / float64(time.Millisecond),
+		Valid:         true,
+	}
+	if span := r.lastSent.Sub(r.firstSent).Seconds(); r.sentN > 1 && span > 0 {
+		l.AchievedRate = float64(r.sentN-1) / span
+	}
+	bound := l.LagBoundMS
+	lag, slot, send := l.ScheduleLagMS.P99, l.SlotWaitMS.P99, l.SendDelayMS.P99
+	var problems []string
+	if r.cfg.Mode == "open" {
+		if span := r.lastIntended.Sub(r.firstIntended).Seconds(); r.sentN > 1 && span > 0 {
+			l.ScheduledRate = float64(r.sentN-1) / span
+		}
+		if lag > bound {
+			problems = append(problems, fmt.Sprintf("schedule lag p99 %.1f ms exceeds %.0f ms", lag, bound))
+		}
+		if l.ScheduledRate > 0 && l.AchievedRate < 0.95*l.ScheduledRate {
+			problems = append(problems, fmt.Sprintf("achieved %.2f req/s, more than 5%% under the scheduled %.2f req/s", l.AchievedRate, l.ScheduledRate))
+		}
+	}
+	if send > bound {
+		problems = append(problems, fmt.Sprintf("sending a request (connect and write) took %.1f ms at p99, over %.0f ms", send, bound))
+	}
+	if len(problems) == 0 {
+		return l
+	}
+	l.Valid = false
+	gen := lag - slot
+	switch {
+	case send >= slot && send >= gen:
+		l.InvalidCause = "server_backpressure"
+		l.InvalidReason = "the server was slow to accept connections or read requests, so sends were late: "
+	case slot >= gen:
+		l.InvalidCause = "concurrency_cap"
+		l.InvalidReason = fmt.Sprintf("requests waited for one of --max-concurrency %d slots (p99 wait %.1f ms), so the target rate was not offered: raise the cap or lower the rate; ", r.cfg.MaxConcurrency, slot)
+	default:
+		l.InvalidCause = "generator_saturated"
+		l.InvalidReason = "the load generator could not send on schedule (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "
+	}
+	sort.Strings(problems)
+	for i, p := range problems {
+		if i > 0 {
+			l.InvalidReason += "; "
+		}
+		l.InvalidReason += p
+	}
+	return l
+}
+
+// Lookup returns a figure for threshold evaluation: agg is "" for scalars,
+// else mean, min, max, stddev, count or p (with percentile).
+func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile float64, metric string) (float64, bool) {
+	if agg == "" {
+		total := float64(sc.Requests.Succeeded + sc.Requests.Failed)
+		switch metric {
+		case "error_rate":
+			if total == 0 {
+				return math.NaN(), true
+			}
+			return float64(sc.Requests.Failed) / total, true
+		case "goodput":
+			return sc.Goodput.Fraction, true
+		case "goodput_rps":
+			return sc.Goodput.RequestsPerS, true
+		case "rps":
+			return sc.Throughput.RequestsPerS, true
+		case "achieved_rate":
+			return sc.Load.AchievedRate, true
+		case "input_tps":
+			return sc.Throughput.InputTokensPerS, true
+		case "output_tps":
+			return sc.Throughput.OutputTokensPerS, true
+		case "total_tps":
+			return sc.Throughput.TotalTokensPerS, true
+		case "stps":
+			if sc.Checks == nil {
+				return math.NaN(), true // no request had checks: nothing to compare
+			}
+			return sc.Checks.STPS, true
+		case "recall", "recall_p5":
+			if sc.Vector == nil || sc.Vector.Recall.Count == 0 {
+				return math.NaN(), true // not a vector search stage
+			}
+			if metric == "recall_p5" {
+				return sc.Vector.Recall.P5, true
+			}
+			return sc.Vector.Recall.Mean, true
+		case "attack_success_rate", "interception_rate", "leak_rate", "false_refusal_rate":
+			return probeRate(sc.Probes, metric), true
+		}
+		return 0, false
+	}
+	key := metric + "_ms"
+	if metric == "tokens_per_chunk" {
+		key = metric
+	}
+	enc, ok := hist[key]
+	if !ok {
+		// A known distribution with no samples: no value to compare.
+		return math.NaN(), true
+	}
+	h, err := Decode(enc)
+	if err != nil {
+		return 0, false
+	}
+	scale := 1000.0
+	if metric == "tokens_per_chunk" {
+		scale = 1
+	}
+	d := Summarize(h, scale)
+	switch agg {
+	case "mean":
+		return d.Mean, true
+	case "min":
+		return d.Min, true
+	case "max":
+		return d.Max, true
+	case "stddev":
+		return d.Stddev, true
+	case "count":
+		return float64(d.Count), true
+	}
+	return float64(h.ValueAtPercentile(percentile)) / scale, true
+}
+
+// Progress is a running count, for live display.
+type Progress struct {
+	Sent, Completed, Failed, InFlight int
+	OutputTokens                      int64
+	TTFTp50ms, TTFTp99ms              float64 // of the last complete second
+}
+
+// Progress returns the counts so far.
+func (r *Recorder) Progress() Progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := Progress{InFlight: r.inFlight}
+	for i := range r.series.SentPerS {
+		p.Sent += r.series.SentPerS[i]
+		p.Completed += r.series.CompletedPerS[i]
+		p.Failed += r.series.ErrorsPerS[i]
+		p.OutputTokens += r.series.OutputTokens[i]
+	}
+	for i := r.curSec - 1; i >= 0 && i < len(r.series.TTFTp50ms); i-- {
+		if r.series.TTFTp50ms[i] > 0 {
+			p.TTFTp50ms, p.TTFTp99ms = r.series.TTFTp50ms[i], r.series.TTFTp99ms[i]
+			break
+		}
+	}
+	return p
+}
+
+// Model returns the model id the server reported most recently ("" if none).
+func (r *Recorder) Model() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.model
+}
+
+// WindowLookup evaluates a figure over the last Config.Window of complete
+// seconds before now (see Lookup); it reports false when no window is kept.
+func (r *Recorder) WindowLookup(now time.Time, agg string, percentile float64, metric string) (float64, bool) {
+	r.mu.Lock()
+	if r.win == nil {
+		r.mu.Unlock()
+		return 0, false
+	}
+	sc, hist := r.win.view(r.sec(now), r.winSecs)
+	r.mu.Unlock()
+	return Lookup(&sc, hist, agg, percentile, metric)
+}
+
+// probeRate is an overall probe rate of a stage, NaN when the stage had no
+// probes of that kind.
+func probeRate(p *result.Probes, metric string) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	var r *result.ProbeRate
+	switch metric {
+	case "attack_success_rate":
+		r = p.Overall.AttackSuccess
+	case "interception_rate":
+		r = p.Overall.Interception
+	case "leak_rate":
+		r = p.Overall.Leak
+	case "false_refusal_rate":
+		r = p.Overall.FalseRefusal
+	}
+	if r == nil || r.N == 0 {
+		return math.NaN()
+	}
+	return float64(r.K) / float64(r.N)
+}

@@ -1,0 +1,80 @@
+package report
+
+import (
+	"github.com/spate-dev/spate/internal/golden"
+
+	"bytes"
+	"testing"
+
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/result"
+)
+
+func dist(n int64, base float64) result.Dist {
+	return result.Dist{Count: n, Mean: base * 1.1, Stddev: base / 10, Min: base * 0.8, P50: base, P90: base * 1.2, P95: base * 1.3, P99: base * 1.5, P999: base * 1.9, Max: base * 2}
+}
+
+func sample() *result.Result {
+	return &result.Result{
+		Schema: result.Schema, Fingerprint: "0123456789abcdef",
+		Provenance: result.Provenance{Model: "llama"},
+		Scenarios: []result.Scenario{
+			{
+				Name: "baseline", DurationS: 60.2,
+				Load: result.Load{Mode: "open", Arrival: "poisson", TargetRate: 20, AchievedRate: 19.9, Valid: true,
+					LagBoundMS: 10, ScheduleLagMS: dist(1200, 0.4)},
+				Requests:   result.Requests{Total: 1200, Succeeded: 1195, Failed: 5, Errors: map[string]int{"http_500": 3, "timeout": 2}},
+				Throughput: result.Throughput{RequestsPerS: 19.8, InputTokensPerS: 10137, OutputTokensPerS: 2534, TotalTokensPerS: 12671},
+				Tokens:     result.Tokens{OutputSource: "usage"},
+				Metrics: map[string]result.Dist{
+					"ttft_ms": dist(1195, 81), "ttft_intended_ms": dist(1195, 81.5), "itl_ms": dist(151000, 12),
+					"tpot_ms": dist(1195, 12), "e2e_ms": dist(1195, 1605), "e2e_intended_ms": dist(1195, 1606),
+					"first_answer_ms": dist(1195, 81), "tokens_per_chunk": {Count: 151000, Mean: 1, P50: 1, Max: 1},
+				},
+				Goodput:    result.Goodput{Fraction: 0.99, RequestsPerS: 19.6, SLOms: map[string]float64{"ttft": 500, "tpot": 50}},
+				Thresholds: []threshold.Outcome{{Expr: "p99(ttft) < 800ms", Value: 121.5, Pass: true}},
+				Server: &result.Server{Figures: map[string]float64{"kv_cache_usage_peak": 0.59, "kv_cache_full_s": 0, "requests_waiting_mean": 38.5,
+					"requests_waiting_peak": 85, "requests_running_peak": 64, "queue_ttft_p99_pearson": 0.99, "queue_ttft_p99_n_eff": 2.8},
+					Warnings: []string{"http://127.0.0.1:1/metrics: connection refused"}},
+				Checks: &result.Checks{CheckFigures: result.CheckFigures{Checked: 1195, Passed: 1100, PassRate: 1100.0 / 1195, STPS: 18.2}},
+				Breakdown: map[string]map[string]result.Group{"cluster": { // the same split as intent: not shown twice
+					"comparison":  {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}},
+					"fact_lookup": {Requests: result.Requests{Total: 720, Succeeded: 717, Failed: 3}},
+				}, "intent": {
+					"fact_lookup": {Requests: result.Requests{Total: 720, Succeeded: 717, Failed: 3}, Goodput: result.Goodput{Fraction: 0.995},
+						Metrics: map[string]result.Dist{"ttft_ms": dist(717, 70), "e2e_ms": dist(717, 1400)}, Checks: &result.CheckFigures{PassRate: 0.97}},
+					"comparison": {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}, Goodput: result.Goodput{Fraction: 0.98},
+						Metrics: map[string]result.Dist{"ttft_ms": dist(478, 95), "e2e_ms": dist(478, 1900)}},
+				}},
+			},
+			{
+				Name: "peak", DurationS: 30,
+				Load: result.Load{Mode: "open", Arrival: "constant", TargetRate: 80, AchievedRate: 61, MaxConcurrency: 32,
+					LagBoundMS: 10, InvalidCause: "concurrency_cap", InvalidReason: "requests waited for slots",
+					ScheduleLagMS: dist(1800, 250)},
+				Requests:   result.Requests{Total: 1800, Succeeded: 1800, Cancelled: 3, Warmup: 40, Errors: map[string]int{}},
+				Metrics:    map[string]result.Dist{"ttft_ms": dist(1800, 300), "first_reasoning_ms": dist(1800, 200), "first_answer_ms": dist(1800, 900)},
+				Thresholds: []threshold.Outcome{{Expr: "p99(ttft) < 400ms", Value: 450, Pass: false}, {Expr: "stps >= 1", Err: "stps was not measured in this run"}},
+				Warnings:   []string{"something to know"},
+			},
+		},
+	}
+}
+
+func TestConsoleGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := Console(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "console.golden", b.Bytes())
+}
+
+func TestSweepGolden(t *testing.T) {
+	r := sample()
+	r.Scenarios[0].Goodput.Fraction = 0.95
+	var b bytes.Buffer
+	if err := Sweep(&b, r, 0.9); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "sweep.golden", b.Bytes())
+}

@@ -1,0 +1,158 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/result"
+)
+
+// Markdown writes a short summary of r for a pull-request comment: the
+// verdict, a table of stages, the thresholds and what a reader should
+// know. Strings from the result are escaped for Markdown tables.
+func Markdown(w io.Writer, r *result.Result) error {
+	var b strings.Builder
+	n, failed := 0, 0
+	for _, sc := range r.Scenarios {
+		for _, o := range sc.Thresholds {
+			n++
+			if !o.Pass {
+				failed++
+			}
+		}
+	}
+	switch {
+	case n == 0:
+		b.WriteString("### spate: no thresholds")
+	case r.ThresholdsPassed:
+		fmt.Fprintf(&b, "### spate: ✅ PASS (%d threshold%s)", n, plural(n))
+	default:
+		fmt.Fprintf(&b, "### spate: ❌ FAIL (%d of %d threshold%s failed)", failed, n, plural(n))
+	}
+	// A verdict on a measurement the generator could not keep is not to
+	// be trusted: say so where it is read first.
+	invalid := 0
+	for _, sc := range r.Scenarios {
+		if !sc.Load.Valid {
+			invalid++
+		}
+	}
+	if invalid > 0 {
+		fmt.Fprintf(&b, " · ⚠️ measurement not valid in %d of %d stage%s", invalid, len(r.Scenarios), plural(len(r.Scenarios)))
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "model `%s` · fingerprint `%s` · %d stage%s · spate %s\n\n",
+		code(orDash(r.Provenance.Model)), code(orDash(r.Fingerprint)), len(r.Scenarios), plural(len(r.Scenarios)), code(orDash(r.SpateVersion)))
+	b.WriteString("| stage | offered | achieved/s | valid | requests | failed | TTFT p50 | TTFT p99 | TPOT p50 | E2E p99 | out tok/s | goodput |\n")
+	b.WriteString("|---|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for i := range r.Scenarios {
+		sc := &r.Scenarios[i]
+		valid := "yes"
+		if !sc.Load.Valid {
+			valid = "**no**"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %d | %d | %s | %s | %s | %s | %.1f | %.1f %% |\n",
+			cell(sc.Name), offered(sc), sc.Load.AchievedRate, valid, sc.Requests.Total, sc.Requests.Failed,
+			mdMS(sc, metrics.TTFT, 50), mdMS(sc, metrics.TTFT, 99), mdMS(sc, metrics.TPOT, 50), mdMS(sc, metrics.E2E, 99),
+			sc.Throughput.OutputTokensPerS, 100*sc.Goodput.Fraction)
+	}
+	if n > 0 {
+		b.WriteString("\n| stage | threshold | observed | result |\n|---|---|--:|:-:|\n")
+		for _, sc := range r.Scenarios {
+			for _, o := range sc.Thresholds {
+				val, res := fmt.Sprintf("%.4g", o.Value), "✅ pass"
+				switch {
+				case o.Err != "":
+					val, res = cell(o.Err), "⚠️ error"
+				case !o.Pass:
+					res = "❌ fail"
+				}
+				fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", cell(sc.Name), codeCell(o.Expr), val, res)
+			}
+		}
+	}
+	var notes []string
+	for _, sc := range r.Scenarios {
+		if !sc.Load.Valid {
+			notes = append(notes, fmt.Sprintf("stage %s: measurement not valid: %s", sc.Name, orDash(sc.Load.InvalidReason)))
+		}
+		errs := make([]string, 0, len(sc.Requests.Errors))
+		for k, v := range sc.Requests.Errors {
+			errs = append(errs, fmt.Sprintf("%s %d", k, v))
+		}
+		sort.Strings(errs)
+		if len(errs) > 0 {
+			notes = append(notes, fmt.Sprintf("stage %s: errors: %s", sc.Name, strings.Join(errs, ", ")))
+		}
+		for _, w := range sc.Warnings {
+			notes = append(notes, fmt.Sprintf("stage %s: %s", sc.Name, w))
+		}
+	}
+	if r.Interrupted {
+		notes = append(notes, "interrupted: the result holds what was measured until then")
+	}
+	if r.Aborted != "" {
+		notes = append(notes, "aborted: "+r.Aborted)
+	}
+	notes = append(notes, r.Warnings...)
+	if len(notes) > 0 {
+		b.WriteString("\n")
+		for _, s := range notes {
+			fmt.Fprintf(&b, "- %s\n", line(s))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// offered is the load a stage asked for.
+func offered(sc *result.Scenario) string {
+	switch {
+	case sc.Load.Mode == "closed" && sc.Load.Concurrency > 0:
+		return fmt.Sprintf("concurrency %d", sc.Load.Concurrency)
+	case sc.Load.TargetRate > 0:
+		return fmt.Sprintf("%.4g/s", sc.Load.TargetRate)
+	}
+	return "-"
+}
+
+// mdMS is a percentile of a stage's metric in ms, "-" when not measured.
+func mdMS(sc *result.Scenario, key string, p int) string {
+	d, ok := sc.Metrics[key]
+	if !ok || d.Count == 0 {
+		return "-"
+	}
+	v := d.P50
+	if p == 99 {
+		v = d.P99
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
+// line makes s one line of Markdown text.
+func line(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// cell makes s safe in a Markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(line(s), "|", `\|`) }
+
+// codeCell makes s safe in a `code span` in a table cell: inside code,
+// GitHub shows < and > as they are, and \| as a pipe.
+func codeCell(s string) string {
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", `\|`).Replace(s)
+	return code(s)
+}
+
+// code makes s safe inside a `code span`.
+func code(s string) string { return strings.ReplaceAll(s, "`", "'") }

@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/engine"
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/internal/workload"
+)
+
+func TestFingerprint(t *testing.T) {
+	// hashlib.sha3_256(b"llama-3-8b|v1.2|abc123").hexdigest()[:16]
+	if got := Fingerprint("llama-3-8b", "v1.2", "abc123"); got != "98822512a1d10a9d" {
+		t.Fatalf("Fingerprint = %s", got)
+	}
+}
+
+type fakeClient struct {
+	delay time.Duration
+	check error
+}
+
+func (f fakeClient) Check(context.Context) error { return f.check }
+func (f fakeClient) Do(ctx context.Context, _ *workload.Request, rec *record.Record) {
+	time.Sleep(f.delay)
+	rec.FirstToken = time.Now()
+	rec.End = rec.FirstToken
+	rec.Model, rec.OutputTokens, rec.Chunks = "served-model", 1, 1
+}
+
+var _ engine.Client = fakeClient{}
+
+func TestStagesThresholdsAndProvenance(t *testing.T) {
+	th, _ := threshold.Parse("p50(ttft) < 15ms")
+	onlySlow, _ := threshold.Parse("count(ttft){stage:slow} == 5")
+	p := Plan{
+		Stages: []Stage{
+			{Name: "fast", Concurrency: 2, Requests: 10},
+			{Name: "slow", Arrival: "constant", Rate: 100, Requests: 5, SLO: metrics.SLO{TTFT: time.Millisecond}},
+		},
+		Source:     workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
+		Client:     fakeClient{delay: 5 * time.Millisecond},
+		Thresholds: []threshold.Threshold{th, onlySlow},
+	}
+	p.Provenance.Model = "asked-model"
+	res, err := Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scenarios) != 2 || res.Scenarios[0].Name != "fast" || res.Scenarios[1].Load.Mode != "open" {
+		t.Fatalf("scenarios %+v", res.Scenarios)
+	}
+	if res.Provenance.Model != "served-model" || res.Provenance.WorkloadSHA256 == "" ||
+		res.Fingerprint != Fingerprint("served-model", "", res.Provenance.WorkloadSHA256) {
+		t.Fatalf("provenance %+v fingerprint %s", res.Provenance, res.Fingerprint)
+	}
+	if !res.ThresholdsPassed || len(res.Scenarios[0].Thresholds) != 1 || len(res.Scenarios[1].Thresholds) != 2 {
+		t.Fatalf("thresholds %+v / %+v: the stage selector must limit count(ttft){stage:slow} to stage slow",
+			res.Scenarios[0].Thresholds, res.Scenarios[1].Thresholds)
+	}
+	if err := CheckThresholds(p.Stages, p.Thresholds); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := threshold.Parse("rps{stage:nope} > 1")
+	if err := CheckThresholds(p.Stages, []threshold.Threshold{bad}); err == nil || !strings.Contains(err.Error(), "stages: fast, slow") {
+		t.Fatalf("CheckThresholds: %v", err)
+	}
+	if res.Scenarios[1].Goodput.Fraction != 0 {
+		t.Fatalf("5 ms TTFT met a 1 ms SLO: goodput %v", res.Scenarios[1].Goodput.Fraction)
+	}
+	if len(res.Histograms["slow"]) == 0 {
+		t.Fatal("no histograms for stage slow")
+	}
+}
+
+func TestCheckFailsBeforeSending(t *testing.T) {
+	p := Plan{
+		Stages: []Stage{{Name: "s", Concurrency: 1, Requests: 1}},
+		Source: workload.Synthetic{Input: workload.Lengths{Mean: 1, Min: 1}},
+		Client: fakeClient{check: errors.New("target x is unreachable")},
+	}
+	if res, err := Run(context.Background(), p); err == nil || res != nil {
+		t.Fatalf("res %v err %v", res, err)
+	}
+}
+
+func TestAbortOnFail(t *testing.T) {
+	slow, _ := threshold.Parse("p50(ttft) < 10ms")
+	fine, _ := threshold.Parse("error_rate < 50%")
+	p := Plan{
+		Stages: []Stage{{Name: "s", Arrival: "constant", Rate: 50, Duration: 20 * time.Second},
+			{Name: "never", Concurrency: 1, Requests: 1}},
+		Source: workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
+		Client: fakeClient{delay: 30 * time.Millisecond},
+		Aborts: []Abort{{Threshold: fine, Window: time.Second}, {Threshold: slow, Delay: time.Second, Window: time.Second}},
+	}
+	t0 := time.Now()
+	res, err := Run(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Fatalf("the run went on for %v after its threshold failed", el)
+	}
+	if res.Aborted == "" || res.Interrupted || res.ThresholdsPassed || len(res.Scenarios) != 1 {
+		t.Fatalf("aborted %q interrupted %v passed %v scenarios %d", res.Aborted, res.Interrupted, res.ThresholdsPassed, len(res.Scenarios))
+	}
+	th := res.Scenarios[0].Thresholds
+	if len(th) != 1 || th[0].Pass || !strings.Contains(th[0].Expr, "abortOnFail") || th[0].Value < 25 {
+		t.Fatalf("thresholds %+v", th)
+	}
+
+	// A threshold that holds does not stop the run.
+	p.Stages = []Stage{{Name: "s", Arrival: "constant", Rate: 50, Duration: 2500 * time.Millisecond}}
+	p.Aborts = []Abort{{Threshold: fine, Window: time.Second}}
+	res, err = Run(context.Background(), p)
+	if err != nil || res.Aborted != "" || res.Scenarios[0].Requests.Succeeded < 100 {
+		t.Fatalf("err %v aborted %q requests %+v", err, res.Aborted, res.Scenarios[0].Requests)
+	}
+	if err := CheckAborts([]Abort{{Threshold: threshold.Threshold{Expr: "p99(schedule_lag) < 1ms", Metric: "schedule_lag"}}}); err == nil {
+		t.Fatal("schedule_lag accepted for abortOnFail")
+	}
+}

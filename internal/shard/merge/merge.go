@@ -1,0 +1,505 @@
+// Package merge combines the results of a sharded run (spate run --shard
+// I/N on N machines) into the one result a single process sending the
+// whole load would have written: histograms are added bucket by bucket and
+// every percentile is recomputed from them (never averaged), counters and
+// token counts are summed, per-second series are aligned by wall clock,
+// and the thresholds are evaluated again on the merged figures.
+package merge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/result"
+)
+
+// DefaultMaxClockSpread is the clock disagreement between shards above
+// which a merge warns (Options.MaxClockSpread).
+const DefaultMaxClockSpread = 100 * time.Millisecond
+
+// MaxStartSpread is the most a stage's start may differ between shards:
+// further apart, they are not one run (and their series would not overlap).
+const MaxStartSpread = time.Hour
+
+// Input is one shard's result and the name it is known by (its file).
+type Input struct {
+	Name   string
+	Result *result.Result
+}
+
+// Options tune a merge.
+type Options struct {
+	// Force merges shards that disagree on the experiment, the shard count
+	// or the fingerprint, and shard indexes given twice, instead of
+	// refusing; the merged result says so (Shard.Forced) and warns.
+	Force bool
+	// MaxClockSpread is how far the shards' clock offsets may provably
+	// disagree before the merge warns (0: DefaultMaxClockSpread).
+	MaxClockSpread time.Duration
+}
+
+// Merge combines shard results into one. It refuses, unless opt.Force,
+// inputs that are not shards of one run (different experiment, count or
+// fingerprint) and shard indexes given twice; missing shards are merged
+// around, listed in Shard.Missing and warned about.
+func Merge(in []Input, opt Options) (*result.Result, error) {
+	if len(in) == 0 {
+		return nil, errors.New("merging: no shard results given")
+	}
+	if opt.MaxClockSpread <= 0 {
+		opt.MaxClockSpread = DefaultMaxClockSpread
+	}
+	var warns []string
+	problems, err := checkInputs(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		if !opt.Force {
+			return nil, fmt.Errorf("these results are not shards of one run:\n  %s\n(merge them anyway with --force)", strings.Join(problems, "\n  "))
+		}
+		for _, p := range problems {
+			warns = append(warns, "forced: "+p)
+		}
+	}
+	first := in[0].Result
+	count := first.Shard.Count
+	sh := &result.Shard{Index: -1, Count: count, Experiment: first.Shard.Experiment, Forced: opt.Force && len(problems) > 0}
+	seen := map[int]int{}
+	for _, x := range in {
+		seen[x.Result.Shard.Index]++
+	}
+	for i := range count {
+		if seen[i] == 0 {
+			sh.Missing = append(sh.Missing, i)
+		}
+	}
+	for i, k := range seen {
+		if k > 1 {
+			sh.Duplicates = append(sh.Duplicates, i)
+		}
+	}
+	for _, x := range in {
+		sh.Merged = append(sh.Merged, x.Result.Shard.Index)
+	}
+	slices.Sort(sh.Merged)
+	slices.Sort(sh.Duplicates)
+	if len(sh.Duplicates) > 0 {
+		if !opt.Force {
+			return nil, fmt.Errorf("shard index(es) %s given more than once: merging them would count their requests twice (merge anyway with --force)", ints(sh.Duplicates))
+		}
+		sh.Forced = true
+		warns = append(warns, fmt.Sprintf("forced: shard index(es) %s merged more than once: their requests are counted twice", ints(sh.Duplicates)))
+	}
+	if len(sh.Missing) > 0 {
+		warns = append(warns, fmt.Sprintf("shard(s) %s of %d missing: the merged result holds only part of the load", ints(sh.Missing), count))
+	}
+	if w, spread := clockSpread(in, opt.MaxClockSpread); spread != nil {
+		sh.ClockSpreadMS = spread
+		if w != "" {
+			warns = append(warns, w)
+		}
+	}
+
+	out := &result.Result{
+		Schema:       result.Schema,
+		SpateVersion: first.SpateVersion,
+		StartedAt:    first.StartedAt,
+		EndedAt:      first.EndedAt,
+		Fingerprint:  first.Fingerprint,
+		Provenance:   first.Provenance,
+		Config:       first.Config,
+		Scenarios:    []result.Scenario{},
+		Histograms:   map[string]map[string]string{},
+		Shard:        sh,
+	}
+	var aborted []string
+	for _, x := range in {
+		r := x.Result
+		if r.StartedAt.Before(out.StartedAt) {
+			out.StartedAt = r.StartedAt
+		}
+		if r.EndedAt.After(out.EndedAt) {
+			out.EndedAt = r.EndedAt
+		}
+		out.Interrupted = out.Interrupted || r.Interrupted
+		if r.Aborted != "" {
+			aborted = append(aborted, fmt.Sprintf("shard %d: %s", r.Shard.Index, r.Aborted))
+		}
+		for _, w := range r.Warnings {
+			warns = append(warns, fmt.Sprintf("shard %d: %s", r.Shard.Index, w))
+		}
+	}
+	out.Aborted = strings.Join(aborted, "; ")
+
+	ths, err := thresholds(first.Config.Thresholds)
+	if err != nil {
+		return nil, err
+	}
+	out.ThresholdsPassed = len(aborted) == 0
+	for _, name := range scenarioNames(in) {
+		sc, hist, err := mergeScenario(name, in)
+		if err != nil {
+			return nil, err
+		}
+		outs, pass := threshold.EvalAll(forStage(ths, name), source{sc, hist})
+		sc.Thresholds = outs
+		if sc.Thresholds == nil {
+			sc.Thresholds = []threshold.Outcome{}
+		}
+		out.ThresholdsPassed = out.ThresholdsPassed && pass
+		out.Scenarios = append(out.Scenarios, *sc)
+		out.Histograms[name] = hist
+	}
+	out.Warnings = warns
+	return out, nil
+}
+
+// checkInputs lists why the inputs are not shards of one run; it errs on
+// an input that is not a shard result at all.
+func checkInputs(in []Input) ([]string, error) {
+	first := in[0]
+	for _, x := range in {
+		if x.Result == nil {
+			return nil, fmt.Errorf("merging %s: no result", x.Name)
+		}
+		if x.Result.Shard == nil {
+			return nil, fmt.Errorf("merging %s: not a shard result (it has no shard section): run each shard with spate run --shard I/N", x.Name)
+		}
+		if x.Result.Shard.Index < 0 {
+			return nil, fmt.Errorf("merging %s: already a merged result, not a shard", x.Name)
+		}
+	}
+	var problems []string
+	for _, x := range in {
+		r, s := x.Result, x.Result.Shard
+		if s.Index >= s.Count {
+			problems = append(problems, fmt.Sprintf("%s: shard index %d is not below its count %d", x.Name, s.Index, s.Count))
+		}
+		if got := Experiment(r, s.Count); got != s.Experiment {
+			problems = append(problems, fmt.Sprintf("%s: its settings do not match the experiment id it was run with (edited, or written by another spate version)", x.Name))
+		}
+		if x.Name == first.Name && r == first.Result {
+			continue
+		}
+		f := first.Result
+		if s.Count != f.Shard.Count {
+			problems = append(problems, fmt.Sprintf("%s is shard of %d, %s of %d", x.Name, s.Count, first.Name, f.Shard.Count))
+		}
+		if r.Fingerprint != f.Fingerprint {
+			problems = append(problems, fmt.Sprintf("fingerprint %s (%s) differs from %s (%s): model, SUT version or workload differ", r.Fingerprint, x.Name, f.Fingerprint, first.Name))
+		}
+		if !sameConfig(r.Config, f.Config) {
+			problems = append(problems, fmt.Sprintf("%s and %s were run with different load settings (config)", x.Name, first.Name))
+		}
+		if r.Provenance.ExperimentSHA256 != f.Provenance.ExperimentSHA256 {
+			problems = append(problems, fmt.Sprintf("%s and %s were run from different experiment files", x.Name, first.Name))
+		}
+		if s.Experiment != f.Shard.Experiment {
+			problems = append(problems, fmt.Sprintf("%s and %s belong to different experiments (shard.experiment %.12s… vs %.12s…)", x.Name, first.Name, s.Experiment, f.Shard.Experiment))
+		}
+	}
+	return problems, nil
+}
+
+// sameConfig compares load settings, leaving out the experiment file's
+// path (its digest is compared on its own).
+func sameConfig(a, b result.Config) bool {
+	a.Experiment, b.Experiment = "", ""
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// clockSpread reports the spread of the shards' clock offsets, and a
+// warning when they provably disagree by more than bound: when even the
+// closest ends of their uncertainty intervals are further apart.
+func clockSpread(in []Input, bound time.Duration) (string, *float64) {
+	var lo, hi *result.ClockOffset
+	var loName, hiName string
+	without := 0
+	for _, x := range in {
+		c := x.Result.Shard.Clock
+		if c == nil {
+			without++
+			continue
+		}
+		if lo == nil || c.OffsetMS < lo.OffsetMS {
+			lo, loName = c, x.Name
+		}
+		if hi == nil || c.OffsetMS > hi.OffsetMS {
+			hi, hiName = c, x.Name
+		}
+	}
+	if lo == nil {
+		return "", nil
+	}
+	spread := hi.OffsetMS - lo.OffsetMS
+	var w string
+	gap := (hi.OffsetMS - hi.UncertaintyMS) - (lo.OffsetMS + lo.UncertaintyMS)
+	if b := float64(bound) / float64(time.Millisecond); gap > b {
+		w = fmt.Sprintf("shards' clocks disagree: %s is %.1f ± %.1f ms off the target's clock, %s %.1f ± %.1f ms (more than %.0f ms apart): their start times and per-second series are misaligned by about %.0f ms",
+			hiName, hi.OffsetMS, hi.UncertaintyMS, loName, lo.OffsetMS, lo.UncertaintyMS, b, spread)
+	}
+	if without > 0 {
+		if w != "" {
+			w += "; "
+		}
+		w += fmt.Sprintf("%d shard(s) have no clock offset estimate", without)
+	}
+	return w, &spread
+}
+
+// scenarioNames lists the scenarios of all inputs, in the first input's
+// order, then any the first lacks.
+func scenarioNames(in []Input) []string {
+	var names []string
+	for _, x := range in {
+		for _, sc := range x.Result.Scenarios {
+			if !slices.Contains(names, sc.Name) {
+				names = append(names, sc.Name)
+			}
+		}
+	}
+	return names
+}
+
+// part is one shard's scenario.
+type part struct {
+	shard int
+	sc    *result.Scenario
+	hist  map[string]string
+}
+
+// mergeScenario merges the scenario called name of every input that has it.
+func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string, error) {
+	var parts []part
+	var lacking []int
+	for _, x := range in {
+		r := x.Result
+		i := slices.IndexFunc(r.Scenarios, func(sc result.Scenario) bool { return sc.Name == name })
+		if i < 0 {
+			lacking = append(lacking, r.Shard.Index)
+			continue
+		}
+		parts = append(parts, part{shard: r.Shard.Index, sc: &r.Scenarios[i], hist: r.Histograms[name]})
+	}
+	f := parts[0].sc
+	sc := &result.Scenario{
+		Name: name, StartedAt: f.StartedAt, Metrics: map[string]result.Dist{},
+		Requests: result.Requests{Errors: map[string]int{}},
+		Goodput:  result.Goodput{SLOms: f.Goodput.SLOms},
+	}
+	if len(lacking) > 0 {
+		sc.Warnings = append(sc.Warnings, fmt.Sprintf("shard(s) %s did not run this stage: it holds only the other shards' load", ints(lacking)))
+	}
+	end := f.StartedAt
+	var hists []map[string]string
+	var series []seriesPart
+	var good, done float64
+	var dropped []string
+	var invalid []string
+	sc.Load = result.Load{Mode: f.Load.Mode, Arrival: f.Load.Arrival, LagBoundMS: f.Load.LagBoundMS, Valid: true}
+	for _, p := range parts {
+		s := p.sc
+		if s.StartedAt.Before(sc.StartedAt) {
+			sc.StartedAt = s.StartedAt
+		}
+		if e := s.StartedAt.Add(time.Duration(s.DurationS * float64(time.Second))); e.After(end) {
+			end = e
+		}
+		hists = append(hists, p.hist)
+		series = append(series, seriesPart{start: s.StartedAt, s: s.Series})
+		addRequests(&sc.Requests, s.Requests)
+		addTokens(&sc.Tokens, s.Tokens)
+		sc.Throughput.RequestsPerS += s.Throughput.RequestsPerS
+		sc.Throughput.InputTokensPerS += s.Throughput.InputTokensPerS
+		sc.Throughput.OutputTokensPerS += s.Throughput.OutputTokensPerS
+		sc.Throughput.TotalTokensPerS += s.Throughput.TotalTokensPerS
+		n := float64(s.Requests.Succeeded + s.Requests.Failed)
+		good += math.Round(s.Goodput.Fraction * n)
+		done += n
+		sc.Goodput.RequestsPerS += s.Goodput.RequestsPerS
+		l := s.Load
+		sc.Load.TargetRate += l.TargetRate
+		sc.Load.RampFrom += l.RampFrom
+		sc.Load.ScheduledRate += l.ScheduledRate
+		sc.Load.AchievedRate += l.AchievedRate
+		sc.Load.Concurrency += l.Concurrency
+		sc.Load.MaxConcurrency += l.MaxConcurrency
+		sc.Load.LagBoundMS = max(sc.Load.LagBoundMS, l.LagBoundMS)
+		if !l.Valid {
+			sc.Load.Valid = false
+			if sc.Load.InvalidCause == "" {
+				sc.Load.InvalidCause = l.InvalidCause
+			}
+			invalid = append(invalid, fmt.Sprintf("shard %d: %s", p.shard, l.InvalidReason))
+		}
+		for _, w := range s.Warnings {
+			sc.Warnings = append(sc.Warnings, fmt.Sprintf("shard %d: %s", p.shard, w))
+		}
+		dropped = append(dropped, sections(s)...)
+	}
+	for _, p := range parts {
+		if d := p.sc.StartedAt.Sub(sc.StartedAt); d > MaxStartSpread {
+			return nil, nil, fmt.Errorf("merging stage %s: shard %d started it %s after another shard, more than %s: these are not shards of one run", name, p.shard, d.Round(time.Second), MaxStartSpread)
+		}
+	}
+	sc.Load.InvalidReason = strings.Join(invalid, "; ")
+	sc.DurationS = end.Sub(sc.StartedAt).Seconds()
+	if done > 0 {
+		sc.Goodput.Fraction = good / done
+	}
+	sc.Tokens.OutputSource = outputSource(sc.Tokens)
+	sc.Tokens.Tokenizer = f.Tokens.Tokenizer
+
+	merged, err := mergeHists(hists)
+	if err != nil {
+		return nil, nil, fmt.Errorf("merging stage %s: %w", name, err)
+	}
+	for k, h := range merged {
+		d := metrics.Summarize(h, scaleOf(k))
+		switch k {
+		case metrics.ScheduleLag:
+			sc.Load.ScheduleLagMS = d
+		case metrics.SlotWait:
+			sc.Load.SlotWaitMS = d
+		case metrics.SendDelay:
+			sc.Load.SendDelayMS = d
+		default:
+			sc.Metrics[k] = d
+		}
+	}
+	enc, err := encodeHists(merged)
+	if err != nil {
+		return nil, nil, fmt.Errorf("merging stage %s: %w", name, err)
+	}
+	var skew time.Duration
+	sc.Series, skew = mergeSeries(series, sc.StartedAt)
+	if len(parts) > 1 {
+		sc.Warnings = append(sc.Warnings, seriesNote)
+		sc.Warnings = append(sc.Warnings, "rates (throughput, goodput, achieved) are sums of the shards' rates, each over its own window: exact when the windows coincide")
+	}
+	if skew > 50*time.Millisecond {
+		sc.Warnings = append(sc.Warnings, fmt.Sprintf("shards started up to %.0f ms off a common second: their per-second series are misplaced by up to that much (use --start-at)", float64(skew)/float64(time.Millisecond)))
+	}
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		sc.Warnings = append(sc.Warnings, fmt.Sprintf("not merged (see the shards' results): %s", strings.Join(slices.Compact(dropped), ", ")))
+	}
+	if sc.Tokens.DiscrepancySampled > 0 {
+		sc.Warnings = append(sc.Warnings, "usage/tokenizer discrepancy is not merged: see the shards' results")
+		sc.Tokens.DiscrepancySampled = 0
+	}
+	return sc, enc, nil
+}
+
+func addRequests(to *result.Requests, r result.Requests) {
+	to.Total += r.Total
+	to.Succeeded += r.Succeeded
+	to.Failed += r.Failed
+	to.Cancelled += r.Cancelled
+	to.Warmup += r.Warmup
+	for k, v := range r.Errors {
+		to.Errors[k] += v
+	}
+	for k, v := range r.ErrorSamples {
+		if to.ErrorSamples == nil {
+			to.ErrorSamples = map[string]string{}
+		}
+		if _, ok := to.ErrorSamples[k]; !ok {
+			to.ErrorSamples[k] = v
+		}
+	}
+}
+
+func addTokens(to *result.Tokens, t result.Tokens) {
+	to.Input += t.Input
+	to.Output += t.Output
+	to.FromUsage += t.FromUsage
+	to.FromTokenizer += t.FromTokenizer
+	to.DiscrepancySampled += t.DiscrepancySampled
+}
+
+// outputSource says where the merged output token counts came from, as
+// the recorder does for one process.
+func outputSource(t result.Tokens) string {
+	switch {
+	case t.FromUsage > 0 && t.FromTokenizer > 0:
+		return "mixed"
+	case t.FromUsage > 0:
+		return "usage"
+	case t.FromTokenizer > 0:
+		return "tokenizer"
+	}
+	return "none"
+}
+
+// sections names the feature sections of a scenario this merge does not
+// combine.
+func sections(sc *result.Scenario) []string {
+	var out []string
+	add := func(present bool, name string) {
+		if present {
+			out = append(out, name)
+		}
+	}
+	add(len(sc.Breakdown) > 0, "breakdown")
+	add(sc.Checks != nil, "checks")
+	add(sc.Server != nil, "server")
+	add(sc.Resilience != nil, "resilience")
+	add(sc.Chaos != nil, "chaos")
+	add(sc.Vector != nil, "vector")
+	add(sc.Workflow != nil, "workflow")
+	add(sc.Probes != nil, "probes")
+	return out
+}
+
+// thresholds parses the run's threshold expressions again.
+func thresholds(exprs []string) ([]threshold.Threshold, error) {
+	var out []threshold.Threshold
+	for _, e := range exprs {
+		t, err := threshold.Parse(e)
+		if err != nil {
+			return nil, fmt.Errorf("re-reading threshold %q from the shards' config: %w", e, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// forStage returns the thresholds that apply to the named stage.
+func forStage(ts []threshold.Threshold, stage string) []threshold.Threshold {
+	var out []threshold.Threshold
+	for _, t := range ts {
+		if t.Stage == "" || t.Stage == stage {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// source adapts a merged scenario to threshold.Source, as the runner does.
+type source struct {
+	sc   *result.Scenario
+	hist map[string]string
+}
+
+func (s source) Lookup(agg string, pct float64, metric string) (float64, bool) {
+	return metrics.Lookup(s.sc, s.hist, agg, pct, metric)
+}
+
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}

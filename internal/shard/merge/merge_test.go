@@ -1,0 +1,388 @@
+package merge
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/result"
+)
+
+// indexSource labels each request with its global index.
+var indexSource = workload.SourceFunc{
+	Sha256: "index-source",
+	F: func(n uint64) (*workload.Request, error) {
+		return &workload.Request{Prompt: strconv.FormatUint(n, 10), InputTokens: 10 + int(n%4)}, nil
+	},
+}
+
+// synthClient answers at once with timings that depend only on the global
+// request index: a request has the same TTFT, E2E, gaps, tokens and error
+// whichever process sends it. Latency depends strongly on index mod 3, so
+// with 3 shards every shard sees a different distribution and averaging
+// their percentiles is far from the truth.
+type synthClient struct{}
+
+func (synthClient) Do(_ context.Context, req *workload.Request, rec *record.Record) {
+	g, _ := strconv.Atoi(req.Prompt)
+	ttft := time.Duration(5000+(g%3)*40000+(g%7)*300) * time.Microsecond
+	rec.InputTokens = req.InputTokens
+	if g%17 == 5 {
+		rec.Fail(record.RateLimited, "slow down", rec.Sent.Add(2*time.Millisecond))
+		return
+	}
+	rec.FirstToken = rec.Sent.Add(ttft)
+	rec.OutputTokens, rec.Chunks, rec.OutputSource = 3+g%5, 3+g%5, record.TokensUsage
+	at := rec.FirstToken
+	for k := 1; k < rec.Chunks; k++ {
+		gap := time.Duration(1000+(g%11)*150+k*10) * time.Microsecond
+		rec.Gaps = append(rec.Gaps, gap)
+		at = at.Add(gap)
+	}
+	rec.End = at.Add(time.Millisecond)
+	rec.Model = "m"
+}
+
+// exactMetrics are the figures that depend only on what was sent, not on
+// when the machine got round to it (intended-time figures include the
+// real schedule lag, which differs from run to run).
+var exactMetrics = []string{metrics.TTFT, metrics.E2E, metrics.TPOT, metrics.ITL, metrics.OutputTokens, metrics.InputTokens, metrics.TokensPerChunk}
+
+func plan(shard runner.Shard, thresholds ...string) runner.Plan {
+	p := runner.Plan{
+		Stages: []runner.Stage{
+			{Name: "open", Arrival: "poisson", Rate: 2000, Requests: 300, Warmup: 15 * time.Millisecond},
+			{Name: "closed", Concurrency: 6, Requests: 120},
+		},
+		Source: indexSource, Client: synthClient{}, Seed: 9, Shard: shard,
+		Config: result.Config{Seed: 9, Thresholds: thresholds, Rate: 2000},
+	}
+	p.Provenance.Model = "m"
+	return p
+}
+
+// runShards runs the plan once unsharded and once per shard, marking each
+// shard's result as spate run --shard does.
+func runShards(t *testing.T, n int, thresholds ...string) (*result.Result, []Input) {
+	t.Helper()
+	ctx := context.Background()
+	single, err := runner.Run(ctx, plan(runner.Shard{}, thresholds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in []Input
+	for i := range n {
+		p := plan(runner.Shard{Index: i, Count: n}, thresholds...)
+		for _, ts := range thresholds {
+			th := mustParse(t, ts)
+			p.Thresholds = append(p.Thresholds, th)
+		}
+		r, err := runner.Run(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Shard = &result.Shard{Index: i, Count: n, Experiment: Experiment(r, n)}
+		in = append(in, Input{Name: "shard-" + strconv.Itoa(i) + ".json", Result: r})
+	}
+	return single, in
+}
+
+// TestMergeEqualsSingleProcess: three shards merged give exactly the
+// counts, token totals and percentiles of one process sending the same
+// load, and a threshold the averaged percentile would pass fails on the
+// merged one.
+func TestMergeEqualsSingleProcess(t *testing.T) {
+	// Each shard's p99(ttft) is one of ~7, ~47, ~87 ms; their average is
+	// about 47 ms, the true p99 about 87 ms.
+	const th = "p99(ttft) < 60ms"
+	single, in := runShards(t, 3, th)
+	m, err := Merge(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Scenarios) != 2 {
+		t.Fatalf("merged %d scenarios", len(m.Scenarios))
+	}
+	if m.Shard == nil || m.Shard.Count != 3 || len(m.Shard.Missing) != 0 || len(m.Shard.Merged) != 3 {
+		t.Fatalf("shard section %+v", m.Shard)
+	}
+	if m.Fingerprint != single.Fingerprint {
+		t.Fatalf("fingerprint %s, single process %s", m.Fingerprint, single.Fingerprint)
+	}
+	for si, want := range single.Scenarios {
+		got := m.Scenarios[si]
+		t.Run(want.Name, func(t *testing.T) {
+			if got.Name != want.Name {
+				t.Fatalf("scenario %s, want %s", got.Name, want.Name)
+			}
+			w, g := want.Requests, got.Requests
+			if g.Total != w.Total || g.Succeeded != w.Succeeded || g.Failed != w.Failed || g.Warmup != w.Warmup ||
+				g.Errors["http_429"] != w.Errors["http_429"] || w.Failed == 0 {
+				t.Fatalf("requests %+v, single process %+v", g, w)
+			}
+			if got.Tokens.Input != want.Tokens.Input || got.Tokens.Output != want.Tokens.Output ||
+				got.Tokens.FromUsage != want.Tokens.FromUsage || got.Tokens.OutputSource != want.Tokens.OutputSource {
+				t.Fatalf("tokens %+v, single process %+v", got.Tokens, want.Tokens)
+			}
+			if got.Goodput.Fraction != want.Goodput.Fraction {
+				t.Fatalf("goodput %v, single process %v", got.Goodput.Fraction, want.Goodput.Fraction)
+			}
+			sumSent, wantSent := 0, 0
+			for _, v := range got.Series.SentPerS {
+				sumSent += v
+			}
+			for _, v := range want.Series.SentPerS {
+				wantSent += v
+			}
+			if sumSent != wantSent {
+				t.Fatalf("series: %d sent, single process %d", sumSent, wantSent)
+			}
+			for _, k := range exactMetrics {
+				if got.Metrics[k] != want.Metrics[k] || want.Metrics[k].Count == 0 {
+					t.Errorf("%s: merged %+v\nsingle process %+v", k, got.Metrics[k], want.Metrics[k])
+				}
+				if !sameHist(t, m.Histograms[want.Name][k], single.Histograms[want.Name][k]) {
+					t.Errorf("%s: merged histogram differs from the single process's", k)
+				}
+			}
+			// The merged summaries are those of the merged histograms.
+			for k, d := range got.Metrics {
+				h, err := metrics.Decode(m.Histograms[want.Name][k])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s := metrics.Summarize(h, scaleOf(k)); s != d {
+					t.Errorf("%s: summary %+v, histogram says %+v", k, d, s)
+				}
+			}
+			// Averaging the shards' p99 would be far off: this is what the
+			// merge must not do.
+			var avg float64
+			for _, x := range in {
+				avg += x.Result.Scenarios[si].Metrics[metrics.TTFT].P99 / 3
+			}
+			if p99 := got.Metrics[metrics.TTFT].P99; math.Abs(p99-avg) < 20 {
+				t.Fatalf("test is too weak: merged p99 %.1f ms, average of shards' p99 %.1f ms", p99, avg)
+			}
+			if len(got.Thresholds) != 1 || got.Thresholds[0].Pass || got.Thresholds[0].Value != got.Metrics[metrics.TTFT].P99 {
+				t.Fatalf("threshold on merged data: %+v (p99 %v)", got.Thresholds, got.Metrics[metrics.TTFT].P99)
+			}
+			if got.Load.TargetRate != want.Load.TargetRate || got.Load.Concurrency != want.Load.Concurrency {
+				t.Fatalf("load target %v/%d, single process %v/%d", got.Load.TargetRate, got.Load.Concurrency, want.Load.TargetRate, want.Load.Concurrency)
+			}
+		})
+	}
+	if m.ThresholdsPassed {
+		t.Fatal("merged thresholds passed: p99(ttft) is about 87 ms")
+	}
+}
+
+func sameHist(t *testing.T, a, b string) bool {
+	t.Helper()
+	ha, err := metrics.Decode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := metrics.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ha.Equals(hb)
+}
+
+func TestMergeRefusesAndReports(t *testing.T) {
+	_, base := runShards(t, 3)
+	clone := func(in []Input) []Input {
+		out := make([]Input, len(in))
+		for i, x := range in {
+			b, _ := json.Marshal(x.Result)
+			var r result.Result
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			out[i] = Input{Name: x.Name, Result: &r}
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		edit   func([]Input) []Input
+		err    string // refused without --force
+		forced bool
+	}{
+		{"different config", func(in []Input) []Input {
+			in[1].Result.Config.Seed = 10
+			in[1].Result.Shard.Experiment = Experiment(in[1].Result, 3)
+			return in
+		}, "different load settings", true},
+		{"different fingerprint", func(in []Input) []Input { in[2].Result.Fingerprint = "0123456789abcdef"; return in }, "fingerprint", true},
+		{"different count", func(in []Input) []Input {
+			in[1].Result.Shard.Count = 4
+			in[1].Result.Shard.Experiment = Experiment(in[1].Result, 4)
+			return in
+		}, "shard of 4", true},
+		{"edited settings", func(in []Input) []Input { in[0].Result.Config.Rate = 1; return in }, "do not match the experiment id", true},
+		{"duplicate", func(in []Input) []Input { return append(in, in[1]) }, "given more than once", true},
+		{"not a shard", func(in []Input) []Input { in[0].Result.Shard = nil; return in }, "not a shard result", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Merge(tt.edit(clone(base)), Options{})
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want one with %q", err, tt.err)
+			}
+			m, err := Merge(tt.edit(clone(base)), Options{Force: true})
+			if tt.forced != (err == nil) {
+				t.Fatalf("forced merge: %v", err)
+			}
+			if err == nil && (!m.Shard.Forced || !strings.Contains(strings.Join(m.Warnings, "\n"), "forced")) {
+				t.Fatalf("forced merge not marked: %+v %q", m.Shard, m.Warnings)
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		in := clone(base)
+		m, err := Merge([]Input{in[0], in[2]}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Shard.Missing) != 1 || m.Shard.Missing[0] != 1 || !strings.Contains(strings.Join(m.Warnings, "\n"), "shard(s) 1 of 3 missing") {
+			t.Fatalf("missing shard not reported: %+v %q", m.Shard, m.Warnings)
+		}
+		want := in[0].Result.Scenarios[0].Requests.Total + in[2].Result.Scenarios[0].Requests.Total
+		if got := m.Scenarios[0].Requests.Total; got != want {
+			t.Fatalf("total %d, want %d", got, want)
+		}
+	})
+}
+
+func TestClockSpread(t *testing.T) {
+	mk := func(offs ...float64) []Input {
+		var in []Input
+		for i := 0; i+1 < len(offs); i += 2 {
+			r := &result.Result{Shard: &result.Shard{Index: i / 2, Count: len(offs) / 2}}
+			if !math.IsNaN(offs[i]) {
+				r.Shard.Clock = &result.ClockOffset{OffsetMS: offs[i], UncertaintyMS: offs[i+1]}
+			}
+			in = append(in, Input{Name: "s" + strconv.Itoa(i/2), Result: r})
+		}
+		return in
+	}
+	tests := []struct {
+		name   string
+		in     []Input
+		warn   string
+		spread float64
+	}{
+		{"agree", mk(3, 2, 10, 4, -20, 5), "", 30},
+		{"apart but uncertain", mk(0, 1, 150, 60), "", 150},
+		{"disagree", mk(0, 1, 300, 2), "clocks disagree", 300},
+		{"one unknown", mk(0, 1, math.NaN(), 0), "1 shard(s) have no clock offset", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, spread := clockSpread(tt.in, DefaultMaxClockSpread)
+			if (tt.warn == "") != (w == "") || !strings.Contains(w, tt.warn) {
+				t.Fatalf("warning %q, want %q", w, tt.warn)
+			}
+			if spread == nil || *spread != tt.spread {
+				t.Fatalf("spread %v, want %v", spread, tt.spread)
+			}
+		})
+	}
+	if w, s := clockSpread(mk(math.NaN(), 0), DefaultMaxClockSpread); w != "" || s != nil {
+		t.Fatalf("no estimates: %q %v", w, s)
+	}
+}
+
+func TestMergeSeries(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := result.Series{
+		SentPerS: []int{4, 4}, CompletedPerS: []int{2, 4}, ErrorsPerS: []int{0, 2}, InFlight: []int{3, 2},
+		OutputTokens: []int64{10, 20}, TTFTp50ms: []float64{10, 12}, TTFTp99ms: []float64{30, 40},
+		TTFTMeanMS: []float64{10, 20}, E2Ep50ms: []float64{50, 60}, E2Ep99ms: []float64{70, 90}, E2EMeanMS: []float64{50, 60},
+	}
+	b := result.Series{
+		SentPerS: []int{1, 1}, CompletedPerS: []int{0, 2}, ErrorsPerS: []int{0, 0}, InFlight: []int{1, 1},
+		OutputTokens: []int64{0, 5}, TTFTp50ms: []float64{0, 30}, TTFTp99ms: []float64{0, 35},
+		TTFTMeanMS: []float64{0, 50}, E2Ep50ms: []float64{0, 80}, E2Ep99ms: []float64{0, 85}, E2EMeanMS: []float64{0, 90},
+	}
+	// b starts 1.02 s after a: its second 0 is the merged second 1.
+	got, skew := mergeSeries([]seriesPart{{t0, a}, {t0.Add(1020 * time.Millisecond), b}}, t0)
+	want := result.Series{
+		SentPerS: []int{4, 5, 1}, CompletedPerS: []int{2, 4, 2}, ErrorsPerS: []int{0, 2, 0}, InFlight: []int{3, 3, 1},
+		OutputTokens: []int64{10, 20, 5}, TTFTp50ms: []float64{10, 12, 30}, TTFTp99ms: []float64{30, 40, 35},
+		// second 1: a has 4 completions at mean 20, b none: 20. E2E: a's 2
+		// successes at 60.
+		TTFTMeanMS: []float64{10, 20, 50}, E2Ep50ms: []float64{50, 60, 80}, E2Ep99ms: []float64{70, 90, 85}, E2EMeanMS: []float64{50, 60, 90},
+	}
+	if skew != 20*time.Millisecond {
+		t.Fatalf("skew %v, want 20ms", skew)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Fatalf("merged series\n%s\nwant\n%s", gj, wj)
+	}
+	// Same second: means weighted by completions (TTFT) and successes (E2E).
+	got, _ = mergeSeries([]seriesPart{{t0, a}, {t0, b}}, t0)
+	if m := got.TTFTMeanMS[1]; m != (4*20+2*50)/6.0 {
+		t.Fatalf("ttft mean %v, want %v", m, (4*20+2*50)/6.0)
+	}
+	if m := got.E2EMeanMS[1]; m != (2*60+2*90)/4.0 {
+		t.Fatalf("e2e mean %v, want %v", m, (2*60+2*90)/4.0)
+	}
+}
+
+// FuzzMerge: whatever two result files hold, a merge returns an error or a
+// result, never panics.
+func FuzzMerge(f *testing.F) {
+	f.Add([]byte(`{"shard":{"index":0,"count":2},"scenarios":[{"name":"a"}]}`), []byte(`{"shard":{"index":1,"count":2},"scenarios":[{"name":"b","series":{"sent_per_s":[1,2]}}],"histograms":{"b":{"ttft_ms":"x"}}}`))
+	f.Add([]byte(`{}`), []byte(`{"shard":{"index":-1}}`))
+	f.Add([]byte(`{"shard":{"index":0,"count":2},"scenarios":[{"name":"a","started_at":"0001-01-01T00:00:00Z","series":{"sent_per_s":[1]}}]}`), []byte(`{"shard":{"index":1,"count":2},"scenarios":[{"name":"a","started_at":"9999-01-01T00:00:00Z","series":{"sent_per_s":[1]}}]}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var ra, rb result.Result
+		if json.Unmarshal(a, &ra) != nil || json.Unmarshal(b, &rb) != nil {
+			return
+		}
+		_, _ = Merge([]Input{{"a", &ra}, {"b", &rb}}, Options{Force: true})
+	})
+}
+
+func mustParse(t *testing.T, expr string) threshold.Threshold {
+	t.Helper()
+	th, err := threshold.Parse(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+func TestMergeRefusesFarApartStarts(t *testing.T) {
+	mk := func(i int, start time.Time) Input {
+		r := &result.Result{Schema: result.Schema, Shard: &result.Shard{Index: i, Count: 2},
+			Scenarios: []result.Scenario{{Name: "s", StartedAt: start, Series: result.Series{SentPerS: []int{1}}}}}
+		r.Shard.Experiment = Experiment(r, 2)
+		return Input{Name: strconv.Itoa(i), Result: r}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := Merge([]Input{mk(0, t0), mk(1, t0.AddDate(10, 0, 0))}, Options{Force: true}); err == nil || !strings.Contains(err.Error(), "not shards of one run") {
+		t.Fatalf("err %v", err)
+	}
+	m, err := Merge([]Input{mk(0, t0), mk(1, t0.Add(2*time.Second))}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Scenarios[0].Series.SentPerS; len(got) != 3 || got[0] != 1 || got[2] != 1 {
+		t.Fatalf("series %v", got)
+	}
+}

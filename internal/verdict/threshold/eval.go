@@ -1,0 +1,88 @@
+package threshold
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spate-dev/spate/result"
+)
+
+// Source gives the observed value of a metric: agg is "" for scalars. For a
+// distribution agg is one of the Agg* constants and, for AggPercentile,
+// percentile is in (0, 100] (99.9 for p99.9); otherwise percentile is 0.
+// Latencies are in milliseconds and fractions in [0, 1], as in the result
+// file. ok is false when the run has no such figure.
+type Source interface {
+	Lookup(agg string, percentile float64, metric string) (float64, bool)
+}
+
+// Outcome is the verdict on one threshold, as written to the result file's
+// thresholds[] (the type is the result package's, so that the result file's
+// types name no internal package).
+type Outcome = result.ThresholdOutcome
+
+// Eval checks t against the value src observes. A figure src does not have,
+// or one that is NaN or infinite, fails with Err saying why, so a gate never
+// passes on a figure it could not see; Value is then 0 (JSON cannot hold NaN
+// or ±Inf). == and != compare exactly.
+func (t Threshold) Eval(src Source) Outcome {
+	out := Outcome{Expr: t.Expr}
+	if out.Expr == "" {
+		out.Expr = t.String()
+	}
+	cmp, ok := compare[t.Op]
+	if !ok {
+		out.Err = fmt.Sprintf("invalid operator %q (use <, <=, >, >=, == or !=)", t.Op)
+		return out
+	}
+	if math.IsNaN(t.Value) || math.IsInf(t.Value, 0) {
+		out.Err = fmt.Sprintf("invalid limit %v: not a finite number", t.Value)
+		return out
+	}
+	subject := t.subject()
+	if src == nil {
+		out.Err = fmt.Sprintf("no results to check %s against", subject)
+		return out
+	}
+	v, ok := src.Lookup(t.Agg, t.Percentile, t.Metric)
+	switch {
+	case !ok:
+		if _, _, known := lookupMetric(t.Metric); !known {
+			out.Err = fmt.Sprintf("unknown metric %q; known %s", t.Metric, knownList())
+		} else {
+			out.Err = fmt.Sprintf("%s was not measured in this run", subject)
+		}
+	case math.IsNaN(v):
+		out.Err = fmt.Sprintf("observed %s is NaN (no samples?)", subject)
+	case math.IsInf(v, 0):
+		out.Err = fmt.Sprintf("observed %s is %v", subject, v)
+	default:
+		out.Value = v
+		out.Pass = cmp(v, t.Value)
+	}
+	return out
+}
+
+// compare maps each operator to its test of observed against limit.
+var compare = map[string]func(observed, limit float64) bool{
+	"<":  func(a, b float64) bool { return a < b },
+	"<=": func(a, b float64) bool { return a <= b },
+	">":  func(a, b float64) bool { return a > b },
+	">=": func(a, b float64) bool { return a >= b },
+	"==": func(a, b float64) bool { return a == b },
+	"!=": func(a, b float64) bool { return a != b },
+}
+
+// EvalAll evaluates every threshold in order against src. allPass is true
+// when every outcome passed, including when ts is empty. outs is never nil,
+// so it encodes as a JSON array.
+func EvalAll(ts []Threshold, src Source) (outs []Outcome, allPass bool) {
+	outs = make([]Outcome, 0, len(ts))
+	allPass = true
+	for _, t := range ts {
+		o := t.Eval(src)
+		allPass = allPass && o.Pass
+		outs = append(outs, o)
+	}
+	return outs, allPass
+}

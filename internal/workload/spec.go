@@ -1,0 +1,579 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spate-dev/spate/internal/metrics/check"
+)
+
+// Spec describes a semantic workload, as written in an experiment file's
+// workload section or a workload file (field names in camelCase). Build
+// turns it into a Source.
+type Spec struct {
+	// InputTokens and OutputTokens are length distributions (ParseLengths).
+	InputTokens  string `yaml:"inputTokens,omitempty" json:"inputTokens,omitempty"`
+	OutputTokens string `yaml:"outputTokens,omitempty" json:"outputTokens,omitempty"`
+	// Dataset is a file of requests in one of Formats (DatasetFormat, or
+	// guessed); Speed scales a timed trace's clock (2: twice as fast).
+	Dataset       string  `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	DatasetFormat string  `yaml:"datasetFormat,omitempty" json:"datasetFormat,omitempty"`
+	DatasetColumn string  `yaml:"datasetColumn,omitempty" json:"datasetColumn,omitempty"`
+	Speed         float64 `yaml:"speed,omitempty" json:"speed,omitempty"`
+	// Seed fixes the workload (default: the run's --seed).
+	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// SystemPrompt is sent as the system message of every chat request.
+	SystemPrompt *Text `yaml:"systemPrompt,omitempty" json:"systemPrompt,omitempty"`
+	// SharedPrefix makes a share of prompts start with one of a few
+	// common prefixes, to exercise prefix caches.
+	SharedPrefix *SharedPrefix `yaml:"sharedPrefix,omitempty" json:"sharedPrefix,omitempty"`
+	// Intents is a weighted mixture of request kinds.
+	Intents []Intent `yaml:"intents,omitempty" json:"intents,omitempty"`
+	// Popularity reuses prompts with Zipf-distributed popularity and hot
+	// keys, to exercise response caches.
+	Popularity *Popularity `yaml:"popularity,omitempty" json:"popularity,omitempty"`
+	// Turns makes every request a conversation of several turns.
+	Turns *Turns `yaml:"turns,omitempty" json:"turns,omitempty"`
+	// Images attaches images to chat requests.
+	Images *Images `yaml:"images,omitempty" json:"images,omitempty"`
+	// Weights are the normalised-token weights of text, image patches and
+	// audio frames (default 1, 64, 8).
+	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
+	// Checks apply to every request's answer (intents add their own).
+	Checks []check.Spec `yaml:"checks,omitempty" json:"checks,omitempty"`
+}
+
+// Text is a fixed text, or synthetic text of Tokens tokens.
+type Text struct {
+	Text   string `yaml:"text,omitempty" json:"text,omitempty"`
+	Tokens int    `yaml:"tokens,omitempty" json:"tokens,omitempty"`
+}
+
+// SharedPrefix: a Ratio share of requests start with one of Groups
+// prefixes of Tokens tokens each (group drawn uniformly).
+type SharedPrefix struct {
+	Groups int     `yaml:"groups" json:"groups"`
+	Tokens int     `yaml:"tokens" json:"tokens"`
+	Ratio  float64 `yaml:"ratio" json:"ratio"`
+}
+
+// Intent is one kind of request in a mixture.
+type Intent struct {
+	Name   string  `yaml:"name" json:"name"`
+	Weight float64 `yaml:"weight" json:"weight"`
+	// InputTokens and OutputTokens override the workload's.
+	InputTokens  string `yaml:"inputTokens,omitempty" json:"inputTokens,omitempty"`
+	OutputTokens string `yaml:"outputTokens,omitempty" json:"outputTokens,omitempty"`
+	// Prompts are the intent's questions, one drawn per request; when
+	// InputTokens is set too, synthetic context is added before it to reach
+	// that length. Without prompts the prompt is synthetic text.
+	Prompts []string `yaml:"prompts,omitempty" json:"prompts,omitempty"`
+	// Dataset draws the intent's requests from a file instead.
+	Dataset string `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// Checks test the intent's answers.
+	Checks []check.Spec `yaml:"checks,omitempty" json:"checks,omitempty"`
+}
+
+// Popularity: request n reuses prompt k of a Pool drawn with Zipf
+// exponent Zipf (> 1); Hot, when set, makes bursts where every request
+// goes to one of a few hot keys.
+type Popularity struct {
+	Zipf float64 `yaml:"zipf" json:"zipf"`
+	Pool int     `yaml:"pool" json:"pool"`
+	Hot  *Hot    `yaml:"hot,omitempty" json:"hot,omitempty"`
+}
+
+// Hot is a synchronised burst on hot keys: within every Every requests,
+// the first Length all ask for one of Keys prompts (a cache stampede).
+type Hot struct {
+	Every  int `yaml:"every" json:"every"`
+	Length int `yaml:"length" json:"length"`
+	Keys   int `yaml:"keys" json:"keys"`
+}
+
+// Turns shapes conversations: Count turns (a length distribution), each
+// user turn TurnTokens long, with Think time before each later turn.
+type Turns struct {
+	Count      string        `yaml:"count" json:"count"`
+	TurnTokens string        `yaml:"turnTokens,omitempty" json:"turnTokens,omitempty"`
+	Think      time.Duration `yaml:"think,omitempty" json:"think,omitempty"`
+}
+
+// Images attaches Count images to each chat request: files (data URLs),
+// or synthetic PNGs of Width×Height.
+type Images struct {
+	Count  int      `yaml:"count" json:"count"`
+	Files  []string `yaml:"files,omitempty" json:"files,omitempty"`
+	Width  int      `yaml:"width,omitempty" json:"width,omitempty"`
+	Height int      `yaml:"height,omitempty" json:"height,omitempty"`
+}
+
+// Weights are normalised-token weights: a text token counts Text, an image
+// patch (PatchPixels×PatchPixels, default 512) ImagePatch, an audio frame
+// AudioFrame.
+type Weights struct {
+	Text        float64 `yaml:"text,omitempty" json:"text,omitempty"`
+	ImagePatch  float64 `yaml:"imagePatch,omitempty" json:"imagePatch,omitempty"`
+	AudioFrame  float64 `yaml:"audioFrame,omitempty" json:"audioFrame,omitempty"`
+	PatchPixels int     `yaml:"patchPixels,omitempty" json:"patchPixels,omitempty"`
+}
+
+// DefaultWeights are the seeds' normalised-token weights.
+var DefaultWeights = Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 512}
+
+// BuildOptions are what Build needs beyond the spec.
+type BuildOptions struct {
+	Seed      uint64  // used when the spec has none
+	Tokenizer Counter // counts dataset prompts (nil: unknown lengths)
+	// Turns reads ShareGPT datasets as multi-turn conversations.
+	Turns bool
+}
+
+// Built is a workload ready to run: its source, and for a timed trace the
+// send times of its requests.
+type Built struct {
+	Source Source
+	// Offsets, for a timed trace, are the requests' send times (scaled by
+	// Speed); nil otherwise.
+	Offsets []time.Duration
+}
+
+// Build turns a spec into a Source (deterministic in its seed).
+func Build(s Spec, o BuildOptions) (Built, error) {
+	seed := o.Seed
+	if s.Seed != nil {
+		seed = *s.Seed
+	}
+	in, err := lengthsOr(s.InputTokens, "256")
+	if err != nil {
+		return Built{}, fmt.Errorf("inputTokens %w", err)
+	}
+	out, err := lengthsOr(s.OutputTokens, "128")
+	if err != nil {
+		return Built{}, fmt.Errorf("outputTokens %w", err)
+	}
+	checks, err := check.Compile(s.Checks)
+	if err != nil {
+		return Built{}, fmt.Errorf("checks: %w", err)
+	}
+	var b Built
+	var src Source
+	switch {
+	case len(s.Intents) > 0:
+		if s.Dataset != "" {
+			return Built{}, errors.New("dataset and intents are exclusive: give each intent its own dataset")
+		}
+		m, err := newMix(s, in, out, seed, o)
+		if err != nil {
+			return Built{}, err
+		}
+		src = m
+	case s.Dataset != "":
+		d, err := LoadFormat(s.Dataset, LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn})
+		if err != nil {
+			return Built{}, err
+		}
+		offs, timed, err := d.Offsets()
+		if err != nil {
+			return Built{}, fmt.Errorf("dataset %s: %w", s.Dataset, err)
+		}
+		if timed {
+			speed := s.Speed
+			if speed <= 0 {
+				speed = 1
+			}
+			for i := range offs {
+				offs[i] = time.Duration(float64(offs[i]) / speed)
+			}
+			b.Offsets = offs
+		}
+		src = WithOutput(d, out, seed)
+	default:
+		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix}
+	}
+	if s.SharedPrefix != nil {
+		if err := s.SharedPrefix.check(); err != nil {
+			return Built{}, err
+		}
+		if _, ok := src.(Synthetic); !ok && len(s.Intents) == 0 {
+			return Built{}, errors.New("sharedPrefix applies to synthetic prompts, not to a dataset")
+		}
+	}
+	if s.Popularity != nil {
+		if src, err = withPopularity(src, *s.Popularity, seed); err != nil {
+			return Built{}, err
+		}
+	}
+	if s.Turns != nil {
+		if src, err = withTurns(src, *s.Turns, out, seed); err != nil {
+			return Built{}, err
+		}
+	}
+	var system string
+	if sp := s.SystemPrompt; sp != nil {
+		system = sp.Text
+		if system == "" && sp.Tokens > 0 {
+			system = Words(newRand(seed^0x5157, 0), sp.Tokens)
+		}
+	}
+	w := DefaultWeights
+	if s.Weights != nil {
+		w = s.Weights.withDefaults()
+	}
+	var imgs []imageData
+	if s.Images != nil {
+		if imgs, err = loadImages(*s.Images, seed); err != nil {
+			return Built{}, err
+		}
+	}
+	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed})
+	return b, nil
+}
+
+func countOf(im *Images) int {
+	if im == nil {
+		return 0
+	}
+	return im.Count
+}
+
+func lengthsOr(s, def string) (Lengths, error) {
+	if s == "" {
+		s = def
+	}
+	return ParseLengths(s)
+}
+
+func (p *SharedPrefix) check() error {
+	if p.Groups < 1 || p.Tokens < 1 || p.Ratio < 0 || p.Ratio > 1 {
+		return fmt.Errorf("sharedPrefix: want groups >= 1, tokens >= 1 and ratio in [0, 1], got %d, %d, %g", p.Groups, p.Tokens, p.Ratio)
+	}
+	return nil
+}
+
+func (w Weights) withDefaults() Weights {
+	d := DefaultWeights
+	if w.Text > 0 {
+		d.Text = w.Text
+	}
+	if w.ImagePatch > 0 {
+		d.ImagePatch = w.ImagePatch
+	}
+	if w.AudioFrame > 0 {
+		d.AudioFrame = w.AudioFrame
+	}
+	if w.PatchPixels > 0 {
+		d.PatchPixels = w.PatchPixels
+	}
+	return d
+}
+
+// mix is a weighted mixture of intents.
+type mix struct {
+	names  []string
+	cum    []float64 // cumulative weights, ending at 1
+	srcs   []Source
+	checks []*check.Set
+	seed   uint64
+	sha    string
+}
+
+func newMix(s Spec, in, out Lengths, seed uint64, o BuildOptions) (*mix, error) {
+	m := &mix{seed: seed}
+	var sum float64
+	seen := map[string]bool{}
+	var keys []string
+	for i, it := range s.Intents {
+		where := fmt.Sprintf("intents[%d] (%s)", i, it.Name)
+		if it.Name == "" {
+			return nil, fmt.Errorf("intents[%d]: needs a name", i)
+		}
+		if seen[it.Name] {
+			return nil, fmt.Errorf("%s: the name is used twice", where)
+		}
+		seen[it.Name] = true
+		if it.Weight <= 0 || math.IsNaN(it.Weight) || math.IsInf(it.Weight, 0) {
+			return nil, fmt.Errorf("%s: weight must be > 0", where)
+		}
+		iin, iout := in, out
+		var err error
+		if it.InputTokens != "" {
+			if iin, err = ParseLengths(it.InputTokens); err != nil {
+				return nil, fmt.Errorf("%s: inputTokens %w", where, err)
+			}
+		}
+		if it.OutputTokens != "" {
+			if iout, err = ParseLengths(it.OutputTokens); err != nil {
+				return nil, fmt.Errorf("%s: outputTokens %w", where, err)
+			}
+		}
+		cs, err := check.Compile(it.Checks)
+		if err != nil {
+			return nil, fmt.Errorf("%s: checks: %w", where, err)
+		}
+		isub := seed ^ uint64(i+1)*0x9E3779B97F4A7C15
+		var src Source
+		switch {
+		case it.Dataset != "":
+			d, err := LoadFormat(it.Dataset, LoadOptions{Tokenizer: o.Tokenizer})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			src = WithOutput(d, iout, isub)
+		case len(it.Prompts) > 0:
+			ctx := Lengths{}
+			if it.InputTokens != "" {
+				ctx = iin
+			}
+			src = prompts{list: it.Prompts, context: ctx, out: iout, seed: isub, prefix: s.SharedPrefix}
+		default:
+			src = Synthetic{Input: iin, Output: iout, Seed: isub, Prefix: s.SharedPrefix}
+		}
+		sum += it.Weight
+		m.names = append(m.names, it.Name)
+		m.cum = append(m.cum, sum)
+		m.srcs = append(m.srcs, src)
+		m.checks = append(m.checks, cs)
+		keys = append(keys, fmt.Sprintf("%s@%g=%s", it.Name, it.Weight, src.Digest()))
+	}
+	for i := range m.cum {
+		m.cum[i] /= sum
+	}
+	sort.Strings(keys)
+	m.sha = digest([]byte("mix/v1"), []byte(strings.Join(keys, "\n")), []byte(fmt.Sprint(seed)))
+	return m, nil
+}
+
+// Request implements Source: the intent is drawn by weight, then the
+// intent's source gives its request n.
+func (m *mix) Request(n uint64) (*Request, error) {
+	u := newRand(m.seed^0x1D7E, n).Float64()
+	i := min(sort.SearchFloat64s(m.cum, u), len(m.cum)-1)
+	r, err := m.srcs[i].Request(n)
+	if err != nil {
+		return nil, err
+	}
+	c := *r
+	c.Intent = m.names[i]
+	if m.checks[i] != nil {
+		c.Checks, c.KeepAnswer = m.checks[i], true
+	}
+	return &c, nil
+}
+
+// Digest implements Source.
+func (m *mix) Digest() string { return m.sha }
+
+// prompts draws one of a list of prompts per request, with optional
+// synthetic context before it.
+type prompts struct {
+	list    []string
+	context Lengths
+	out     Lengths
+	seed    uint64
+	prefix  *SharedPrefix
+}
+
+// Request implements Source.
+func (p prompts) Request(n uint64) (*Request, error) {
+	r := newRand(p.seed, n)
+	q := p.list[r.IntN(len(p.list))]
+	req := &Request{Prompt: q}
+	if p.context.IsSet() {
+		ctx := synthText(r, p.context.Sample(r), p.prefix, p.seed)
+		req.Prompt = ctx.text + "\n\n" + q
+		if p.prefix != nil {
+			req.Labels = []Label{{Key: "prefix", Value: ctx.group}}
+		}
+	}
+	if p.out.IsSet() {
+		req.MaxTokens = p.out.Sample(r)
+	}
+	return req, nil
+}
+
+// Digest implements Source.
+func (p prompts) Digest() string {
+	return digest([]byte("prompts/v1"), []byte(strings.Join(p.list, "\x00")), []byte(fmt.Sprintf("%s %s %d %+v", p.context.key(), p.out.key(), p.seed, p.prefix)))
+}
+
+// withPopularity makes request n reuse request k of a pool of p.Pool,
+// k drawn from a Zipf law (rank 1 most popular), or a hot key inside a
+// burst.
+func withPopularity(src Source, p Popularity, seed uint64) (Source, error) {
+	if p.Zipf <= 1 || p.Pool < 1 {
+		return nil, fmt.Errorf("popularity: want zipf > 1 and pool >= 1, got %g and %d", p.Zipf, p.Pool)
+	}
+	if h := p.Hot; h != nil && (h.Every < 1 || h.Length < 1 || h.Length > h.Every || h.Keys < 1) {
+		return nil, fmt.Errorf("popularity.hot: want every >= length >= 1 and keys >= 1")
+	}
+	return SourceFunc{
+		Sha256: digest([]byte(src.Digest()), []byte(fmt.Sprintf("popularity/v1 %+v %+v %d", p, p.Hot, seed))),
+		F: func(n uint64) (*Request, error) {
+			k := PopularKey(p, seed, n)
+			r, err := src.Request(k)
+			if err != nil {
+				return nil, err
+			}
+			c := *r
+			c.Labels = append(append([]Label(nil), r.Labels...), Label{Key: "popularity", Value: popularityClass(p, n, k)})
+			return &c, nil
+		},
+	}, nil
+}
+
+// PopularKey is the pool index request n reuses: a hot key (the pool's
+// first Keys entries) inside a burst, else a Zipf draw over the pool.
+func PopularKey(p Popularity, seed, n uint64) uint64 {
+	r := newRand(seed^0x2199, n)
+	if h := p.Hot; h != nil && n%uint64(h.Every) < uint64(h.Length) {
+		return uint64(r.IntN(h.Keys))
+	}
+	z := rand.NewZipf(r, p.Zipf, 1, uint64(p.Pool-1))
+	return z.Uint64()
+}
+
+func popularityClass(p Popularity, n, k uint64) string {
+	if h := p.Hot; h != nil && n%uint64(h.Every) < uint64(h.Length) {
+		return "hot"
+	}
+	if k < 10 {
+		return "top10"
+	}
+	return "tail"
+}
+
+// withTurns makes every request a conversation: the source's request is
+// the first turn; later turns are synthetic user messages.
+func withTurns(src Source, t Turns, out Lengths, seed uint64) (Source, error) {
+	count, err := ParseLengths(t.Count)
+	if err != nil {
+		return nil, fmt.Errorf("turns.count %w", err)
+	}
+	turnIn, err := lengthsOr(t.TurnTokens, "64")
+	if err != nil {
+		return nil, fmt.Errorf("turns.turnTokens %w", err)
+	}
+	if t.Think < 0 {
+		return nil, errors.New("turns.think must not be negative")
+	}
+	return SourceFunc{
+		Sha256: digest([]byte(src.Digest()), []byte(fmt.Sprintf("turns/v1 %s %s %v %d", count.key(), turnIn.key(), t.Think, seed))),
+		F: func(n uint64) (*Request, error) {
+			first, err := src.Request(n)
+			if err != nil {
+				return nil, err
+			}
+			if len(first.Turns) > 0 {
+				return first, nil // already a conversation (ShareGPT turns)
+			}
+			r := newRand(seed^0x7A25, n)
+			c := *first
+			c.Session = fmt.Sprintf("spate-%d-%d", seed, n)
+			c.Turns = []Turn{{Prompt: first.Prompt, MaxTokens: first.MaxTokens, InputTokens: first.InputTokens}}
+			c.Prompt, c.MaxTokens = "", 0
+			for i := 1; i < count.Sample(r); i++ {
+				k := turnIn.Sample(r)
+				turn := Turn{Prompt: Words(r, k), InputTokens: k, Think: t.Think}
+				if out.IsSet() {
+					turn.MaxTokens = out.Sample(r)
+				}
+				c.Turns = append(c.Turns, turn)
+			}
+			return &c, nil
+		},
+	}, nil
+}
+
+// Merge returns base with the fields over sets replaced: a stage's own
+// workload on top of the experiment's.
+func Merge(base, over Spec) Spec {
+	m := base
+	str := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	str(&m.InputTokens, over.InputTokens)
+	str(&m.OutputTokens, over.OutputTokens)
+	str(&m.DatasetFormat, over.DatasetFormat)
+	str(&m.DatasetColumn, over.DatasetColumn)
+	if over.Dataset != "" {
+		m.Dataset, m.Intents = over.Dataset, nil
+	}
+	if len(over.Intents) > 0 {
+		m.Intents, m.Dataset = over.Intents, ""
+	}
+	if over.Speed > 0 {
+		m.Speed = over.Speed
+	}
+	if over.Seed != nil {
+		m.Seed = over.Seed
+	}
+	if over.SystemPrompt != nil {
+		m.SystemPrompt = over.SystemPrompt
+	}
+	if over.SharedPrefix != nil {
+		m.SharedPrefix = over.SharedPrefix
+	}
+	if over.Popularity != nil {
+		m.Popularity = over.Popularity
+	}
+	if over.Turns != nil {
+		m.Turns = over.Turns
+	}
+	if over.Images != nil {
+		m.Images = over.Images
+	}
+	if over.Weights != nil {
+		m.Weights = over.Weights
+	}
+	if over.Checks != nil {
+		m.Checks = over.Checks
+	}
+	return m
+}
+
+// Resolve makes the spec's relative file paths (datasets, images,
+// empirical length files) relative to dir, the directory of the file that
+// named them.
+func (s *Spec) Resolve(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	lengths := func(v string) string {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(v), "empirical:"); ok {
+			return "empirical:" + abs(rest)
+		}
+		return v
+	}
+	s.Dataset = abs(s.Dataset)
+	s.InputTokens, s.OutputTokens = lengths(s.InputTokens), lengths(s.OutputTokens)
+	for i := range s.Intents {
+		it := &s.Intents[i]
+		it.Dataset = abs(it.Dataset)
+		it.InputTokens, it.OutputTokens = lengths(it.InputTokens), lengths(it.OutputTokens)
+	}
+	if s.Images != nil {
+		im := *s.Images
+		im.Files = append([]string(nil), im.Files...)
+		for i := range im.Files {
+			im.Files[i] = abs(im.Files[i])
+		}
+		s.Images = &im
+	}
+	if s.Turns != nil {
+		t := *s.Turns
+		t.Count, t.TurnTokens = lengths(t.Count), lengths(t.TurnTokens)
+		s.Turns = &t
+	}
+}
