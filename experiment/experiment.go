@@ -1,7 +1,13 @@
-// Package experiment reads experiment files: the YAML form of a spate run
-// (apiVersion spate/v1, kind Experiment), with strict keys and errors that
-// name the file, line and column. It only parses and checks; cmd/spate
-// turns an Experiment into a run, with flags overriding the file.
+// Package experiment is the model of a spate run: every type of an
+// experiment file (apiVersion spate/v1, kind Experiment; the JSON Schema's
+// types, see Schema), read from YAML with strict keys and errors that name
+// the file, line and column (Load, Parse), or built in Go. The command
+// line fills the same types: its flags override the fields of a file.
+//
+// It is the first stage of the data flow: experiment → workload →
+// schedule → engine → client → record → metrics → verdict → outputs. The
+// package only describes and checks the shape of a run; the internal plan
+// package turns an Experiment into one (see spate.Run).
 package experiment
 
 import (
@@ -10,18 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
-
-	"github.com/spate-dev/spate/internal/metrics"
-	"github.com/spate-dev/spate/internal/schedule"
-	"github.com/spate-dev/spate/internal/verdict/gate"
-	"github.com/spate-dev/spate/internal/verdict/threshold"
-	"github.com/spate-dev/spate/internal/workload"
 )
 
 // APIVersion and Kind head every experiment file.
@@ -30,7 +31,9 @@ const (
 	Kind       = "Experiment"
 )
 
-// Experiment is one experiment file.
+// Experiment is one experiment: what to load, how, and what to do with
+// the figures. The zero value of a field means its default; the fields that
+// need to tell "zero" from "unset" are pointers (Go 1.26: new(false)).
 type Experiment struct {
 	APIVersion string   `yaml:"apiVersion"`
 	Kind       string   `yaml:"kind"`
@@ -55,12 +58,26 @@ type Experiment struct {
 	Vector Vector `yaml:"vector"`
 	// Workflow is the file of a multi-step request sent for every request.
 	Workflow string `yaml:"workflow"`
+	// Resilience tunes the resilience figures of every stage.
+	Resilience Resilience `yaml:"resilience"`
+	// Shard makes this process send one part of a load split over several.
+	Shard Shard `yaml:"shard"`
 	// Actions maps a verdict (pass, fail, invalid or error) to what to do
 	// once the result is written: promote, roll back, notify.
-	Actions map[string][]gate.Action `yaml:"actions"`
+	Actions map[string][]Action `yaml:"actions"`
 
+	// Path is the file the experiment was read from (Load), recorded in
+	// the result; "" when it was built in Go.
+	Path string `yaml:"-"`
+	// WorkloadFile is the workload file Workload was read from, if any
+	// (spate run --workload), recorded in the result.
+	WorkloadFile string `yaml:"-"`
 	// SHA256 is the hex SHA-256 of the file's bytes, for provenance.
 	SHA256 string `yaml:"-"`
+
+	// source and name locate the YAML paths of problems (Errors).
+	source []byte
+	name   string
 }
 
 // Metadata names the experiment.
@@ -75,8 +92,11 @@ type Target struct {
 	API   string `yaml:"api"`
 	Model string `yaml:"model"`
 	// APIKeyEnv names the environment variable holding the API key; a key
-	// itself never belongs in a file.
-	APIKeyEnv   string            `yaml:"apiKeyEnv"`
+	// itself never belongs in a file (default OPENAI_API_KEY).
+	APIKeyEnv string `yaml:"apiKeyEnv"`
+	// APIKey is the key itself, set in Go or by --api-key; it is never
+	// read from nor written to a file, and wins over APIKeyEnv.
+	APIKey      string            `yaml:"-" json:"-"`
 	Headers     map[string]string `yaml:"headers"`
 	Stream      *bool             `yaml:"stream"`
 	IgnoreEOS   string            `yaml:"ignoreEOS"`
@@ -96,16 +116,18 @@ type Target struct {
 	Retries      int           `yaml:"retries"`
 	RetryBackoff time.Duration `yaml:"retryBackoff"`
 	RetryBudget  float64       `yaml:"retryBudget"`
+	// AttemptTimeout gives up one attempt after this long and fails over
+	// or retries (0: only Timeout).
+	AttemptTimeout time.Duration `yaml:"attemptTimeout"`
+	// TraceHeader sends a W3C traceparent header with every request
+	// (default true).
+	TraceHeader *bool `yaml:"traceHeader"`
 }
 
 // SUT describes the version of the system under test, for provenance.
 type SUT struct {
 	Version string `yaml:"version"`
 }
-
-// Workload says what to send: synthetic lengths, a dataset, intents,
-// shared prefixes, popularity, turns and images (see workload.Spec).
-type Workload = workload.Spec
 
 // Stage is one scenario of the run: open loop (rate) or closed loop
 // (concurrency).
@@ -171,19 +193,32 @@ func (t *ThresholdSpec) UnmarshalYAML(unmarshal func(any) error) error {
 
 // Measurement tunes how figures are taken (--lag-bound, --tokenizer-sample).
 type Measurement struct {
-	LagBound        time.Duration `yaml:"lagBound"`
-	TokenizerSample *int          `yaml:"tokenizerSample"`
+	// LagBound is the schedule-lag p99 above which a stage is not a valid
+	// measurement.
+	LagBound time.Duration `yaml:"lagBound"`
+	// TokenizerSample counts output tokens locally on every Nth request to
+	// check the server's usage (default 16; 0: only when usage is missing).
+	TokenizerSample *int `yaml:"tokenizerSample"`
 	// Tokenizer is the tokenizer of lengths and local counts: cl100k_base,
 	// o200k_base, llama3 or a tokenizer.json path.
 	Tokenizer string `yaml:"tokenizer"`
 }
 
-// Outputs says where results go and what is printed.
+// Outputs says where results go and what is printed. A path left empty
+// writes nothing (spate run writes the result to
+// spate-results/result.json by default).
 type Outputs struct {
-	Result   string        `yaml:"result"`
-	Records  string        `yaml:"records"`
-	Quiet    bool          `yaml:"quiet"`
-	Progress time.Duration `yaml:"progress"`
+	// Result is the result file (schema spate/result/v1).
+	Result string `yaml:"result"`
+	// Records receives every request as a JSON line.
+	Records string `yaml:"records"`
+	// Quiet prints no progress and no summary.
+	Quiet bool `yaml:"quiet"`
+	// Progress is the interval of progress lines (default 5s; 0: none).
+	Progress *time.Duration `yaml:"progress"`
+	// ResultStdout also prints the result JSON on stdout at the end (for
+	// kubectl logs).
+	ResultStdout bool `yaml:"resultStdout"`
 	// Report, Markdown, JUnit and SeriesCSV are more outputs: a
 	// self-contained HTML report, a Markdown summary, the thresholds as
 	// JUnit XML and the per-second series as CSV.
@@ -204,15 +239,29 @@ type Observe struct {
 	OTLPEndpoint  string   `yaml:"otlpEndpoint"`
 	OTLPProtocol  string   `yaml:"otlpProtocol"`
 	OTLPTraces    bool     `yaml:"otlpTraces"`
+	// OTLPInterval is the interval between OTLP metric pushes.
+	OTLPInterval time.Duration `yaml:"otlpInterval"`
 }
 
 // Chaos injects faults: Proxy starts the fault-injecting proxy in front of
-// the target (stages' faults: url /admin/faults then reach it), Rules are
-// run-wide fault rules for it, Requests the workload-side chaos fractions.
+// the target (stages' faults: url /admin/faults then reach it), Rules and
+// Faults are run-wide fault rules for it, Requests the workload-side chaos
+// fractions.
 type Chaos struct {
 	Proxy    bool     `yaml:"proxy"`
 	Rules    []string `yaml:"rules"`
 	Requests string   `yaml:"requests"`
+	// Faults is a JSON file of a fault set, as PUT to /admin/faults
+	// (implies Proxy).
+	Faults string `yaml:"faults"`
+	// Stats is the GET /admin/stats URL of a chaos proxy run elsewhere
+	// (spate chaos proxy), for the chaos figures.
+	Stats string `yaml:"stats"`
+	// TMax is T_max of MSR (default 800ms).
+	TMax time.Duration `yaml:"tMax"`
+	// RecoveryBin is the bin width recovery after a fault window is
+	// judged on.
+	RecoveryBin time.Duration `yaml:"recoveryBin"`
 }
 
 // Vector is a vector search target: URL (pgvector://, chroma://,
@@ -226,36 +275,112 @@ type Vector struct {
 	K        int    `yaml:"k"`
 	EfSearch []int  `yaml:"efSearch"`
 	Load     *bool  `yaml:"load"`
+	// TruthCache is the directory caching exact top-k ground truth
+	// (default: the user cache dir, spate/truth).
+	TruthCache string `yaml:"truthCache"`
 }
 
-// Probes interleaves security probe suites with the workload.
+// Probes interleaves security probe suites with the workload: built-in
+// suite names, "all", or YAML suite files; Fraction is the share of
+// requests that are probes (default 0.1).
 type Probes struct {
 	Suites   []string `yaml:"suites"`
 	Fraction float64  `yaml:"fraction"`
 }
 
-// Load reads and checks an experiment file.
+// Resilience tunes the resilience figures (P99 slope, recovery time after
+// a load step or faults) of every stage.
+type Resilience struct {
+	// Enabled computes them (default true).
+	Enabled *bool `yaml:"enabled"`
+	// Window is the sliding window of the slope (whole seconds, ≥ 2s).
+	Window time.Duration `yaml:"window"`
+	// RecoveryWindow is the window of the windowed P99 that recovery time
+	// is measured on (whole seconds).
+	RecoveryWindow time.Duration `yaml:"recoveryWindow"`
+}
+
+// Shard makes this process send one part of a load split over several
+// (merge their results with spate merge).
+type Shard struct {
+	// Part is "I/N": send shard I of N (I from 0).
+	Part string `yaml:"part"`
+	// Count is the shard count when the index comes from
+	// $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job); default
+	// $SPATE_SHARDS.
+	Count int `yaml:"count"`
+	// StartAt is an RFC 3339 time to wait for before sending, so that
+	// shards start together.
+	StartAt string `yaml:"startAt"`
+	// StartLateMax fails the run when StartAt is already this far in the
+	// past (default 10s).
+	StartLateMax time.Duration `yaml:"startLateMax"`
+	// ClockCheck estimates this machine's clock offset against the
+	// target's HTTP Date header when sharded (default true).
+	ClockCheck *bool `yaml:"clockCheck"`
+}
+
+// Load reads and checks an experiment file. The files it names (datasets,
+// images, length files, the workflow, a vector dataset, a chaos fault set)
+// are made relative to the file's directory.
 func Load(path string) (*Experiment, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment: %w", err)
 	}
-	return Parse(data, path)
+	e, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	e.Path = path
+	e.Resolve(filepath.Dir(path))
+	return e, nil
 }
 
 // Parse reads and checks an experiment from data; name is used in errors,
-// which have the form "name:line:column: message".
+// which have the form "name:line:column: message". Parse checks what this
+// package can check alone (Problems); spate.Validate checks the rest.
 func Parse(data []byte, name string) (*Experiment, error) {
 	var e Experiment
 	if err := unmarshal(data, &e); err != nil {
 		return nil, yamlError(name, err)
 	}
-	if err := e.check(data, name); err != nil {
+	e.source, e.name = data, name
+	var ps []Problem
+	if e.APIVersion != APIVersion {
+		ps = append(ps, Problem{"$.apiVersion", fmt.Sprintf("apiVersion must be %q, got %q", APIVersion, e.APIVersion)})
+	}
+	if e.Kind != Kind {
+		ps = append(ps, Problem{"$.kind", fmt.Sprintf("kind must be %q, got %q", Kind, e.Kind)})
+	}
+	if err := e.Errors(append(ps, e.Problems()...)); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	e.SHA256 = hex.EncodeToString(sum[:])
 	return &e, nil
+}
+
+// Resolve makes the relative file paths the experiment names relative to
+// dir, the directory of the file that named them.
+func (e *Experiment) Resolve(dir string) {
+	e.Workload.Resolve(dir)
+	for i := range e.Stages {
+		if w := e.Stages[i].Workload; w != nil {
+			w.Resolve(dir)
+		}
+	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	e.Workflow = rel(e.Workflow)
+	e.Chaos.Faults = rel(e.Chaos.Faults)
+	if !strings.HasPrefix(e.Vector.Dataset, "gen:") {
+		e.Vector.Dataset = rel(e.Vector.Dataset)
+	}
 }
 
 // unmarshal decodes strictly. go-yaml v1.19.2 panics on some malformed
@@ -293,16 +418,35 @@ func excerpt(err error) string {
 	return ""
 }
 
-// checker reports semantic errors at the position of a YAML path.
-type checker struct {
-	name string
-	data []byte
-	errs []string
+// Problem is one thing wrong with an experiment, at a YAML path of it
+// such as $.stages[0].rate.
+type Problem struct {
+	Path    string
+	Message string
 }
 
-func (c *checker) at(path, format string, a ...any) {
-	line, col := position(c.data, path)
-	c.errs = append(c.errs, fmt.Sprintf("%s:%d:%d: %s", c.name, line, col, fmt.Sprintf(format, a...)))
+// Errors turns problems into one error (nil for none): a line each,
+// sorted, as "file:line:column: message" when the experiment was read from
+// a file (the position of the path, or of its nearest parent in the file),
+// else as "path: message".
+func (e *Experiment) Errors(ps []Problem) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		if e.source == nil {
+			lines[i] = strings.TrimPrefix(strings.TrimPrefix(p.Path, "$"), ".") + ": " + p.Message
+			if p.Path == "$" || p.Path == "" {
+				lines[i] = "experiment: " + p.Message
+			}
+			continue
+		}
+		line, col := position(e.source, p.Path)
+		lines[i] = fmt.Sprintf("%s:%d:%d: %s", e.name, line, col, p.Message)
+	}
+	sort.Strings(lines)
+	return errors.New(strings.Join(lines, "\n"))
 }
 
 // position finds where a YAML path starts in data (1:1 if it cannot).
@@ -342,135 +486,93 @@ func parent(p string) string {
 	return "$"
 }
 
-func (e *Experiment) check(data []byte, name string) error {
-	c := &checker{name: name, data: data}
-	if e.APIVersion != APIVersion {
-		c.at("$.apiVersion", "apiVersion must be %q, got %q", APIVersion, e.APIVersion)
-	}
-	if e.Kind != Kind {
-		c.at("$.kind", "kind must be %q, got %q", Kind, e.Kind)
+// Problems reports what is wrong with the experiment's shape, as far as
+// this package can tell without the parsers of lengths, thresholds, SLOs
+// and arrivals (spate.Validate runs those too): enumerations, stages that
+// are neither open nor closed loop, negative values, actions.
+func (e *Experiment) Problems() []Problem {
+	var ps []Problem
+	at := func(path, format string, a ...any) {
+		ps = append(ps, Problem{path, fmt.Sprintf(format, a...)})
 	}
 	switch e.Target.API {
 	case "", "chat", "completions", "embeddings", "http":
 	default:
-		c.at("$.target.api", "api %q: use chat, completions, embeddings or http", e.Target.API)
+		at("$.target.api", "api %q: use chat, completions, embeddings or http", e.Target.API)
 	}
 	switch e.Target.IgnoreEOS {
 	case "", "auto", "true", "false":
 	default:
-		c.at("$.target.ignoreEOS", "ignoreEOS %q: use auto, true or false", e.Target.IgnoreEOS)
+		at("$.target.ignoreEOS", "ignoreEOS %q: use auto, true or false", e.Target.IgnoreEOS)
 	}
 	if e.Target.APIKeyEnv != "" && strings.HasPrefix(e.Target.APIKeyEnv, "sk-") {
-		c.at("$.target.apiKeyEnv", "apiKeyEnv names an environment variable (e.g. OPENAI_API_KEY), not the key itself: keep keys out of files")
-	}
-	for _, f := range []struct{ path, v string }{{"$.workload.inputTokens", e.Workload.InputTokens}, {"$.workload.outputTokens", e.Workload.OutputTokens}} {
-		if f.v != "" {
-			if _, err := workload.ParseLengths(f.v); err != nil {
-				c.at(f.path, "%v", err)
-			}
-		}
-	}
-	for k := range e.SLO {
-		if _, err := metrics.ParseSLO(k + "=" + e.SLO[k].String()); err != nil {
-			c.at("$.slo."+k, "%v", err)
-		}
+		at("$.target.apiKeyEnv", "apiKeyEnv names an environment variable (e.g. OPENAI_API_KEY), not the key itself: keep keys out of files")
 	}
 	for i, spec := range e.Thresholds {
 		p := fmt.Sprintf("$.thresholds[%d]", i)
-		if _, err := threshold.Parse(spec.Expr); err != nil {
-			c.at(p, "%v", err)
-		}
 		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) {
-			c.at(p, "delay and window only apply with abortOnFail: true")
+			at(p, "delay and window only apply with abortOnFail: true")
 		}
 		if spec.Delay < 0 || spec.Window < 0 {
-			c.at(p, "delay and window must not be negative")
+			at(p, "delay and window must not be negative")
 		}
 	}
 	if len(e.Stages) == 0 {
-		c.at("$", "no stages: add at least one under stages:, e.g. {name: main, rate: 5, duration: 30s}")
+		at("$", "no stages: add at least one under stages:, e.g. {name: main, rate: 5, duration: 30s}")
 	}
 	seen := map[string]bool{}
 	for i, s := range e.Stages {
 		p := fmt.Sprintf("$.stages[%d]", i)
 		switch {
 		case s.Name == "":
-			c.at(p, "stage %d has no name", i+1)
+			at(p, "stage %d has no name", i+1)
 		case seen[s.Name]:
-			c.at(p+".name", "stage name %q is used twice", s.Name)
+			at(p+".name", "stage name %q is used twice", s.Name)
 		}
 		seen[s.Name] = true
 		trace := s.Arrival == "trace"
 		switch {
 		case trace && (s.Rate > 0 || s.Concurrency > 0):
-			c.at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate or concurrency", s.Name)
+			at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate or concurrency", s.Name)
 		case !trace && (s.Rate > 0) == (s.Concurrency > 0):
-			c.at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
+			at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
 		}
-		if s.Rate > 0 {
-			arrival := s.Arrival
-			if arrival == "" {
-				arrival = "poisson"
-			}
-			b := s.Burstiness
-			if b == 0 {
-				b = 1
-			}
-			if s.RampFrom > 0 {
-				if _, err := schedule.NewRamp(arrival, s.RampFrom, s.Rate, s.Warmup+s.Duration, 0); err != nil {
-					c.at(p+".rampFrom", "stage %q: %v", s.Name, err)
-				}
-			} else if _, err := schedule.New(arrival, s.Rate, b, 0); err != nil {
-				c.at(p, "stage %q: %v", s.Name, err)
-			}
-		} else if s.MaxConcurrency > 0 {
-			c.at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
+		if s.Rate <= 0 && s.MaxConcurrency > 0 {
+			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
 		}
 		if s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0 || s.Duration < 0 || s.Warmup < 0 {
-			c.at(p, "stage %q: negative values are not allowed", s.Name)
+			at(p, "stage %q: negative values are not allowed", s.Name)
 		}
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&
 			!strings.HasPrefix(s.Faults.URL, "/") || len(s.Faults.Set) == 0) {
-			c.at(p+".faults", "stage %q: faults need url: (the injector's admin endpoint, e.g. /admin/faults on the target's host, or a full URL) and set: {...}", s.Name)
+			at(p+".faults", "stage %q: faults need url: (the injector's admin endpoint, e.g. /admin/faults on the target's host, or a full URL) and set: {...}", s.Name)
 		}
-		if w := s.Workload; w != nil {
-			if w.Seed != nil {
-				c.at(p+".workload.seed", "stage %q: the seed is the experiment's (workload.seed at the top level)", s.Name)
-			}
-			for _, f := range []struct{ path, v string }{{p + ".workload.inputTokens", w.InputTokens}, {p + ".workload.outputTokens", w.OutputTokens}} {
-				if f.v != "" {
-					if _, err := workload.ParseLengths(f.v); err != nil {
-						c.at(f.path, "%v", err)
-					}
-				}
-			}
+		if w := s.Workload; w != nil && w.Seed != nil {
+			at(p+".workload.seed", "stage %q: the seed is the experiment's (workload.seed at the top level)", s.Name)
 		}
 		if s.Duration == 0 && s.Requests == 0 && !trace {
-			c.at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
+			at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
 		}
 	}
 	for verdict, actions := range e.Actions {
 		switch verdict {
-		case gate.Pass, gate.Fail, gate.Invalid, gate.Error:
+		case VerdictPass, VerdictFail, VerdictInvalid, VerdictError:
 		default:
-			c.at("$.actions."+verdict, "unknown verdict %q: use pass, fail, invalid or error", verdict)
+			at("$.actions."+verdict, "unknown verdict %q: use pass, fail, invalid or error", verdict)
 		}
 		for i, a := range actions {
 			if err := a.Check(); err != nil {
-				c.at(fmt.Sprintf("$.actions.%s[%d]", verdict, i), "%v", err)
+				at(fmt.Sprintf("$.actions.%s[%d]", verdict, i), "%v", err)
 			}
 		}
 	}
-	if len(c.errs) > 0 {
-		sort.Strings(c.errs)
-		return errors.New(strings.Join(c.errs, "\n"))
-	}
-	return nil
+	return ps
 }
 
 // LoadWorkload reads a workload file: the fields of an experiment's
-// workload section at the top level (see workload.Spec). Errors have the
-// form "path:line:column: message".
+// workload section at the top level (see Workload), with its relative
+// paths made relative to the file's directory. Errors have the form
+// "path:line:column: message".
 func LoadWorkload(path string) (*Workload, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -480,12 +582,6 @@ func LoadWorkload(path string) (*Workload, error) {
 	if err := unmarshal(data, &w); err != nil {
 		return nil, yamlError(path, err)
 	}
-	for _, f := range []struct{ key, v string }{{"inputTokens", w.InputTokens}, {"outputTokens", w.OutputTokens}} {
-		if f.v != "" {
-			if _, err := workload.ParseLengths(f.v); err != nil {
-				return nil, fmt.Errorf("%s: %s %v", path, f.key, err)
-			}
-		}
-	}
+	w.Resolve(filepath.Dir(path))
 	return &w, nil
 }

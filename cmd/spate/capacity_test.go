@@ -53,7 +53,7 @@ func TestCapacitySearchFindsTheKnee(t *testing.T) {
 	out := filepath.Join(dir, "capacity.json")
 	args := append([]string{"capacity", "--target", smallGPU(t), "--goodput", "0.9", "--min-rate", "2", "--max-rate", "64",
 		"--trial-duration", capacityTrialDuration, "--resolution", "0.08", "--seed", "1", "--out", out}, capacityTrialArgs...)
-	code, stdout, stderr := spate(t, ctx, args...)
+	code, stdout, stderr := cli(t, ctx, args...)
 	if code != 0 {
 		t.Fatalf("capacity: exit %d: %s\n%s", code, stderr, stdout)
 	}
@@ -78,7 +78,7 @@ func TestCapacitySearchFindsTheKnee(t *testing.T) {
 		path := filepath.Join(dir, fmt.Sprintf("sweep-%02d.json", len(rates)))
 		a := append([]string{"run", "--target", target, "--rate", strconv.FormatFloat(r, 'g', -1, 64),
 			"--duration", capacityTrialDuration, "--out", path, "--quiet", "--seed", strconv.Itoa(100 + len(rates))}, capacityTrialArgs...)
-		if code, _, e := spate(t, ctx, a...); code != 0 && code != exitThreshold {
+		if code, _, e := cli(t, ctx, a...); code != 0 && code != exitThreshold {
 			t.Fatalf("sweep at %v req/s: exit %d: %s", r, code, e)
 		}
 		res := readResult(t, path)
@@ -126,7 +126,7 @@ func TestCapacityUsage(t *testing.T) {
 		{"capacity", "--target", "http://127.0.0.1:1/v1", "--goodput", "1.5"},
 		{"capacity", "--target", "http://127.0.0.1:1/v1", "--min-rate", "10", "--max-rate", "5"},
 	} {
-		if code, _, stderr := spate(t, ctx, args...); code != exitUsage {
+		if code, _, stderr := cli(t, ctx, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
 		}
 	}

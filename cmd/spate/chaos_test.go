@@ -100,7 +100,7 @@ func TestChaosUsageErrors(t *testing.T) {
 		{"run", "--target", "http://127.0.0.1:1/v1", "--model", "m", "--request-chaos", "oversize=2"},
 		{"run", "--target", "http://127.0.0.1:1/v1", "--model", "m", "--chaos", "nope=1"},
 	} {
-		if code, _, stderr := spate(t, context.Background(), args...); code != 2 {
+		if code, _, stderr := cli(t, context.Background(), args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
 		}
 	}
@@ -136,7 +136,7 @@ stages:
       set: {seed: 3, schedule: [{from: 1s, until: 2s, blackhole_rate: 1}]}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", exp, "--target", a.BaseURL(), "--targets", b.BaseURL(),
+	code, stdout, stderr := cli(t, context.Background(), "run", exp, "--target", a.BaseURL(), "--targets", b.BaseURL(),
 		"--policy", "failover", "--chaos-proxy", "--attempt-timeout", "300ms", "--retry-budget", "1",
 		"--output-tokens", "3", "--input-tokens", "8", "--out", out, "--quiet", "--lag-bound", "250ms")
 	if code != 0 {
@@ -180,7 +180,7 @@ func TestRunChaosRetriesConverge(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--chaos", "error_rate=0.3",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--chaos", "error_rate=0.3",
 		"--retries", "3", "--retry-backoff", "1ms", "--retry-budget", "1", "--concurrency", "8", "--requests", "400",
 		"--output-tokens", "2", "--input-tokens", "8", "--out", out, "--quiet")
 	if code != 0 {
@@ -211,7 +211,7 @@ func TestRunRequestChaos(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "req.jsonl")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--request-chaos", "max_tokens_1=0.3",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--request-chaos", "max_tokens_1=0.3",
 		"--concurrency", "4", "--requests", "200", "--output-tokens", "6", "--input-tokens", "8", "--out", out, "--records", recs, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -11,10 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/internal/verdict/compare"
-	"github.com/spate-dev/spate/result"
 )
-
-func init() { commands = append(commands, newCompareCmd) }
 
 // compareFlags are the flags of spate compare.
 type compareFlags struct {
@@ -31,37 +27,12 @@ type compareFlags struct {
 func newCompareCmd() *cobra.Command {
 	f := &compareFlags{}
 	c := &cobra.Command{
-		Use:   "compare BASE.json NEW.json | --base A.json... --new B.json...",
-		Short: "Judge new results against base ones: change, interval and verdict per metric",
-		Long: `Compare the results of a new build (or configuration) with a base: for each
-stage and metric, the change with a confidence interval at 1−α and a verdict:
-improved, regressed or ~ (no significant change); ? when there is too little
-data, with a warning saying what is missing.
-
-Requests of one run are not independent, so a run is cut into windows of
---window seconds of its per-second series (after warm-up and --settle) and the
-window aggregates are tested: Welch's t-test for the p-value and a seeded
-moving-block bootstrap for the interval; a change is called only when both
-agree. With several results per side (--base/--new repeated, or globs), runs
-of one side are pooled; with at least the runs the Mann-Whitney U test needs
-to reach α (5 at α=0.01) each side's whole-run figures are compared with it
-instead, and each side's median gets a 95 % interval (from 6 runs).
-
---base-ref and --new-ref are a reference workload run in each side's
-environment: NEW is scaled by the ratio of the references and the scaled
-change gets an interval that carries the references' noise.
-
-Results must have measured the same thing (model, workload digest, load
-settings; the SUT version may differ across sides): otherwise compare says
-what differs and stops, unless --force.
-
-Exit codes: 0 no gated metric regressed, 1 error, 2 usage, 3 a gated metric
-regressed (default gates: ` + strings.Join(compare.DefaultGate, ", ") + `).`,
-		Example: `  spate compare base.json new.json
-  spate compare --base 'base-*.json' --new 'new-*.json' --format markdown
-  spate compare a.json b.json --base-ref ref-a.json --new-ref ref-b.json --gate e2e_p99_ms`,
-		Args: cobra.MaximumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error { return runCompare(cmd, f, args) },
+		Use:     "compare BASE.json NEW.json | --base A.json... --new B.json...",
+		Short:   "Judge new results against base ones: change, interval and verdict per metric",
+		Long:    help("compare", strings.Join(compare.DefaultGate, ", ")),
+		Example: help("compare.example"),
+		Args:    cobra.MaximumNArgs(2),
+		RunE:    func(cmd *cobra.Command, args []string) error { return runCompare(cmd, f, args) },
 	}
 	fl := c.Flags()
 	fl.StringArrayVar(&f.base, "base", nil, "base result file or glob (repeatable)")
@@ -112,16 +83,9 @@ func runCompare(cmd *cobra.Command, f *compareFlags, args []string) error {
 	if (len(f.baseRef) == 0) != (len(f.newRef) == 0) {
 		return usageErr("--base-ref and --new-ref go together")
 	}
-	var s compare.Sides
-	var err error
-	for _, side := range []struct {
-		flag string
-		pats []string
-		dst  *[]compare.Input
-	}{{"--base", base, &s.Base}, {"--new", nw, &s.New}, {"--base-ref", f.baseRef, &s.BaseRef}, {"--new-ref", f.newRef, &s.NewRef}} {
-		if *side.dst, err = readResults(side.flag, side.pats); err != nil {
-			return err
-		}
+	s, err := compare.ReadSides(base, nw, f.baseRef, f.newRef)
+	if err != nil {
+		return err
 	}
 	cfg := compare.Config{Alpha: f.alpha, Window: int(f.window / time.Second), Settle: int(f.settle / time.Second),
 		Metrics: f.metrics, Gate: f.gate, Seed: f.seed, MinRuns: f.minRuns, Force: f.force}
@@ -146,30 +110,4 @@ func runCompare(cmd *cobra.Command, f *compareFlags, args []string) error {
 		return &exitErr{code: exitThreshold, err: fmt.Errorf("regressed: %s", strings.Join(rep.Regressed, ", "))}
 	}
 	return nil
-}
-
-// readResults reads the result files a flag names, expanding globs.
-func readResults(flag string, pats []string) ([]compare.Input, error) {
-	var out []compare.Input
-	for _, p := range pats {
-		paths := []string{p}
-		if strings.ContainsAny(p, "*?[") {
-			m, err := filepath.Glob(p)
-			if err != nil {
-				return nil, usageErr("%s %q: %v", flag, p, err)
-			}
-			if len(m) == 0 {
-				return nil, usageErr("%s %q matches no file", flag, p)
-			}
-			paths = m
-		}
-		for _, path := range paths {
-			r, err := result.Read(path)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", flag, err)
-			}
-			out = append(out, compare.Input{Path: path, Result: r})
-		}
-	}
-	return out, nil
 }

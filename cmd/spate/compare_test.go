@@ -63,7 +63,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 	// the test finds below (the ≥ 95 % "~" rate itself is proven on many
 	// synthetic pairs in package compare; one pair on a loaded machine
 	// cannot prove a rate).
-	code, stdout, _ := spate(t, ctx, "compare", base, filepath.Join(dir, "same.json"), "--window", "1s", "--format", "json")
+	code, stdout, _ := cli(t, ctx, "compare", base, filepath.Join(dir, "same.json"), "--window", "1s", "--format", "json")
 	var same compare.Report
 	if err := json.Unmarshal([]byte(stdout), &same); err != nil {
 		t.Fatalf("same: %v\n%s", err, stdout)
@@ -77,7 +77,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 	t.Logf("same configuration: exit %d, regressed %v", code, same.Regressed)
 	for _, c := range runs[2:] {
 		nw := filepath.Join(dir, c.name+".json")
-		code, stdout, stderr := spate(t, ctx, "compare", base, nw, "--window", "1s", "--format", "json")
+		code, stdout, stderr := cli(t, ctx, "compare", base, nw, "--window", "1s", "--format", "json")
 		if code != exitThreshold {
 			t.Errorf("%s: exit %d, want 3 (%s)\n%s", c.name, code, stderr, stdout)
 		}
@@ -105,7 +105,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 		}
 	}
 	// The table names the regression.
-	code, stdout, _ = spate(t, ctx, "compare", "--base", base, "--new", filepath.Join(dir, "plus10.json"), "--window", "1s", "--gate", "e2e_p99_ms")
+	code, stdout, _ = cli(t, ctx, "compare", "--base", base, "--new", filepath.Join(dir, "plus10.json"), "--window", "1s", "--gate", "e2e_p99_ms")
 	if code != exitThreshold || !strings.Contains(stdout, "REGRESSED (gated): main/e2e_p99_ms") {
 		t.Errorf("table: exit %d\n%s", code, stdout)
 	}
@@ -121,7 +121,7 @@ func TestCompareUsage(t *testing.T) {
 		{"compare", "--base", "nothing-*.json", "--new", "b.json"},
 		{"compare", "a.json", "b.json", "--base-ref", "r.json"},
 	} {
-		if code, _, stderr := spate(t, ctx, args...); code != exitUsage {
+		if code, _, stderr := cli(t, ctx, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
 		}
 	}
@@ -161,21 +161,21 @@ func TestCompareFilesAndFingerprints(t *testing.T) {
 	b := write("b.json", steadyResult("m", 1100))
 	other := write("other.json", steadyResult("other-model", 1000))
 
-	code, stdout, stderr := spate(t, ctx, "compare", a, other)
+	code, stdout, stderr := cli(t, ctx, "compare", a, other)
 	if code != exitError || !strings.Contains(stderr, "provenance.model: m ≠ other-model") || !strings.Contains(stderr, "--force") {
 		t.Errorf("mismatch: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, _ = spate(t, ctx, "compare", a, other, "--force"); code != exitOK {
+	if code, _, _ = cli(t, ctx, "compare", a, other, "--force"); code != exitOK {
 		t.Errorf("--force: exit %d, want 0", code)
 	}
-	code, stdout, _ = spate(t, ctx, "compare", "--base", filepath.Join(dir, "a*.json"), "--new", b, "--format", "markdown", "--window", "3s")
+	code, stdout, _ = cli(t, ctx, "compare", "--base", filepath.Join(dir, "a*.json"), "--new", b, "--format", "markdown", "--window", "3s")
 	if code != exitThreshold || !strings.Contains(stdout, "| e2e_p99_ms* | 1000.7 [") || !strings.Contains(stdout, "ms | 1100.8 [") || !strings.Contains(stdout, "**regressed**") {
 		t.Errorf("markdown: exit %d\n%s", code, stdout)
 	}
-	if code, _, _ = spate(t, ctx, "compare", a, b, "--gate", "none", "--window", "3s"); code != exitOK {
+	if code, _, _ = cli(t, ctx, "compare", a, b, "--gate", "none", "--window", "3s"); code != exitOK {
 		t.Errorf("--gate none: exit %d, want 0", code)
 	}
-	if code, _, stderr = spate(t, ctx, "compare", a, b, "--metric", "nope"); code != exitUsage || !strings.Contains(stderr, "unknown metric") {
+	if code, _, stderr = cli(t, ctx, "compare", a, b, "--metric", "nope"); code != exitUsage || !strings.Contains(stderr, "unknown metric") {
 		t.Errorf("--metric nope: exit %d %q", code, stderr)
 	}
 }

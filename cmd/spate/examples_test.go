@@ -49,7 +49,7 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "r.json")
-			code, stdout, stderr := spate(t, context.Background(), "run", f, "--target", target,
+			code, stdout, stderr := cli(t, context.Background(), "run", f, "--target", target,
 				"--duration", "1s", "--requests", "4", "--warmup", "0s", "--out", out, "--quiet")
 			// Shortened to 4 requests a stage, an error-rate threshold
 			// may fail on one injected error (exit 3): the run itself
@@ -85,7 +85,7 @@ stages:
   - {name: after, concurrency: 2, requests: 6}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet")
+	code, stdout, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -123,7 +123,7 @@ stages:
   - {name: c, concurrency: 1, requests: 3}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, _, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet")
+	code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
 	if code != 1 || !strings.Contains(stderr, "stage broken: setting faults") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
@@ -147,7 +147,7 @@ stages:
   - {name: long, concurrency: 1, requests: 2, workload: {outputTokens: "9"}}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	if code, _, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet"); code != 0 {
+	if code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet"); code != 0 {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
 	r := readResult(t, out)

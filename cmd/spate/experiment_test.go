@@ -36,7 +36,7 @@ outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 `), 0o644)
 	t.Setenv("SPATE_TEST_KEY", "sk-never-written-anywhere")
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
+	code, stdout, stderr := cli(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
 		"--threshold", "error_rate < 1%", "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -68,7 +68,7 @@ outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 		t.Fatal("API key leaked into the result")
 	}
 	// A load flag overrides every stage.
-	code, _, stderr = spate(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
+	code, _, stderr = cli(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
 		"--concurrency", "2", "--requests", "4", "--quiet")
 	if code != 0 {
 		t.Fatalf("override: exit %d %s", code, stderr)
@@ -84,11 +84,11 @@ func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("apiVersion: spate/v1\nkind: Experiment\nstages:\n  - name: a\n    rat: 5\n"), 0o644)
-	code, stdout, stderr := spate(t, context.Background(), "validate", "../../examples/baseline-peak.yaml", "../../examples/ci-gate.yaml", bad)
+	code, stdout, stderr := cli(t, context.Background(), "validate", "../../examples/baseline-peak.yaml", "../../examples/ci-gate.yaml", bad)
 	if code != 2 || !strings.Contains(stdout, "baseline-peak.yaml: ok") || !strings.Contains(stderr, "bad.yaml:5:5: unknown field \"rat\"") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
-	code, _, stderr = spate(t, context.Background(), "run", bad)
+	code, _, stderr = cli(t, context.Background(), "run", bad)
 	if code != 2 || !strings.Contains(stderr, "bad.yaml:5:5") {
 		t.Fatalf("run with a bad file: exit %d %s", code, stderr)
 	}
@@ -97,17 +97,17 @@ func TestValidate(t *testing.T) {
 func TestInitAndSchema(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "exp.yaml")
-	code, stdout, stderr := spate(t, context.Background(), "init", path)
+	code, stdout, stderr := cli(t, context.Background(), "init", path)
 	if code != 0 || !strings.Contains(stdout, "wrote") {
 		t.Fatalf("init: exit %d %s %s", code, stdout, stderr)
 	}
-	if code, _, stderr = spate(t, context.Background(), "init", path); code != 1 || !strings.Contains(stderr, "--force") {
+	if code, _, stderr = cli(t, context.Background(), "init", path); code != 1 || !strings.Contains(stderr, "--force") {
 		t.Fatalf("init over an existing file: exit %d %s", code, stderr)
 	}
-	if code, stdout, _ = spate(t, context.Background(), "validate", path); code != 0 {
+	if code, stdout, _ = cli(t, context.Background(), "validate", path); code != 0 {
 		t.Fatalf("the starter file does not validate: %s", stdout)
 	}
-	code, stdout, _ = spate(t, context.Background(), "schema")
+	code, stdout, _ = cli(t, context.Background(), "schema")
 	var doc map[string]any
 	if code != 0 || json.Unmarshal([]byte(stdout), &doc) != nil || doc["$schema"] == nil {
 		t.Fatalf("schema: exit %d, not a JSON Schema:\n%.200s", code, stdout)
@@ -133,7 +133,7 @@ actions:
     - command: ["false"]
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, _, stderr := spate(t, context.Background(), "run", file, "--out", out, "--quiet")
+	code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
 	if b, _ := os.ReadFile(marker); code != 0 || strings.TrimSpace(string(b)) != "promoted pass" {
 		t.Fatalf("pass: exit %d, marker %q, stderr %s", code, b, stderr)
 	}
@@ -141,7 +141,7 @@ actions:
 		t.Fatalf("gate %+v", g)
 	}
 	// A failing threshold: the fail actions run, the exit code stays 3.
-	code, _, stderr = spate(t, context.Background(), "run", file, "--out", out, "--quiet", "--threshold", "p50(ttft) < 1ms")
+	code, _, stderr = cli(t, context.Background(), "run", file, "--out", out, "--quiet", "--threshold", "p50(ttft) < 1ms")
 	if b, _ := os.ReadFile(marker); code != 3 || strings.TrimSpace(string(b)) != "rolled back fail" {
 		t.Fatalf("fail: exit %d, marker %q, stderr %s", code, b, stderr)
 	}
@@ -163,7 +163,7 @@ func TestBodyTemplate(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	code, _, stderr := spate(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--method", "POST",
+	code, _, stderr := cli(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--method", "POST",
 		"--body", `{"id": {{.Seq}}, "user": "{{.Choice "ann" "bob"}}"}`, "--concurrency", "1", "--requests", "3",
 		"--out", filepath.Join(t.TempDir(), "r.json"), "--quiet")
 	if code != 0 {
@@ -172,7 +172,7 @@ func TestBodyTemplate(t *testing.T) {
 	if len(bodies) != 3 || !strings.HasPrefix(bodies[2], `{"id": 2, "user": "`) {
 		t.Fatalf("bodies %q", bodies)
 	}
-	code, _, stderr = spate(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--body", `{{.Seq`, "--concurrency", "1", "--requests", "1")
+	code, _, stderr = cli(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--body", `{{.Seq`, "--concurrency", "1", "--requests", "1")
 	if code != 2 || !strings.Contains(stderr, "--body") {
 		t.Fatalf("bad template: exit %d %s", code, stderr)
 	}
@@ -192,7 +192,7 @@ thresholds:
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
 	t0 := time.Now()
-	code, stdout, stderr := spate(t, context.Background(), "run", file, "--out", out)
+	code, stdout, stderr := cli(t, context.Background(), "run", file, "--out", out)
 	if code != 3 || !strings.Contains(stdout, "aborted: stage s: p90(ttft) < 5ms") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -208,7 +208,7 @@ func TestRampFlag(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{Tokens: 1})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, _, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
+	code, _, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
 		"--rate", "60", "--ramp-from", "10", "--arrival", "constant", "--duration", "2s", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, stderr)
@@ -222,45 +222,9 @@ func TestRampFlag(t *testing.T) {
 	if s := sc.Series.SentPerS; len(s) < 2 || s[1] < 2*s[0] {
 		t.Fatalf("sent per second %v: the rate did not ramp", s)
 	}
-	code, _, stderr = spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
+	code, _, stderr = cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
 		"--concurrency", "2", "--ramp-from", "10", "--requests", "2")
 	if code != 2 || !strings.Contains(stderr, "ramp") {
 		t.Fatalf("ramp with concurrency: exit %d %s", code, stderr)
-	}
-}
-
-// TestExperimentSetsFeatureFlags checks the experiment sections wired as
-// flags of spate run: file values apply, the command line wins.
-func TestExperimentSetsFeatureFlags(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "e.yaml")
-	os.WriteFile(path, []byte(`apiVersion: spate/v1
-kind: Experiment
-target: {url: "http://127.0.0.1:1/v1", model: m, urls: ["http://127.0.0.1:2/v1"], policy: failover, retries: 2}
-outputs: {report: r.html, junit: j.xml}
-observe: {scrape: ["http://127.0.0.1:1/metrics", "http://127.0.0.1:3/metrics"], scrapeInterval: 2s}
-chaos: {proxy: true, rules: ["error_rate=0.1"]}
-probes: {suites: [direct, leak], fraction: 0.2}
-vector: {url: "qdrant://127.0.0.1:1/c", dataset: "gen:100,8,2,10", k: 5, efSearch: [10, -1]}
-workflow: rag.yaml
-stages: [{name: a, rate: 1, duration: 1s}]
-`), 0o644)
-	cmd := newRunCmd()
-	if err := cmd.ParseFlags([]string{"--junit", "mine.xml"}); err != nil {
-		t.Fatal(err)
-	}
-	f := &runFlags{}
-	if err := f.applyExperiment(cmd, path); err != nil {
-		t.Fatal(err)
-	}
-	for flag, want := range map[string]string{
-		"report": "r.html", "junit": "mine.xml", "targets": "[http://127.0.0.1:2/v1]", "policy": "failover", "retries": "2",
-		"scrape": "[http://127.0.0.1:1/metrics,http://127.0.0.1:3/metrics]", "scrape-interval": "2s",
-		"chaos-proxy": "true", "chaos": "[error_rate=0.1]", "probes": "[direct,leak]", "probe-fraction": "0.2",
-		"vector": "qdrant://127.0.0.1:1/c", "vector-dataset": "gen:100,8,2,10", "vector-k": "5", "ef-search": "[10,-1]",
-		"workflow": filepath.Join(filepath.Dir(path), "rag.yaml"),
-	} {
-		if got := cmd.Flags().Lookup(flag).Value.String(); got != want {
-			t.Errorf("--%s = %s, want %s", flag, got, want)
-		}
 	}
 }

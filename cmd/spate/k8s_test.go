@@ -15,7 +15,7 @@ import (
 func TestK8sJobCommand(t *testing.T) {
 	exp := filepath.Join("..", "..", "examples", "baseline-peak.yaml")
 	before := time.Now()
-	code, stdout, stderr := spate(t, context.Background(), "k8s", "job", exp, "--shards", "5", "--image", "registry.example/spate:1", "--namespace", "load", "--start-delay", "45s")
+	code, stdout, stderr := cli(t, context.Background(), "k8s", "job", exp, "--shards", "5", "--image", "registry.example/spate:1", "--namespace", "load", "--start-delay", "45s")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -61,7 +61,7 @@ func TestK8sJobCommand(t *testing.T) {
 		{[]string{"k8s", "job", exp, "--shards", "2", "--name", "Bad_Name"}, exitUsage}, // invalid name
 		{[]string{"k8s", "job", "nope.yaml", "--shards", "2"}, exitError},
 	} {
-		if code, _, stderr := spate(t, context.Background(), bad.args...); code != bad.code {
+		if code, _, stderr := cli(t, context.Background(), bad.args...); code != bad.code {
 			t.Errorf("%v: exit %d, want %d (%s)", bad.args, code, bad.code, stderr)
 		}
 	}

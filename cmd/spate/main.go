@@ -1,7 +1,9 @@
 // Command spate is a load tester and benchmark for AI services.
 //
-// This package only wires the stages of DESIGN.md §2 together; every piece of
-// logic lives in a package named for what it does.
+// This package is the command line only: its flags fill an
+// experiment.Experiment (run.go: one table from flag to field), it calls
+// the library (package spate and the internal packages of each command),
+// prints, and maps the outcome to an exit code. It holds no feature logic.
 package main
 
 import (
@@ -15,6 +17,12 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/spate-dev/spate"
+	"github.com/spate-dev/spate/internal/output/report"
+	"github.com/spate-dev/spate/internal/verdict/capacity"
+	"github.com/spate-dev/spate/internal/verdict/compare"
+	"github.com/spate-dev/spate/internal/workload/logbuild"
 )
 
 // Exit codes promised by DESIGN.md §4.
@@ -52,39 +60,41 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
 	var ee *exitErr
-	if errors.As(err, &ee) {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, spate.ErrThresholdsFailed):
+		return exitThreshold // the summary says which
+	case errors.As(err, &ee):
 		if ee.code == exitThreshold {
 			return exitThreshold
 		}
 		fmt.Fprintf(stderr, "spate: %v\n", ee.err)
 		return ee.code
+	case errors.Is(err, spate.ErrInvalid), errors.Is(err, report.ErrUsage), errors.Is(err, capacity.ErrUsage), errors.Is(err, compare.ErrUsage), errors.Is(err, logbuild.ErrUsage):
+		fmt.Fprintf(stderr, "spate: %v\n", err)
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "spate: %v\n", err)
 	return exitError
 }
 
-// commands are the subcommands wired by this package's other files, each
-// adding its own from an init func: one file per command.
-var commands []func() *cobra.Command
-
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "spate",
 		Short:         "Load tester and benchmark for AI services",
+		Version:       spate.BuildInfo().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitErr{code: exitUsage, err: fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
 	})
-	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newSchemaCmd(), newInitCmd())
-	for _, c := range commands {
-		root.AddCommand(c())
-	}
+	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newInitCmd(), newSchemaCmd(),
+		newReportCmd(), newCompareCmd(), newCapacityCmd(), newWorkloadCmd(), newChaosCmd(), newProbeCmd(),
+		newVectorCmd(), newMergeCmd(), newK8sCmd())
 	var cpuprofile string
 	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for bench/ scripts)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")

@@ -12,8 +12,6 @@ import (
 	"github.com/spate-dev/spate/result"
 )
 
-func init() { commands = append(commands, newMergeCmd) }
-
 func newMergeCmd() *cobra.Command {
 	var (
 		out    string
@@ -22,24 +20,11 @@ func newMergeCmd() *cobra.Command {
 		quiet  bool
 	)
 	c := &cobra.Command{
-		Use:   "merge SHARD.json... -o merged.json",
-		Short: "Merge the results of a sharded run into one exact result",
-		Long: `Merge the results of the shards of one run (spate run --shard I/N, or the pods
-of spate k8s job) into the result one process sending the whole load would have
-written: histograms are added and every percentile is recomputed from them
-(never averaged), counts and tokens are summed, per-second series are aligned by
-wall clock, and the experiment's thresholds are evaluated on the merged data.
-
-A shard may be a result file or a pod's log (kubectl logs) holding one.
-Shards of different experiments (settings, workload, model) and shard indexes
-given twice are refused unless --force; missing shards are reported.
-
-Exit codes: 0 success, 1 error, 2 usage, 3 thresholds failed on the merged
-data (the merged result is still written).`,
-		Example: `  spate run exp.yaml --shard 0/2 --start-at 2026-01-02T15:04:05Z --out s0.json &
-  spate run exp.yaml --shard 1/2 --start-at 2026-01-02T15:04:05Z --out s1.json
-  spate merge s0.json s1.json -o merged.json`,
-		Args: cobra.MinimumNArgs(1),
+		Use:     "merge SHARD.json... -o merged.json",
+		Short:   "Merge the results of a sharded run into one exact result",
+		Long:    help("merge"),
+		Example: help("merge.example"),
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMerge(cmd, args, out, force, spread, quiet)
 		},

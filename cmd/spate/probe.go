@@ -1,31 +1,23 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/spate-dev/spate"
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/probe"
 	"github.com/spate-dev/spate/sim"
 )
-
-func init() { commands = append(commands, newProbeCmd) }
 
 func newProbeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "probe",
 		Short: "Security probes: list the suites, or run them alone",
-		Long: `Security probes (prompt injection, system prompt extraction, sensitive
-information disclosure, and a benign control set) judged by canary, regex,
-refusal and JSON policy detectors. Interleave them with any load with
-spate run --probes SUITES --probe-fraction F; spate probe run sends probes only.`,
-		Args: cobra.NoArgs,
+		Long:  help("probe"),
+		Args:  cobra.NoArgs,
 	}
 	c.AddCommand(newProbeListCmd(), newProbeRunCmd())
 	return c
@@ -63,17 +55,12 @@ type probeRunFlags struct {
 func newProbeRunCmd() *cobra.Command {
 	var f probeRunFlags
 	c := &cobra.Command{
-		Use:   "run",
-		Short: "Send probes only (no other load) and print their figures",
-		Long: `Send the probes of the chosen suites, and nothing else, through spate run's
-engine (spate run --probe-fraction 1) and print attack success, interception,
-leak and false-refusal rates per family. Without --target it starts the
-built-in simulator on loopback with the given --vulnerability: it follows an
-attack with that probability and refuses it otherwise.`,
-		Example: `  spate probe run --vulnerability 0.3
-  spate probe run --target http://127.0.0.1:8000/v1 --probes injection-direct,benign --requests 400`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return probeRun(cmd, f) },
+		Use:     "run",
+		Short:   "Send probes only (no other load) and print their figures",
+		Long:    help("probe-run"),
+		Example: help("probe-run.example"),
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return probeRun(cmd, f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.target, "target", "", "API base URL (default: a built-in simulator on loopback)")
@@ -82,7 +69,7 @@ attack with that probability and refuses it otherwise.`,
 	fl.IntVar(&f.requests, "requests", 200, "probe requests to send (the suites are cycled)")
 	fl.IntVar(&f.conc, "concurrency", 8, "probe requests in flight")
 	fl.Float64Var(&f.vulnerability, "vulnerability", 0.3, "without --target: the simulator's vulnerability, in [0, 1]")
-	fl.StringVar(&f.out, "out", "spate-results/probes.json", "result file to write")
+	fl.StringVarP(&f.out, "out", "o", "spate-results/probes.json", "result file to write")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the run (and of the simulator)")
 	return c
 }
@@ -96,48 +83,28 @@ func probeRun(cmd *cobra.Command, f probeRunFlags) error {
 		if f.vulnerability < 0 || f.vulnerability > 1 {
 			return usageErr("--vulnerability %g: want a probability in [0, 1]", f.vulnerability)
 		}
-		url, stop, err := startProbeSim(cmd.Context(), f.vulnerability, int64(f.seed))
+		// A deterministic simulator that follows an attack with the given
+		// probability; one that stops serving makes the run fail, which
+		// says so.
+		cfg := sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0)
+		cfg.Seed, cfg.Faults.Vulnerability = int64(f.seed), f.vulnerability
+		s, err := sim.Start(cfg, "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		defer stop()
-		target = url
+		defer s.Close()
+		target = s.URL
 		fmt.Fprintf(cmd.ErrOrStderr(), "spate probe run: simulator (vulnerability %g) at %s\n", f.vulnerability, target)
 	} else if cmd.Flags().Changed("vulnerability") {
 		return usageErr("--vulnerability sets the built-in simulator: leave out --target, or set it on the server (spate sim, PUT /admin/faults)")
 	}
-	args := []string{"--target", target, "--probes", strings.Join(f.specs, ","), "--probe-fraction", "1",
-		"--concurrency", strconv.Itoa(f.conc), "--requests", strconv.Itoa(f.requests),
-		"--out", f.out, "--seed", strconv.FormatUint(f.seed, 10), "--name", "probes"}
-	if f.model != "" {
-		args = append(args, "--model", f.model)
+	x := &experiment.Experiment{
+		Target:   experiment.Target{URL: target, Model: f.model},
+		Workload: experiment.Workload{Seed: new(f.seed)},
+		Stages:   []experiment.Stage{{Name: "probes", Concurrency: f.conc, Requests: f.requests}},
+		Probes:   experiment.Probes{Suites: f.specs, Fraction: 1},
+		Outputs:  experiment.Outputs{Result: f.out},
 	}
-	rc := newRunCmd()
-	rc.SetArgs(args)
-	rc.SetOut(cmd.OutOrStdout())
-	rc.SetErr(cmd.ErrOrStderr())
-	rc.SilenceErrors, rc.SilenceUsage = true, true
-	return rc.ExecuteContext(cmd.Context())
-}
-
-// startProbeSim serves a deterministic simulator with the given
-// vulnerability on a free loopback port until stop is called.
-func startProbeSim(ctx context.Context, vulnerability float64, seed int64) (url string, stop func(), err error) {
-	cfg := sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0)
-	cfg.Seed = seed
-	cfg.Faults.Vulnerability = vulnerability
-	s, err := sim.New(cfg)
-	if err != nil {
-		return "", nil, fmt.Errorf("starting the simulator: %w", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = s.Close()
-		return "", nil, fmt.Errorf("listening on loopback: %w", err)
-	}
-	simCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	// A simulator that stops serving makes the run fail, which says so.
-	wg.Go(func() { _ = sim.Serve(simCtx, ln, s) })
-	return "http://" + ln.Addr().String() + "/v1", func() { cancel(); wg.Wait(); _ = s.Close() }, nil
+	_, err := spate.Run(cmd.Context(), x, options(cmd)...)
+	return err
 }

@@ -5,10 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/sim"
 )
 
 func TestProbeList(t *testing.T) {
-	code, out, errb := spate(t, context.Background(), "probe", "list")
+	code, out, errb := cli(t, context.Background(), "probe", "list")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb)
 	}
@@ -17,7 +20,7 @@ func TestProbeList(t *testing.T) {
 			t.Errorf("probe list lacks %q:\n%s", want, out)
 		}
 	}
-	if code, _, errb := spate(t, context.Background(), "probe", "list", "--probes", "nope"); code != exitUsage || !strings.Contains(errb, `no probe suite "nope"`) {
+	if code, _, errb := cli(t, context.Background(), "probe", "list", "--probes", "nope"); code != exitUsage || !strings.Contains(errb, `no probe suite "nope"`) {
 		t.Errorf("unknown suite: exit %d, %s", code, errb)
 	}
 }
@@ -26,14 +29,17 @@ func TestProbeList(t *testing.T) {
 // simulator, fully vulnerable, over two stages of an experiment: each
 // stage gets its figures, and every attack succeeds.
 func TestProbeRunFlags(t *testing.T) {
-	url, stop, err := startProbeSim(context.Background(), 1, 1)
+	cfg := sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0)
+	cfg.Seed, cfg.Faults.Vulnerability = 1, 1
+	s, err := sim.Start(cfg, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer s.Close()
+	url := s.URL
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
-	code, stdout, errb := spate(t, context.Background(), "run", "--target", url, "--concurrency", "4", "--requests", "60",
+	code, stdout, errb := cli(t, context.Background(), "run", "--target", url, "--concurrency", "4", "--requests", "60",
 		"--output-tokens", "4", "--probes", "injection-direct,benign", "--probe-fraction", "0.5", "--out", out, "--progress", "0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errb)
@@ -63,7 +69,7 @@ func TestProbeUsageErrors(t *testing.T) {
 		{"probe", "run", "--vulnerability", "2"},
 		{"probe", "run", "--target", "http://127.0.0.1:1/v1", "--vulnerability", "0.5"},
 	} {
-		if code, _, errb := spate(t, context.Background(), args...); code != exitUsage {
+		if code, _, errb := cli(t, context.Background(), args...); code != exitUsage {
 			t.Errorf("%q: exit %d, want %d (%s)", args, code, exitUsage, errb)
 		}
 	}
@@ -80,7 +86,7 @@ func TestProbeRunAlone(t *testing.T) {
 		{"0", func(k, n int) bool { return k == 0 && n > 0 }},
 	} {
 		out := filepath.Join(t.TempDir(), "p.json")
-		code, stdout, errb := spate(t, context.Background(), "probe", "run", "--vulnerability", tc.vuln, "--requests", "24",
+		code, stdout, errb := cli(t, context.Background(), "probe", "run", "--vulnerability", tc.vuln, "--requests", "24",
 			"--probes", "injection-direct,prompt-extraction,benign", "--out", out)
 		if code != 0 {
 			t.Fatalf("vulnerability %s: exit %d\n%s\n%s", tc.vuln, code, stdout, errb)

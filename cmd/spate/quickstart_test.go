@@ -14,7 +14,7 @@ func TestQuickstart(t *testing.T) {
 		t.Skip("runs the whole ramp")
 	}
 	dir := t.TempDir()
-	code, stdout, stderr := spate(t, context.Background(), "quickstart", "--stage", "1s", "--dir", dir)
+	code, stdout, stderr := cli(t, context.Background(), "quickstart", "--stage", "1s", "--dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

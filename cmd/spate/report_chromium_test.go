@@ -34,12 +34,12 @@ func TestReportChromium(t *testing.T) {
 	dir := t.TempDir()
 	exp := writeReportExperiment(t, dir, startReportSim(t))
 	res, page := filepath.Join(dir, "r.json"), filepath.Join(dir, "report.html")
-	code, stdout, stderr := spate(t, context.Background(), "run", exp, "--out", res, "--quiet",
+	code, stdout, stderr := cli(t, context.Background(), "run", exp, "--out", res, "--quiet",
 		"--threshold", "p99(ttft) < 10s", "--lag-bound", "1s")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if code, _, stderr := spate(t, context.Background(), "report", res, "-o", page); code != 0 {
+	if code, _, stderr := cli(t, context.Background(), "report", res, "-o", page); code != 0 {
 		t.Fatalf("report: exit %d %s", code, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -57,7 +57,7 @@ func TestReportRunOutputsAndCommand(t *testing.T) {
 	exp := writeReportExperiment(t, dir, srv.BaseURL())
 	p := func(n string) string { return filepath.Join(dir, n) }
 	// A threshold that fails: the run exits 3 and still writes every report.
-	code, stdout, stderr := spate(t, context.Background(), "run", exp, "--out", p("r.json"), "--records", p("req.jsonl"),
+	code, stdout, stderr := cli(t, context.Background(), "run", exp, "--out", p("r.json"), "--records", p("req.jsonl"),
 		"--threshold", "p99(ttft) < 1ms", "--threshold", "error_rate < 1%", "--lag-bound", "1s",
 		"--report", p("r.html"), "--report-md", p("r.md"), "--junit", p("r.xml"), "--series-csv", p("s.csv"))
 	if code != exitThreshold {
@@ -114,13 +114,13 @@ func TestReportRunOutputsAndCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := spate(t, context.Background(), "report", p("r.json"), "--format", "markdown")
+	code, out, errs := cli(t, context.Background(), "report", p("r.json"), "--format", "markdown")
 	if code != 0 || out != string(md) || !strings.HasPrefix(out, "### spate: ❌ FAIL (2 of 4 thresholds failed)") {
 		t.Errorf("report --format markdown: exit %d\n%s\n%s\nwant\n%s", code, out, errs, md)
 	}
 
 	// Records CSV: a row per request (warm-up none), from the .jsonl input.
-	code, _, errs = spate(t, context.Background(), "report", p("req.jsonl"), "-o", p("req.csv"))
+	code, _, errs = cli(t, context.Background(), "report", p("req.jsonl"), "-o", p("req.csv"))
 	if code != 0 {
 		t.Fatalf("records csv: exit %d %s", code, errs)
 	}
@@ -129,7 +129,7 @@ func TestReportRunOutputsAndCommand(t *testing.T) {
 	}
 
 	// Two results overlay in HTML; the format comes from the extension.
-	code, _, errs = spate(t, context.Background(), "report", p("r.json"), p("r.json"), "-o", p("both.html"))
+	code, _, errs = cli(t, context.Background(), "report", p("r.json"), p("r.json"), "-o", p("both.html"))
 	if code != 0 {
 		t.Fatalf("overlay: exit %d %s", code, errs)
 	}
@@ -150,29 +150,9 @@ func TestReportRunOutputsAndCommand(t *testing.T) {
 		{[]string{p("r.json"), "--format", "pdf"}, exitUsage, `--format "pdf"`},
 		{[]string{p("missing.json")}, exitError, "missing.json"},
 	} {
-		code, _, errs := spate(t, context.Background(), append([]string{"report"}, c.args...)...)
+		code, _, errs := cli(t, context.Background(), append([]string{"report"}, c.args...)...)
 		if code != c.code || !strings.Contains(errs, c.msg) {
 			t.Errorf("report %q: exit %d %q, want %d and %q", c.args, code, errs, c.code, c.msg)
-		}
-	}
-}
-
-func TestReportFormatFromExtension(t *testing.T) {
-	for _, c := range []struct {
-		out    string
-		inputs []string
-		want   string
-	}{
-		{"r.html", []string{"a.json"}, "html"},
-		{"", []string{"a.json"}, "html"},
-		{"r.MD", []string{"a.json"}, "markdown"},
-		{"junit.xml", []string{"a.json"}, "junit"},
-		{"s.csv", []string{"a.json"}, "csv"},
-		{"s.csv", []string{"a.jsonl", "b.jsonl"}, "records-csv"},
-	} {
-		got, err := reportFormat("", c.out, c.inputs)
-		if err != nil || got != c.want {
-			t.Errorf("-o %q %v: %q %v, want %q", c.out, c.inputs, got, err, c.want)
 		}
 	}
 }

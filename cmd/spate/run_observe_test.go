@@ -28,7 +28,7 @@ func TestObserveScrapesSimulator(t *testing.T) {
 	_, target := startSim(t, sim.Deterministic(50*time.Millisecond, 5*time.Millisecond, 0))
 	base := strings.TrimSuffix(target, "/v1")
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", target,
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target,
 		"--concurrency", "4", "--duration", "2s", "--output-tokens", "40", "--input-tokens", "64",
 		"--scrape", base+"/metrics", "--scrape-interval", "100ms",
 		"--scrape-metric", `vllm:num_requests_running`, "--scrape-metric", `vllm:request_success_total{finished_reason="length"}`,
@@ -121,7 +121,7 @@ func TestObserveBadEndpointsWarn(t *testing.T) {
 	defer html.Close()
 	refused := backendtest.FreeAddr(t)
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", target, "--rate", "20", "--requests", "10",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target, "--rate", "20", "--requests", "10",
 		"--scrape", missing.URL+"/metrics", "--scrape", html.URL+"/metrics", "--scrape", "http://"+refused+"/metrics",
 		"--scrape-interval", "50ms", "--out", out, "--quiet")
 	if code != 0 {
@@ -149,7 +149,7 @@ func TestObserveFlagErrors(t *testing.T) {
 		{"--otlp-endpoint", "http://127.0.0.1:4318", "--otlp-protocol", "thrift"},
 		{"--otlp-traces"},
 	} {
-		code, _, stderr := spate(t, context.Background(), append([]string{"run", "--target", "http://127.0.0.1:1/v1", "--quiet"}, args...)...)
+		code, _, stderr := cli(t, context.Background(), append([]string{"run", "--target", "http://127.0.0.1:1/v1", "--quiet"}, args...)...)
 		if code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (usage)\n%s", args, code, exitUsage, stderr)
 		}
@@ -165,7 +165,7 @@ func TestObserveExportsToCollector(t *testing.T) {
 	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 4))
 	dir := t.TempDir()
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "req.jsonl")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", target, "--rate", "20", "--requests", "12", "--name", "otlp",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target, "--rate", "20", "--requests", "12", "--name", "otlp",
 		"--otlp-endpoint", col.GRPC, "--otlp-protocol", "grpc", "--otlp-traces", "--otlp-interval", "200ms",
 		"--out", out, "--records", recs, "--quiet")
 	if code != 0 {
@@ -272,7 +272,7 @@ func TestObserveFlushesOnInterrupt(t *testing.T) {
 		}
 		cancel()
 	}()
-	code, stdout, stderr := spate(t, ctx, "run", "--target", target, "--rate", "20", "--duration", "1m", "--name", "cut",
+	code, stdout, stderr := cli(t, ctx, "run", "--target", target, "--rate", "20", "--duration", "1m", "--name", "cut",
 		"--otlp-endpoint", col.HTTP, "--otlp-interval", "1h", "--out", out, "--quiet")
 	if code != exitError {
 		t.Fatalf("exit %d, want %d (interrupted)\nstdout %s\nstderr %s", code, exitError, stdout, stderr)

@@ -120,7 +120,7 @@ func TestShardRunsMerge(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, so, se := spate(t, context.Background(), args...)
+			code, so, se := cli(t, context.Background(), args...)
 			runs[i] = run{code, so, se}
 		}()
 	}
@@ -145,7 +145,7 @@ func TestShardRunsMerge(t *testing.T) {
 		shards = append(shards, s)
 	}
 	out := filepath.Join(dir, "merged.json")
-	code, stdout, stderr := spate(t, context.Background(), append([]string{"merge", "-o", out}, paths...)...)
+	code, stdout, stderr := cli(t, context.Background(), append([]string{"merge", "-o", out}, paths...)...)
 	if code != exitThreshold {
 		t.Fatalf("merge: exit %d, want 3 (p99(ttft) < 1ms fails)\n%s\n%s", code, stdout, stderr)
 	}
@@ -156,12 +156,12 @@ func TestShardRunsMerge(t *testing.T) {
 	t.Logf("merged: %s", strings.TrimSpace(stdout[strings.LastIndex(stdout[:len(stdout)-1], "\n")+1:]))
 
 	// The same shards merged twice over: refused.
-	code, _, stderr = spate(t, context.Background(), "merge", "-o", filepath.Join(dir, "dup.json"), paths[0], paths[1], paths[1], paths[2])
+	code, _, stderr = cli(t, context.Background(), "merge", "-o", filepath.Join(dir, "dup.json"), paths[0], paths[1], paths[1], paths[2])
 	if code != exitError || !strings.Contains(stderr, "more than once") {
 		t.Fatalf("duplicate shard: exit %d %s", code, stderr)
 	}
 	// One missing: merged, reported.
-	code, _, stderr = spate(t, context.Background(), "merge", "-q", "-o", filepath.Join(dir, "part.json"), paths[0], paths[2])
+	code, _, stderr = cli(t, context.Background(), "merge", "-q", "-o", filepath.Join(dir, "part.json"), paths[0], paths[2])
 	if code != exitThreshold || !strings.Contains(stderr, "shard(s) 1 of 3 missing") {
 		t.Fatalf("missing shard: exit %d %s", code, stderr)
 	}
@@ -197,7 +197,7 @@ func TestShardFlags(t *testing.T) {
 			}
 			out := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".json")
 			args := append(append(append([]string{}, base...), tt.args...), "--out", out)
-			code, stdout, stderr := spate(t, context.Background(), args...)
+			code, stdout, stderr := cli(t, context.Background(), args...)
 			if code != tt.code || !strings.Contains(stderr, tt.err) {
 				t.Fatalf("exit %d, want %d; stderr %q should hold %q\n%s", code, tt.code, stderr, tt.err, stdout)
 			}

@@ -16,8 +16,8 @@ import (
 	"github.com/spate-dev/spate/result"
 )
 
-// spate runs the command line in-process and returns its exit code and output.
-func spate(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
+// cli runs the command line in-process and returns its exit code and output.
+func cli(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := execute(ctx, args, &out, &errb)
@@ -45,7 +45,7 @@ func TestRunAgainstKnownServer(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "req.jsonl")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(),
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(),
 		"--rate", "40", "--arrival", "poisson", "--requests", "30", "--output-tokens", "9", "--input-tokens", "32:4",
 		"--slo", "ttft=500ms,tpot=50ms", "--threshold", "p99(ttft) < 800ms", "--threshold", "goodput >= 95%",
 		"--out", out, "--records", recs, "--api-key", "sk-supersecret-123", "--quiet",
@@ -107,7 +107,7 @@ func TestThresholdFailureExitsThree(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 30 * time.Millisecond, ITL: time.Millisecond, Tokens: 3})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, _ := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
+	code, stdout, _ := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
 		"--concurrency", "2", "--requests", "6", "--threshold", "p99(ttft) < 5ms", "--out", out)
 	if code != 3 {
 		t.Fatalf("exit %d, want 3\n%s", code, stdout)
@@ -125,7 +125,7 @@ func TestCapBacklogMarksRunInvalid(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 40 * time.Millisecond, Tokens: 1})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
 		"--rate", "50", "--arrival", "constant", "--max-concurrency", "1", "--requests", "15", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
@@ -154,7 +154,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"run", "--target", "http://127.0.0.1:1/v1", "--rate", "x"},
 	}
 	for _, args := range tests {
-		code, _, stderr := spate(t, context.Background(), args...)
+		code, _, stderr := cli(t, context.Background(), args...)
 		if code != 2 || stderr == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, stderr)
 		}
@@ -170,7 +170,7 @@ func TestUnreachableTargetFailsFast(t *testing.T) {
 	ln.Close()
 	for _, api := range []string{"chat", "http"} {
 		t0 := time.Now()
-		code, _, stderr := spate(t, context.Background(), "run", "--target", "http://"+addr+"/v1", "--model", "m",
+		code, _, stderr := cli(t, context.Background(), "run", "--target", "http://"+addr+"/v1", "--model", "m",
 			"--api", api, "--rate", "5", "--duration", "1m", "--out", filepath.Join(t.TempDir(), "r.json"))
 		if code != 1 || !strings.Contains(stderr, "unreachable") {
 			t.Errorf("api %s: exit %d, stderr %q; want 1 and 'unreachable'", api, code, stderr)
@@ -195,7 +195,7 @@ func TestInterruptWritesPartialResult(t *testing.T) {
 	}()
 	defer cancel()
 	t0 := time.Now()
-	code, _, stderr := spate(t, ctx, "run", "--target", srv.BaseURL(), "--model", "x",
+	code, _, stderr := cli(t, ctx, "run", "--target", srv.BaseURL(), "--model", "x",
 		"--rate", "20", "--duration", "1m", "--out", out, "--quiet")
 	if code != 1 || !strings.Contains(stderr, "interrupted") {
 		t.Fatalf("exit %d stderr %q", code, stderr)
@@ -213,7 +213,7 @@ func TestAllRequestsFailingExitsOne(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{Status: 500})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, _, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
+	code, _, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
 		"--concurrency", "2", "--requests", "4", "--out", out, "--quiet")
 	if code != 1 || !strings.Contains(stderr, "no request succeeded") {
 		t.Fatalf("exit %d stderr %q", code, stderr)
@@ -228,7 +228,7 @@ func TestPlainHTTP(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--path", "/v1/models",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--path", "/v1/models",
 		"--concurrency", "4", "--requests", "40", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d %s %s", code, stdout, stderr)

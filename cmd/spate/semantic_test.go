@@ -71,7 +71,7 @@ func TestConversationsGrowAndStick(t *testing.T) {
 	wl := filepath.Join(dir, "w.yaml")
 	os.WriteFile(wl, []byte("inputTokens: \"12\"\noutputTokens: \"4\"\nsystemPrompt: {text: You are terse.}\nturns: {count: \"3\", turnTokens: \"5\", think: 150ms}\n"), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--workload", wl, "--concurrency", "2", "--requests", "4", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -138,7 +138,7 @@ func TestTraceReplay(t *testing.T) {
 	}
 	os.WriteFile(ds, []byte(b.String()), 0o644)
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "rec.jsonl")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--dataset", ds, "--arrival", "trace", "--speed", "2", "--out", out, "--records", recs, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -192,7 +192,7 @@ func TestChecksAndSTPS(t *testing.T) {
     checks: [{kind: regex, value: "^hello"}]
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--workload", wl, "--rate", "50", "--requests", "60", "--out", out, "--quiet", "--threshold", "stps > 0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -234,7 +234,7 @@ func TestExampleWorkloads(t *testing.T) {
 			default:
 				t.Fatalf("unexpected file %s", f)
 			}
-			code, stdout, stderr := spate(t, context.Background(), args...)
+			code, stdout, stderr := cli(t, context.Background(), args...)
 			if code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 			}
@@ -255,7 +255,7 @@ func TestTokenizerChoice(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--tokenizer", "llama3", "--concurrency", "1", "--requests", "2", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -265,7 +265,7 @@ func TestTokenizerChoice(t *testing.T) {
 	if r.Provenance.Tokenizer != "llama3" || sc.Tokens.Tokenizer != "llama3" || sc.Tokens.OutputSource != "tokenizer" || sc.Tokens.Output != 12 {
 		t.Fatalf("tokenizer %q/%q, output %d from %s; want llama3 and 2 × 6 tokens", r.Provenance.Tokenizer, sc.Tokens.Tokenizer, sc.Tokens.Output, sc.Tokens.OutputSource)
 	}
-	code, _, stderr = spate(t, context.Background(), "run", "--target", srv.URL+"/v1", "--tokenizer", "gpt9", "--requests", "1", "--concurrency", "1")
+	code, _, stderr = cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--tokenizer", "gpt9", "--requests", "1", "--concurrency", "1")
 	if code != 2 || !strings.Contains(stderr, "--tokenizer") {
 		t.Fatalf("unknown tokenizer: exit %d, %s", code, stderr)
 	}
@@ -276,7 +276,7 @@ func TestTokenizerChoice(t *testing.T) {
 func TestExampleWorkflowAgainstSimulator(t *testing.T) {
 	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 0))
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", target, "--model", "spate-sim",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target, "--model", "spate-sim",
 		"--workflow", "../../examples/workflows/embed-then-answer.yaml", "--concurrency", "2", "--requests", "6", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

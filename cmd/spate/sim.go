@@ -2,92 +2,20 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"net"
-	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/spate-dev/spate/sim"
 )
 
-// simFlags holds the values of `spate sim`'s flags.
-type simFlags struct {
-	addr         string
-	model        string
-	seed         int64
-	ttft, itl    time.Duration
-	outputTokens int
-	embeddingDim int
-	clockThreads int
-	preset       string
-	engine       bool
-
-	maxNumSeqs       int
-	maxBatchedTokens int
-	kvCacheTokens    int
-	blockSize        int
-	chunkedPrefill   bool
-	prefixCaching    bool
-	stepBase         time.Duration
-	decodePerSeq     time.Duration
-	decodePerKTokens time.Duration
-	prefillPerToken  time.Duration
-	stepJitter       float64
-	vulnerability    float64
-
-	loraAdapters []string
-	maxLoRAs     int
-	loraLoadTime time.Duration
-
-	moeExperts, moeTopK int
-	moeExpertLoad       time.Duration
-	moePerToken         time.Duration
-	moeSkew             float64
-
-	ragRetrieve, ragRerank time.Duration
-	ragSigma               float64
-	ragContextTokens       int
-
-	errorRate, rateLimitRate, spikeRate, truncateRate, stallRate float64
-	retryAfter, spikeDelay, stallDuration                        time.Duration
-	maxContext                                                   int
-}
-
-// engineFlagNames returns the flags that describe the engine model; any of
-// them selects engine mode.
-func engineFlagNames() []string {
-	return []string{
-		"max-num-seqs", "max-batched-tokens", "kv-cache-tokens", "block-size", "chunked-prefill",
-		"prefix-caching", "step-base", "decode-per-seq", "decode-per-ktokens", "prefill-per-token",
-		"step-jitter", "lora-adapters", "max-loras", "lora-load-time", "moe-experts", "moe-top-k",
-		"moe-expert-load", "moe-per-token", "moe-skew", "rag-retrieve", "rag-rerank", "rag-sigma",
-		"rag-context-tokens",
-	}
-}
-
 func newSimCmd() *cobra.Command {
-	var f simFlags
+	var f sim.Flags
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "Run the built-in LLM serving simulator",
-		Long: `Run the built-in LLM serving simulator: an OpenAI-compatible server
-(/v1/chat/completions, /v1/completions, /v1/embeddings, /v1/models, /health,
-/metrics with vLLM's metric names, and /admin/faults) that needs no GPU.
-
-Deterministic mode (the default): the first content token leaves --ttft after
-the request arrives, then one token every --itl, --output-tokens tokens per
-response (0: the request's max_tokens, else 128).
-
-Engine mode (--preset NAME, --engine, or any engine flag): a continuous-batching
-model of a vLLM-like engine. Presets: ` + strings.Join(sim.Presets(), ", ") + `.
-Engine flags override the preset's values (default preset: a100-llama8b).
-
-Faults are injected at seeded rates; change them at run time with
-PUT /admin/faults (JSON, durations as "250ms").`,
+		Long:  help("sim", strings.Join(sim.Presets(), ", ")),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErr("spate sim takes no arguments, got %q", args)
@@ -95,293 +23,30 @@ PUT /admin/faults (JSON, durations as "250ms").`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config(cmd.Flags())
+			cfg, err := f.Config(cmd.Flags())
 			if err != nil {
-				return err
+				return usageErr("%v", err)
 			}
 			s, err := sim.New(cfg)
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			defer s.Close()
-			ln, err := net.Listen("tcp", f.addr)
+			ln, err := net.Listen("tcp", f.Addr)
 			if err != nil {
-				return fmt.Errorf("listening on %s (--addr): %w", f.addr, err)
+				return fmt.Errorf("listening on %s (--addr): %w", f.Addr, err)
 			}
 			mode := fmt.Sprintf("deterministic mode: ttft=%v itl=%v output-tokens=%d", cfg.TTFT, cfg.ITL, cfg.OutputTokens)
 			if cfg.Engine != nil {
 				mode = "engine mode"
-				if f.preset != "" {
-					mode += ", preset " + f.preset
+				if f.Preset != "" {
+					mode += ", preset " + f.Preset
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "spate sim: serving model %q on http://%s (%s); Ctrl-C stops\n", cfg.Model, ln.Addr(), mode)
 			return sim.Serve(cmd.Context(), ln, s)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:8000", "address to listen on")
-	fs.StringVar(&f.model, "model", sim.DefaultModel, "model name served (requests may name any model; it is echoed)")
-	fs.Int64Var(&f.seed, "seed", 1, "seed of every random choice (words, faults, engine jitter, routing)")
-	fs.DurationVar(&f.ttft, "ttft", 100*time.Millisecond, "deterministic mode: time to first token")
-	fs.DurationVar(&f.itl, "itl", 20*time.Millisecond, "deterministic mode: inter-token latency")
-	fs.IntVar(&f.outputTokens, "output-tokens", 0, "tokens per response (0: the request's max_tokens, else 128)")
-	fs.IntVar(&f.embeddingDim, "embedding-dim", sim.DefaultEmbeddingDim, "length of embedding vectors")
-	fs.IntVar(&f.clockThreads, "clock-threads", runtime.GOMAXPROCS(0), "deterministic mode: pacer threads that time and write tokens")
-	fs.StringVar(&f.preset, "preset", "", "engine mode with a preset: "+strings.Join(sim.Presets(), ", "))
-	fs.BoolVar(&f.engine, "engine", false, "engine mode (from --preset, default a100-llama8b, and the engine flags)")
-
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "engine: most running sequences")
-	fs.IntVar(&f.maxBatchedTokens, "max-batched-tokens", 0, "engine: token budget per step")
-	fs.IntVar(&f.kvCacheTokens, "kv-cache-tokens", 0, "engine: KV cache capacity in tokens")
-	fs.IntVar(&f.blockSize, "block-size", 0, "engine: tokens per KV block")
-	fs.BoolVar(&f.chunkedPrefill, "chunked-prefill", true, "engine: chunked prefill")
-	fs.BoolVar(&f.prefixCaching, "prefix-caching", true, "engine: prefix caching")
-	fs.DurationVar(&f.stepBase, "step-base", 0, "engine: fixed cost of a step")
-	fs.DurationVar(&f.decodePerSeq, "decode-per-seq", 0, "engine: cost per decoding sequence in a step")
-	fs.DurationVar(&f.decodePerKTokens, "decode-per-ktokens", 0, "engine: cost per 1,000 context tokens read by decoding sequences")
-	fs.DurationVar(&f.prefillPerToken, "prefill-per-token", 0, "engine: cost per prompt token computed")
-	fs.Float64Var(&f.stepJitter, "step-jitter", 0, "engine: sd of the log of a per-step noise factor")
-	fs.StringSliceVar(&f.loraAdapters, "lora-adapters", nil, "engine: known LoRA adapter names (empty: any BASE:ADAPTER model name)")
-	fs.IntVar(&f.maxLoRAs, "max-loras", 0, "engine: adapters resident at once")
-	fs.DurationVar(&f.loraLoadTime, "lora-load-time", 0, "engine: cost of loading a cold adapter")
-	fs.IntVar(&f.moeExperts, "moe-experts", 0, "engine: MoE experts (0: dense model)")
-	fs.IntVar(&f.moeTopK, "moe-top-k", 2, "engine: experts per token")
-	fs.DurationVar(&f.moeExpertLoad, "moe-expert-load", time.Millisecond, "engine: cost per activated expert in a step")
-	fs.DurationVar(&f.moePerToken, "moe-per-token", 20*time.Microsecond, "engine: cost per token on the busiest expert")
-	fs.Float64Var(&f.moeSkew, "moe-skew", 0, "engine: routing skew towards hot experts (0: uniform)")
-	fs.DurationVar(&f.ragRetrieve, "rag-retrieve", 0, "engine: median retrieval delay (with --rag-rerank, enables the RAG profile)")
-	fs.DurationVar(&f.ragRerank, "rag-rerank", 0, "engine: median rerank delay")
-	fs.Float64Var(&f.ragSigma, "rag-sigma", 0.4, "engine: sd of the log of the RAG delays")
-	fs.IntVar(&f.ragContextTokens, "rag-context-tokens", 0, "engine: retrieved tokens added to each prompt")
-
-	fs.Float64Var(&f.errorRate, "error-rate", 0, "fault: fraction of requests answered 500")
-	fs.Float64Var(&f.rateLimitRate, "rate-limit-rate", 0, "fault: fraction answered 429 with rate-limit headers")
-	fs.DurationVar(&f.retryAfter, "retry-after", time.Second, "fault: retry-after of a 429")
-	fs.Float64Var(&f.spikeRate, "spike-rate", 0, "fault: fraction of requests delayed by --spike-delay")
-	fs.DurationVar(&f.spikeDelay, "spike-delay", 500*time.Millisecond, "fault: extra delay of a latency spike")
-	fs.Float64Var(&f.truncateRate, "truncate-rate", 0, "fault: fraction of streams cut mid-stream (no [DONE])")
-	fs.Float64Var(&f.stallRate, "stall-rate", 0, "fault: fraction of streams that pause mid-stream")
-	fs.Float64Var(&f.vulnerability, "vulnerability", 0, "security probes: probability of following a prompt that looks like an attack (the answer repeats the system prompt and instructions); refused otherwise")
-	fs.DurationVar(&f.stallDuration, "stall-duration", time.Second, "fault: length of a stall")
-	fs.IntVar(&f.maxContext, "max-context", 0, "context window: prompt + max_tokens above it gets 400 context_length_exceeded (0: the preset's, or none)")
+	f.AddFlags(cmd.Flags())
 	return cmd
-}
-
-// config turns the flags into a simulator Config; errors name the flag.
-func (f *simFlags) config(fs *pflag.FlagSet) (sim.Config, error) {
-	changed := fs.Changed
-	engineFlag := ""
-	for _, n := range engineFlagNames() {
-		if changed(n) {
-			engineFlag = n
-			break
-		}
-	}
-	engineMode := f.preset != "" || f.engine || engineFlag != ""
-	if engineMode {
-		for _, n := range []string{"ttft", "itl"} {
-			if changed(n) {
-				other := "--engine"
-				switch {
-				case f.preset != "":
-					other = "--preset"
-				case engineFlag != "":
-					other = "--" + engineFlag
-				}
-				return sim.Config{}, usageErr("--%s is a deterministic-mode flag and cannot be combined with %s (engine mode)", n, other)
-			}
-		}
-	}
-
-	var cfg sim.Config
-	if engineMode {
-		name := f.preset
-		if name == "" {
-			name = "a100-llama8b"
-		}
-		c, err := sim.Preset(name)
-		if err != nil {
-			return sim.Config{}, usageErr("--preset: %v", err)
-		}
-		cfg = c
-	} else {
-		cfg = sim.Deterministic(f.ttft, f.itl, f.outputTokens)
-	}
-	cfg.Model = f.model
-	cfg.Seed = f.seed
-	cfg.OutputTokens = f.outputTokens
-	cfg.EmbeddingDim = f.embeddingDim
-	cfg.ClockThreads = f.clockThreads
-
-	checks := []struct {
-		flag string
-		bad  bool
-		want string
-	}{
-		{"model", strings.TrimSpace(f.model) == "", "a non-empty name"},
-		{"ttft", f.ttft < 0, ">= 0"},
-		{"itl", f.itl < 0, ">= 0"},
-		{"output-tokens", f.outputTokens < 0, ">= 0"},
-		{"embedding-dim", f.embeddingDim < 1 || f.embeddingDim > 8192, "in [1, 8192]"},
-		{"clock-threads", f.clockThreads < 1 || f.clockThreads > 256, "in [1, 256]"},
-		{"error-rate", badRate(f.errorRate), "in [0, 1]"},
-		{"rate-limit-rate", badRate(f.rateLimitRate) || f.errorRate+f.rateLimitRate > 1, "in [0, 1] with --error-rate + --rate-limit-rate <= 1"},
-		{"retry-after", f.retryAfter < 0, ">= 0"},
-		{"spike-rate", badRate(f.spikeRate), "in [0, 1]"},
-		{"spike-delay", f.spikeDelay < 0, ">= 0"},
-		{"truncate-rate", badRate(f.truncateRate), "in [0, 1]"},
-		{"stall-rate", badRate(f.stallRate), "in [0, 1]"},
-		{"vulnerability", badRate(f.vulnerability), "in [0, 1]"},
-		{"stall-duration", f.stallDuration < 0, ">= 0"},
-		{"max-context", f.maxContext < 0, ">= 0"},
-	}
-	for _, c := range checks {
-		if c.bad {
-			return sim.Config{}, usageErr("--%s must be %s, got %s", c.flag, c.want, fs.Lookup(c.flag).Value.String())
-		}
-	}
-	cfg.Faults.ErrorRate = f.errorRate
-	cfg.Faults.RateLimitRate = f.rateLimitRate
-	cfg.Faults.RetryAfter = f.retryAfter
-	cfg.Faults.SpikeRate = f.spikeRate
-	cfg.Faults.SpikeDelay = f.spikeDelay
-	cfg.Faults.TruncateRate = f.truncateRate
-	cfg.Faults.StallRate = f.stallRate
-	cfg.Faults.StallDuration = f.stallDuration
-	cfg.Faults.Vulnerability = f.vulnerability
-	if changed("max-context") {
-		cfg.Faults.MaxContext = f.maxContext
-	}
-
-	if engineMode {
-		if err := f.applyEngine(fs, cfg.Engine); err != nil {
-			return sim.Config{}, err
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return sim.Config{}, usageErr("%v", err)
-	}
-	return cfg, nil
-}
-
-func badRate(v float64) bool { return math.IsNaN(v) || v < 0 || v > 1 }
-
-// applyEngine overrides the preset's engine settings with the engine flags
-// that were set.
-func (f *simFlags) applyEngine(fs *pflag.FlagSet, e *sim.EngineConfig) error {
-	set := func(name string) bool { return fs.Changed(name) }
-	positive := func(name string, v int, to *int) error {
-		if !set(name) {
-			return nil
-		}
-		if v <= 0 {
-			return usageErr("--%s must be > 0, got %d", name, v)
-		}
-		*to = v
-		return nil
-	}
-	nonNeg := func(name string, v time.Duration, to *time.Duration) error {
-		if !set(name) {
-			return nil
-		}
-		if v < 0 {
-			return usageErr("--%s must be >= 0, got %v", name, v)
-		}
-		*to = v
-		return nil
-	}
-	for _, err := range []error{
-		positive("max-num-seqs", f.maxNumSeqs, &e.MaxNumSeqs),
-		positive("max-batched-tokens", f.maxBatchedTokens, &e.MaxBatchedTokens),
-		positive("kv-cache-tokens", f.kvCacheTokens, &e.KVCacheTokens),
-		positive("block-size", f.blockSize, &e.BlockSize),
-		nonNeg("step-base", f.stepBase, &e.StepBase),
-		nonNeg("decode-per-seq", f.decodePerSeq, &e.DecodePerSeq),
-		nonNeg("decode-per-ktokens", f.decodePerKTokens, &e.DecodePerKTokens),
-		nonNeg("prefill-per-token", f.prefillPerToken, &e.PrefillPerToken),
-		positive("max-loras", f.maxLoRAs, &e.LoRA.MaxLoRAs),
-		nonNeg("lora-load-time", f.loraLoadTime, &e.LoRA.LoadTime),
-	} {
-		if err != nil {
-			return err
-		}
-	}
-	if set("chunked-prefill") {
-		e.ChunkedPrefill = f.chunkedPrefill
-	}
-	if set("prefix-caching") {
-		e.PrefixCaching = f.prefixCaching
-	}
-	if set("step-jitter") {
-		if f.stepJitter < 0 || f.stepJitter > 2 {
-			return usageErr("--step-jitter must be in [0, 2], got %g", f.stepJitter)
-		}
-		e.StepJitter = f.stepJitter
-	}
-	if set("lora-adapters") {
-		for _, a := range f.loraAdapters {
-			if strings.TrimSpace(a) == "" {
-				return usageErr("--lora-adapters must not contain an empty name")
-			}
-		}
-		e.LoRA.Adapters = f.loraAdapters
-	}
-	if set("moe-experts") || set("moe-top-k") || set("moe-expert-load") || set("moe-per-token") || set("moe-skew") {
-		m := sim.MoEConfig{Experts: 8, TopK: 2, ExpertLoad: time.Millisecond, PerTokenCompute: 20 * time.Microsecond}
-		if e.MoE != nil {
-			m = *e.MoE
-		}
-		if set("moe-experts") {
-			if f.moeExperts < 1 || f.moeExperts > 1024 {
-				return usageErr("--moe-experts must be in [1, 1024], got %d", f.moeExperts)
-			}
-			m.Experts = f.moeExperts
-		}
-		if set("moe-top-k") {
-			if f.moeTopK < 1 || f.moeTopK > m.Experts {
-				return usageErr("--moe-top-k must be in [1, %d] (the number of experts), got %d", m.Experts, f.moeTopK)
-			}
-			m.TopK = f.moeTopK
-		}
-		if err := nonNeg("moe-expert-load", f.moeExpertLoad, &m.ExpertLoad); err != nil {
-			return err
-		}
-		if err := nonNeg("moe-per-token", f.moePerToken, &m.PerTokenCompute); err != nil {
-			return err
-		}
-		if set("moe-skew") {
-			if f.moeSkew < 0 {
-				return usageErr("--moe-skew must be >= 0, got %g", f.moeSkew)
-			}
-			m.Skew = f.moeSkew
-		}
-		e.MoE = &m
-	}
-	if set("rag-retrieve") || set("rag-rerank") || set("rag-sigma") || set("rag-context-tokens") {
-		r := sim.RAGConfig{Sigma: 0.4}
-		if e.RAG != nil {
-			r = *e.RAG
-		}
-		if err := nonNeg("rag-retrieve", f.ragRetrieve, &r.RetrieveMedian); err != nil {
-			return err
-		}
-		if err := nonNeg("rag-rerank", f.ragRerank, &r.RerankMedian); err != nil {
-			return err
-		}
-		if set("rag-sigma") {
-			if f.ragSigma < 0 || f.ragSigma > 3 {
-				return usageErr("--rag-sigma must be in [0, 3], got %g", f.ragSigma)
-			}
-			r.Sigma = f.ragSigma
-		}
-		if set("rag-context-tokens") {
-			if f.ragContextTokens < 0 {
-				return usageErr("--rag-context-tokens must be >= 0, got %d", f.ragContextTokens)
-			}
-			r.ContextTokens = f.ragContextTokens
-		}
-		e.RAG = &r
-	}
-	return nil
 }

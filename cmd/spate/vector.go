@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"time"
 
@@ -13,14 +12,11 @@ import (
 	"github.com/spate-dev/spate/internal/client/vector"
 )
 
-func init() { commands = append(commands, newVectorCmd) }
-
 func newVectorCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "vector",
 		Short: "Vector search datasets, ground truth, loading, and embedding drift",
-		Long: `Tools around vector search measurement. The load itself runs with
-spate run --vector URL (recall@k beside latency, --ef-search sweeps).`,
+		Long:  help("vector"),
 	}
 	c.AddCommand(newVectorGenCmd(), newVectorTruthCmd(), newVectorLoadCmd(), newVectorDriftCmd())
 	return c
@@ -37,7 +33,7 @@ func newVectorGenCmd() *cobra.Command {
 			if out == "" {
 				return usageErr("-o FILE is required")
 			}
-			cfg, err := parseGen(args[0], seed)
+			cfg, err := vector.ParseGen(args[0], seed)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -70,17 +66,17 @@ func newVectorTruthCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := loadDataset(dataset, seed)
+			ds, err := vectorDataset(dataset, seed)
 			if err != nil {
 				return err
 			}
 			start := time.Now()
-			t, err := vector.CachedTruth(truthDir(cache), ds, m, k)
+			t, err := vector.CachedTruth(vector.TruthDir(cache), ds, m, k)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "ground truth: top-%d of %d queries among %d vectors (%s), dataset sha256 %s, in %s (cache %s)\n",
-				t.K, len(t.IDs), len(ds.Vectors), m, t.Digest[:16], time.Since(start).Round(time.Millisecond), truthDir(cache))
+				t.K, len(t.IDs), len(ds.Vectors), m, t.Digest[:16], time.Since(start).Round(time.Millisecond), vector.TruthDir(cache))
 			return nil
 		},
 	}
@@ -104,7 +100,7 @@ func newVectorLoadCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := loadDataset(dataset, seed)
+			ds, err := vectorDataset(dataset, seed)
 			if err != nil {
 				return err
 			}
@@ -136,12 +132,8 @@ func newVectorDriftCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "drift --target URL --model M --baseline FILE",
 		Short: "Embed fixed canary texts and report norm shift and cosine drift against a stored baseline",
-		Long: `Embeds fixed canary texts through /v1/embeddings. The first time (or with
---update) it stores them as the baseline; later it compares: per canary the
-norm shift (‖now‖/‖baseline‖ − 1) and the cosine drift (1 − cos). With --every
-it repeats the comparison at that interval, --count times.
-Exit code 3 when the largest cosine drift exceeds --max-drift.`,
-		Args: cobra.NoArgs,
+		Long:  help("vector-drift"),
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if target == "" || model == "" || baseline == "" {
 				return usageErr("--target, --model and --baseline are required")
@@ -149,53 +141,13 @@ Exit code 3 when the largest cosine drift exceeds --max-drift.`,
 			if apiKey == "" {
 				apiKey = os.Getenv("OPENAI_API_KEY")
 			}
-			e := &vector.Embedder{BaseURL: target, Model: model, APIKey: apiKey}
 			out := cmd.OutOrStdout()
-			base, err := vector.ReadBaseline(baseline)
-			if update || errors.Is(err, fs.ErrNotExist) {
-				vecs, err := e.Embed(cmd.Context(), vector.DefaultCanaries)
-				if err != nil {
-					return err
-				}
-				b := &vector.Baseline{Model: model, Target: openai.Redact(target), TakenAt: time.Now().UTC()}
-				for i, t := range vector.DefaultCanaries {
-					b.Canaries = append(b.Canaries, vector.Canary{Text: t, Vector: vecs[i]})
-				}
-				if err := b.Write(baseline); err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "baseline of %d canaries (%d dimensions) written to %s\n", len(vecs), len(vecs[0]), baseline)
-				return nil
-			}
+			worst, err := vector.DriftWatch{
+				Embedder: &vector.Embedder{BaseURL: target, Model: model, APIKey: apiKey}, Baseline: baseline,
+				Target: openai.Redact(target), Update: update, Every: every, Count: count,
+			}.Run(cmd.Context(), out)
 			if err != nil {
 				return err
-			}
-			texts := make([]string, len(base.Canaries))
-			for i, c := range base.Canaries {
-				texts[i] = c.Text
-			}
-			var worst float64
-			for n := 0; n < max(count, 1); n++ {
-				if n > 0 {
-					select {
-					case <-time.After(every):
-					case <-cmd.Context().Done():
-						return cmd.Context().Err()
-					}
-				}
-				vecs, err := e.Embed(cmd.Context(), texts)
-				if err != nil {
-					return err
-				}
-				d, err := vector.CompareDrift(base, vecs, time.Now().UTC())
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(out, "%s against the baseline of %s (%s)\n", d.TakenAt.Format(time.RFC3339), base.TakenAt.Format(time.RFC3339), base.Model)
-				if err := vector.WriteDrift(out, d); err != nil {
-					return err
-				}
-				worst = max(worst, d.MaxCosineDrift)
 			}
 			if worst > maxDrift {
 				fmt.Fprintf(out, "FAIL: max cosine drift %.6f > --max-drift %g\n", worst, maxDrift)
@@ -214,4 +166,14 @@ Exit code 3 when the largest cosine drift exceeds --max-drift.`,
 	fl.DurationVar(&every, "every", time.Minute, "interval between comparisons when --count > 1")
 	fl.IntVar(&count, "count", 1, "how many comparisons to make")
 	return c
+}
+
+// vectorDataset reads or generates a --dataset; a malformed gen: spec is a
+// usage error.
+func vectorDataset(spec string, seed uint64) (*vector.Dataset, error) {
+	ds, err := vector.LoadDataset(spec, seed)
+	if errors.Is(err, vector.ErrGenSpec) {
+		return nil, usageErr("--vector-dataset %v", err)
+	}
+	return ds, err
 }

@@ -25,7 +25,7 @@ func TestVectorRunSweepQdrantFake(t *testing.T) {
 	defer srv.Close()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--vector", "qdrant://"+strings.TrimPrefix(srv.URL, "http://")+"/c",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--vector", "qdrant://"+strings.TrimPrefix(srv.URL, "http://")+"/c",
 		"--vector-dataset", "gen:500,16,5,50", "--vector-truth-cache", filepath.Join(dir, "truth"),
 		"--ef-search", "16,-1", "--concurrency", "2", "--requests", "50", "--out", out, "--progress", "0")
 	if code != 0 {
@@ -60,7 +60,7 @@ func TestVectorRunUsage(t *testing.T) {
 		{"run", "--vector", "qdrant://127.0.0.1:1/c", "--vector-metric", "hamming"},
 		{"run", "--vector", "qdrant://127.0.0.1:1/c", "--workflow", "x.yaml"},
 	} {
-		if code, _, stderr := spate(t, context.Background(), args...); code != 2 {
+		if code, _, stderr := cli(t, context.Background(), args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
 		}
 	}
@@ -69,14 +69,14 @@ func TestVectorRunUsage(t *testing.T) {
 func TestVectorGenAndTruth(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "ds.jsonl")
-	if code, out, errb := spate(t, context.Background(), "vector", "gen", "300,8,3,20", "-o", file); code != 0 {
+	if code, out, errb := cli(t, context.Background(), "vector", "gen", "300,8,3,20", "-o", file); code != 0 {
 		t.Fatalf("gen: exit %d %s %s", code, out, errb)
 	}
 	ds, err := vector.ReadFile(file)
 	if err != nil || len(ds.Vectors) != 300 || len(ds.Queries) != 20 || ds.Dim != 8 {
 		t.Fatalf("dataset: %v", err)
 	}
-	code, out, errb := spate(t, context.Background(), "vector", "truth", "--dataset", file, "--cache", dir, "--k", "5")
+	code, out, errb := cli(t, context.Background(), "vector", "truth", "--dataset", file, "--cache", dir, "--k", "5")
 	if code != 0 || !strings.Contains(out, "top-5 of 20 queries among 300 vectors") {
 		t.Fatalf("truth: exit %d %s %s", code, out, errb)
 	}
@@ -92,16 +92,16 @@ func TestVectorDriftCmd(t *testing.T) {
 	defer srv.Close()
 	base := filepath.Join(t.TempDir(), "canaries.json")
 	args := []string{"vector", "drift", "--target", srv.URL + "/v1", "--model", "spate-sim", "--baseline", base}
-	code, out, errb := spate(t, context.Background(), args...)
+	code, out, errb := cli(t, context.Background(), args...)
 	if code != 0 || !strings.Contains(out, "baseline of 8 canaries") {
 		t.Fatalf("first run: exit %d %s %s", code, out, errb)
 	}
-	code, out, _ = spate(t, context.Background(), args...)
+	code, out, _ = cli(t, context.Background(), args...)
 	if code != 0 || !strings.Contains(out, "max cosine 0.000000") {
 		t.Fatalf("second run: exit %d\n%s", code, out)
 	}
 	// Repeated comparisons at an interval.
-	code, out, _ = spate(t, context.Background(), append(args, "--count", "2", "--every", "10ms")...)
+	code, out, _ = cli(t, context.Background(), append(args, "--count", "2", "--every", "10ms")...)
 	if code != 0 || strings.Count(out, "against the baseline") != 2 {
 		t.Fatalf("--count 2: exit %d\n%s", code, out)
 	}
@@ -116,7 +116,7 @@ func TestVectorDriftCmd(t *testing.T) {
 	if err := bl.Write(base); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = spate(t, context.Background(), args...)
+	code, out, _ = cli(t, context.Background(), args...)
 	if code != 3 || !strings.Contains(out, "max cosine 2.000000") {
 		t.Fatalf("drifted: exit %d, want 3\n%s", code, out)
 	}
@@ -159,7 +159,7 @@ steps:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := spate(t, context.Background(), "run", "--target", simSrv.URL+"/v1", "--api-key", "sk-secret-123",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--target", simSrv.URL+"/v1", "--api-key", "sk-secret-123",
 		"--workflow", wf, "--concurrency", "2", "--requests", "20", "--input-tokens", "16", "--out", out, "--progress", "0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

@@ -83,7 +83,7 @@ func TestWorkloadBuildPlantedLog(t *testing.T) {
 	log, topicOf := workloadPlantedLog(t, 60)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "w.jsonl")
-	code, stdout, stderr := spate(t, context.Background(), "workload", "build", log, "-o", out, "--k", "auto", "--k-max", "8", "--samples", "5", "--seed", "3")
+	code, stdout, stderr := cli(t, context.Background(), "workload", "build", log, "-o", out, "--k", "auto", "--k-max", "8", "--samples", "5", "--seed", "3")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -146,7 +146,7 @@ func TestWorkloadBuildPlantedLog(t *testing.T) {
 
 	// The same seed writes the same files.
 	out2 := filepath.Join(dir, "w2.jsonl")
-	if code, _, stderr := spate(t, context.Background(), "workload", "build", log, "-o", out2, "--k-max", "8", "--samples", "5", "--seed", "3"); code != 0 {
+	if code, _, stderr := cli(t, context.Background(), "workload", "build", log, "-o", out2, "--k-max", "8", "--samples", "5", "--seed", "3"); code != 0 {
 		t.Fatalf("second run: exit %d: %s", code, stderr)
 	}
 	a, _ := os.ReadFile(out)
@@ -171,7 +171,7 @@ func TestWorkloadBuildWeightedJSONL(t *testing.T) {
 	dir := t.TempDir()
 	log, out, sumPath := filepath.Join(dir, "log.jsonl"), filepath.Join(dir, "w.jsonl"), filepath.Join(dir, "s.json")
 	os.WriteFile(log, []byte(b.String()), 0o644)
-	code, stdout, stderr := spate(t, context.Background(), "workload", "build", log, "-o", out, "--field", "messages", "--k", "2", "--samples", "4", "--weights", "--summary", sumPath)
+	code, stdout, stderr := cli(t, context.Background(), "workload", "build", log, "-o", out, "--field", "messages", "--k", "2", "--samples", "4", "--weights", "--summary", sumPath)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -205,7 +205,7 @@ func TestWorkloadBuildTemplateLikeQueries(t *testing.T) {
 	log, out := filepath.Join(dir, "log.txt"), filepath.Join(dir, "w.jsonl")
 	q := "why does {{ .Name }} print nothing in my go template"
 	os.WriteFile(log, []byte(q+"\nrefund my order\n"), 0o644)
-	if code, stdout, stderr := spate(t, context.Background(), "workload", "build", log, "-o", out, "--k", "2"); code != 0 {
+	if code, stdout, stderr := cli(t, context.Background(), "workload", "build", log, "-o", out, "--k", "2"); code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	ds, err := workload.LoadDataset(out)
@@ -247,7 +247,7 @@ func TestWorkloadBuildUsageAndInputErrors(t *testing.T) {
 		{[]string{"workload"}, 2, "needs a subcommand"},
 	}
 	for _, tt := range tests {
-		code, _, stderr := spate(t, context.Background(), tt.args...)
+		code, _, stderr := cli(t, context.Background(), tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", tt.args[2:], code, stderr, tt.code, tt.want)
 		}
@@ -263,7 +263,7 @@ func TestWorkloadBuildRemoteEmbeddings(t *testing.T) {
 	_, target := startSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 0))
 	log, _ := workloadPlantedLog(t, 15)
 	out := filepath.Join(t.TempDir(), "w.jsonl")
-	code, stdout, stderr := spate(t, context.Background(), "workload", "build", log, "-o", out, "--target", target,
+	code, stdout, stderr := cli(t, context.Background(), "workload", "build", log, "-o", out, "--target", target,
 		"--api-key", "sk-very-secret", "--k", "4", "--samples", "3", "--batch", "16")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
@@ -279,7 +279,7 @@ func TestWorkloadBuildRemoteEmbeddings(t *testing.T) {
 		t.Errorf("%d lines, want 4 × 3", n)
 	}
 	// An unreachable target fails with exit 1, naming it.
-	code, _, stderr = spate(t, context.Background(), "workload", "build", log, "-o", out, "--target", "http://127.0.0.1:1/v1", "--model", "m")
+	code, _, stderr = cli(t, context.Background(), "workload", "build", log, "-o", out, "--target", "http://127.0.0.1:1/v1", "--model", "m")
 	if code != 1 || !strings.Contains(stderr, "127.0.0.1:1") {
 		t.Errorf("unreachable target: exit %d, stderr %q", code, stderr)
 	}
@@ -292,12 +292,12 @@ func TestWorkloadBuildThenRun(t *testing.T) {
 	log, _ := workloadPlantedLog(t, 20)
 	dir := t.TempDir()
 	w, res := filepath.Join(dir, "w.jsonl"), filepath.Join(dir, "r.json")
-	if code, stdout, stderr := spate(t, context.Background(), "workload", "build", log, "-o", w, "--k", "4", "--samples", "3"); code != 0 {
+	if code, stdout, stderr := cli(t, context.Background(), "workload", "build", log, "-o", w, "--k", "4", "--samples", "3"); code != 0 {
 		t.Fatalf("build: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
-	if code, stdout, stderr := spate(t, context.Background(), "run", "--target", srv.BaseURL(), "--dataset", w, "--rate", "100",
+	if code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--dataset", w, "--rate", "100",
 		"--requests", "24", "--output-tokens", "4", "--out", res, "--quiet", "--lag-bound", "250ms"); code != 0 {
 		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -273,4 +274,47 @@ func ParseRule(s string) (Rule, error) {
 func (r Rule) MarshalJSONString() (string, error) {
 	b, err := json.Marshal(r)
 	return string(b), err
+}
+
+// LoadSet builds a fault set from a JSON file, as PUT to /admin/faults
+// ("" for none), and rules as ParseRule reads them, added to the file's
+// schedule; seed is the set's seed when the file gives none. An error
+// reading the file is an *fs.PathError; the others say which part is
+// malformed.
+func LoadSet(file string, rules []string, seed int64) (Set, error) {
+	var set Set
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return set, fmt.Errorf("reading --faults file: %w", err)
+		}
+		if set, err = DecodeSet(b); err != nil {
+			return set, fmt.Errorf("--faults %s: %v", file, err)
+		}
+	}
+	for _, r := range rules {
+		rule, err := ParseRule(r)
+		if err != nil {
+			return set, fmt.Errorf("--chaos: %v", err)
+		}
+		set.Schedule = append(set.Schedule, rule)
+	}
+	if set.Seed == 0 {
+		set.Seed = seed
+	}
+	return set, nil
+}
+
+// Describe lists the set's rules as JSON, space-separated, or says "no
+// faults".
+func (s Set) Describe() string {
+	var desc []string
+	for _, r := range s.Rules() {
+		b, _ := r.MarshalJSONString()
+		desc = append(desc, b)
+	}
+	if len(desc) == 0 {
+		return "no faults"
+	}
+	return strings.Join(desc, " ")
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/spate-dev/spate/experiment"
 	"io"
 	"math"
 	"os"
@@ -20,18 +21,18 @@ import (
 // datasetLine is one line of a JSONL dataset. Exactly one of prompt,
 // messages or body must be set.
 type datasetLine struct {
-	Prompt       *string           `json:"prompt"`
-	Messages     []Message         `json:"messages"`
-	MaxTokens    *int              `json:"max_tokens"`
-	OutputTokens *int              `json:"output_tokens"`
-	Intent       string            `json:"intent"`
-	Method       string            `json:"method"`
-	Path         string            `json:"path"`
-	Body         json.RawMessage   `json:"body"`
-	Vars         map[string]any    `json:"vars"`
-	Labels       map[string]string `json:"labels"`
-	Checks       []check.Spec      `json:"checks"`
-	Tools        json.RawMessage   `json:"tools"`
+	Prompt       *string            `json:"prompt"`
+	Messages     []Message          `json:"messages"`
+	MaxTokens    *int               `json:"max_tokens"`
+	OutputTokens *int               `json:"output_tokens"`
+	Intent       string             `json:"intent"`
+	Method       string             `json:"method"`
+	Path         string             `json:"path"`
+	Body         json.RawMessage    `json:"body"`
+	Vars         map[string]any     `json:"vars"`
+	Labels       map[string]string  `json:"labels"`
+	Checks       []experiment.Check `json:"checks"`
+	Tools        json.RawMessage    `json:"tools"`
 	// Timestamp is the request's send time in a trace, in milliseconds
 	// from the trace's start (see TraceSource).
 	Timestamp *float64 `json:"timestamp"`

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/metrics/check"
 )
 
@@ -14,7 +15,7 @@ type finishing struct {
 	checks     *check.Set
 	images     []imageData
 	imageCount int
-	weights    Weights
+	weights    experiment.Weights
 	seed       uint64
 }
 

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"github.com/spate-dev/spate/experiment"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,7 +84,7 @@ func TestFormatErrors(t *testing.T) {
 		{"d.jsonl", `{"prompt":"a","checks":[{"kind":"regex","value":"("}]}`, "line 1: checks"},
 	} {
 		p := write(t, tc.file, tc.body)
-		_, err := Build(Spec{Dataset: p}, BuildOptions{})
+		_, err := Build(experiment.Workload{Dataset: p}, BuildOptions{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s %q: error %v, want one naming the file and %q", tc.file, tc.body, err, tc.want)
 		}
@@ -92,7 +93,7 @@ func TestFormatErrors(t *testing.T) {
 
 func TestTraceSpeed(t *testing.T) {
 	p := write(t, "trace.jsonl", "{\"prompt\":\"a\",\"timestamp\":1000}\n{\"prompt\":\"b\",\"timestamp\":1500}\n{\"prompt\":\"c\",\"timestamp\":3000}\n")
-	b, err := Build(Spec{Dataset: p, Speed: 2}, BuildOptions{})
+	b, err := Build(experiment.Workload{Dataset: p, Speed: 2}, BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

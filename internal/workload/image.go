@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"github.com/spate-dev/spate/experiment"
 	"image"
 	"image/color"
 	"image/png"
@@ -33,7 +34,7 @@ func (im imageData) patches(patch int) int {
 
 // loadImages reads the image files, or makes one synthetic PNG of the
 // given size.
-func loadImages(spec Images, seed uint64) ([]imageData, error) {
+func loadImages(spec experiment.Images, seed uint64) ([]imageData, error) {
 	if spec.Count < 0 {
 		return nil, fmt.Errorf("images.count must be >= 0")
 	}

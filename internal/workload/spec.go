@@ -3,9 +3,9 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"github.com/spate-dev/spate/experiment"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -13,119 +13,8 @@ import (
 	"github.com/spate-dev/spate/internal/metrics/check"
 )
 
-// Spec describes a semantic workload, as written in an experiment file's
-// workload section or a workload file (field names in camelCase). Build
-// turns it into a Source.
-type Spec struct {
-	// InputTokens and OutputTokens are length distributions (ParseLengths).
-	InputTokens  string `yaml:"inputTokens,omitempty" json:"inputTokens,omitempty"`
-	OutputTokens string `yaml:"outputTokens,omitempty" json:"outputTokens,omitempty"`
-	// Dataset is a file of requests in one of Formats (DatasetFormat, or
-	// guessed); Speed scales a timed trace's clock (2: twice as fast).
-	Dataset       string  `yaml:"dataset,omitempty" json:"dataset,omitempty"`
-	DatasetFormat string  `yaml:"datasetFormat,omitempty" json:"datasetFormat,omitempty"`
-	DatasetColumn string  `yaml:"datasetColumn,omitempty" json:"datasetColumn,omitempty"`
-	Speed         float64 `yaml:"speed,omitempty" json:"speed,omitempty"`
-	// Seed fixes the workload (default: the run's --seed).
-	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
-	// SystemPrompt is sent as the system message of every chat request.
-	SystemPrompt *Text `yaml:"systemPrompt,omitempty" json:"systemPrompt,omitempty"`
-	// SharedPrefix makes a share of prompts start with one of a few
-	// common prefixes, to exercise prefix caches.
-	SharedPrefix *SharedPrefix `yaml:"sharedPrefix,omitempty" json:"sharedPrefix,omitempty"`
-	// Intents is a weighted mixture of request kinds.
-	Intents []Intent `yaml:"intents,omitempty" json:"intents,omitempty"`
-	// Popularity reuses prompts with Zipf-distributed popularity and hot
-	// keys, to exercise response caches.
-	Popularity *Popularity `yaml:"popularity,omitempty" json:"popularity,omitempty"`
-	// Turns makes every request a conversation of several turns.
-	Turns *Turns `yaml:"turns,omitempty" json:"turns,omitempty"`
-	// Images attaches images to chat requests.
-	Images *Images `yaml:"images,omitempty" json:"images,omitempty"`
-	// Weights are the normalised-token weights of text, image patches and
-	// audio frames (default 1, 64, 8).
-	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
-	// Checks apply to every request's answer (intents add their own).
-	Checks []check.Spec `yaml:"checks,omitempty" json:"checks,omitempty"`
-}
-
-// Text is a fixed text, or synthetic text of Tokens tokens.
-type Text struct {
-	Text   string `yaml:"text,omitempty" json:"text,omitempty"`
-	Tokens int    `yaml:"tokens,omitempty" json:"tokens,omitempty"`
-}
-
-// SharedPrefix: a Ratio share of requests start with one of Groups
-// prefixes of Tokens tokens each (group drawn uniformly).
-type SharedPrefix struct {
-	Groups int     `yaml:"groups" json:"groups"`
-	Tokens int     `yaml:"tokens" json:"tokens"`
-	Ratio  float64 `yaml:"ratio" json:"ratio"`
-}
-
-// Intent is one kind of request in a mixture.
-type Intent struct {
-	Name   string  `yaml:"name" json:"name"`
-	Weight float64 `yaml:"weight" json:"weight"`
-	// InputTokens and OutputTokens override the workload's.
-	InputTokens  string `yaml:"inputTokens,omitempty" json:"inputTokens,omitempty"`
-	OutputTokens string `yaml:"outputTokens,omitempty" json:"outputTokens,omitempty"`
-	// Prompts are the intent's questions, one drawn per request; when
-	// InputTokens is set too, synthetic context is added before it to reach
-	// that length. Without prompts the prompt is synthetic text.
-	Prompts []string `yaml:"prompts,omitempty" json:"prompts,omitempty"`
-	// Dataset draws the intent's requests from a file instead.
-	Dataset string `yaml:"dataset,omitempty" json:"dataset,omitempty"`
-	// Checks test the intent's answers.
-	Checks []check.Spec `yaml:"checks,omitempty" json:"checks,omitempty"`
-}
-
-// Popularity: request n reuses prompt k of a Pool drawn with Zipf
-// exponent Zipf (> 1); Hot, when set, makes bursts where every request
-// goes to one of a few hot keys.
-type Popularity struct {
-	Zipf float64 `yaml:"zipf" json:"zipf"`
-	Pool int     `yaml:"pool" json:"pool"`
-	Hot  *Hot    `yaml:"hot,omitempty" json:"hot,omitempty"`
-}
-
-// Hot is a synchronised burst on hot keys: within every Every requests,
-// the first Length all ask for one of Keys prompts (a cache stampede).
-type Hot struct {
-	Every  int `yaml:"every" json:"every"`
-	Length int `yaml:"length" json:"length"`
-	Keys   int `yaml:"keys" json:"keys"`
-}
-
-// Turns shapes conversations: Count turns (a length distribution), each
-// user turn TurnTokens long, with Think time before each later turn.
-type Turns struct {
-	Count      string        `yaml:"count" json:"count"`
-	TurnTokens string        `yaml:"turnTokens,omitempty" json:"turnTokens,omitempty"`
-	Think      time.Duration `yaml:"think,omitempty" json:"think,omitempty"`
-}
-
-// Images attaches Count images to each chat request: files (data URLs),
-// or synthetic PNGs of Width×Height.
-type Images struct {
-	Count  int      `yaml:"count" json:"count"`
-	Files  []string `yaml:"files,omitempty" json:"files,omitempty"`
-	Width  int      `yaml:"width,omitempty" json:"width,omitempty"`
-	Height int      `yaml:"height,omitempty" json:"height,omitempty"`
-}
-
-// Weights are normalised-token weights: a text token counts Text, an image
-// patch (PatchPixels×PatchPixels, default 512) ImagePatch, an audio frame
-// AudioFrame.
-type Weights struct {
-	Text        float64 `yaml:"text,omitempty" json:"text,omitempty"`
-	ImagePatch  float64 `yaml:"imagePatch,omitempty" json:"imagePatch,omitempty"`
-	AudioFrame  float64 `yaml:"audioFrame,omitempty" json:"audioFrame,omitempty"`
-	PatchPixels int     `yaml:"patchPixels,omitempty" json:"patchPixels,omitempty"`
-}
-
 // DefaultWeights are the seeds' normalised-token weights.
-var DefaultWeights = Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 512}
+var DefaultWeights = experiment.Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 512}
 
 // BuildOptions are what Build needs beyond the spec.
 type BuildOptions struct {
@@ -145,7 +34,7 @@ type Built struct {
 }
 
 // Build turns a spec into a Source (deterministic in its seed).
-func Build(s Spec, o BuildOptions) (Built, error) {
+func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	seed := o.Seed
 	if s.Seed != nil {
 		seed = *s.Seed
@@ -198,7 +87,7 @@ func Build(s Spec, o BuildOptions) (Built, error) {
 		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix}
 	}
 	if s.SharedPrefix != nil {
-		if err := s.SharedPrefix.check(); err != nil {
+		if err := checkSharedPrefix(s.SharedPrefix); err != nil {
 			return Built{}, err
 		}
 		if _, ok := src.(Synthetic); !ok && len(s.Intents) == 0 {
@@ -224,7 +113,7 @@ func Build(s Spec, o BuildOptions) (Built, error) {
 	}
 	w := DefaultWeights
 	if s.Weights != nil {
-		w = s.Weights.withDefaults()
+		w = withDefaults(*s.Weights)
 	}
 	var imgs []imageData
 	if s.Images != nil {
@@ -236,7 +125,7 @@ func Build(s Spec, o BuildOptions) (Built, error) {
 	return b, nil
 }
 
-func countOf(im *Images) int {
+func countOf(im *experiment.Images) int {
 	if im == nil {
 		return 0
 	}
@@ -250,14 +139,14 @@ func lengthsOr(s, def string) (Lengths, error) {
 	return ParseLengths(s)
 }
 
-func (p *SharedPrefix) check() error {
+func checkSharedPrefix(p *experiment.SharedPrefix) error {
 	if p.Groups < 1 || p.Tokens < 1 || p.Ratio < 0 || p.Ratio > 1 {
 		return fmt.Errorf("sharedPrefix: want groups >= 1, tokens >= 1 and ratio in [0, 1], got %d, %d, %g", p.Groups, p.Tokens, p.Ratio)
 	}
 	return nil
 }
 
-func (w Weights) withDefaults() Weights {
+func withDefaults(w experiment.Weights) experiment.Weights {
 	d := DefaultWeights
 	if w.Text > 0 {
 		d.Text = w.Text
@@ -284,7 +173,7 @@ type mix struct {
 	sha    string
 }
 
-func newMix(s Spec, in, out Lengths, seed uint64, o BuildOptions) (*mix, error) {
+func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions) (*mix, error) {
 	m := &mix{seed: seed}
 	var sum float64
 	seen := map[string]bool{}
@@ -377,7 +266,7 @@ type prompts struct {
 	context Lengths
 	out     Lengths
 	seed    uint64
-	prefix  *SharedPrefix
+	prefix  *experiment.SharedPrefix
 }
 
 // Request implements Source.
@@ -406,7 +295,7 @@ func (p prompts) Digest() string {
 // withPopularity makes request n reuse request k of a pool of p.Pool,
 // k drawn from a Zipf law (rank 1 most popular), or a hot key inside a
 // burst.
-func withPopularity(src Source, p Popularity, seed uint64) (Source, error) {
+func withPopularity(src Source, p experiment.Popularity, seed uint64) (Source, error) {
 	if p.Zipf <= 1 || p.Pool < 1 {
 		return nil, fmt.Errorf("popularity: want zipf > 1 and pool >= 1, got %g and %d", p.Zipf, p.Pool)
 	}
@@ -430,7 +319,7 @@ func withPopularity(src Source, p Popularity, seed uint64) (Source, error) {
 
 // PopularKey is the pool index request n reuses: a hot key (the pool's
 // first Keys entries) inside a burst, else a Zipf draw over the pool.
-func PopularKey(p Popularity, seed, n uint64) uint64 {
+func PopularKey(p experiment.Popularity, seed, n uint64) uint64 {
 	r := newRand(seed^0x2199, n)
 	if h := p.Hot; h != nil && n%uint64(h.Every) < uint64(h.Length) {
 		return uint64(r.IntN(h.Keys))
@@ -439,7 +328,7 @@ func PopularKey(p Popularity, seed, n uint64) uint64 {
 	return z.Uint64()
 }
 
-func popularityClass(p Popularity, n, k uint64) string {
+func popularityClass(p experiment.Popularity, n, k uint64) string {
 	if h := p.Hot; h != nil && n%uint64(h.Every) < uint64(h.Length) {
 		return "hot"
 	}
@@ -451,7 +340,7 @@ func popularityClass(p Popularity, n, k uint64) string {
 
 // withTurns makes every request a conversation: the source's request is
 // the first turn; later turns are synthetic user messages.
-func withTurns(src Source, t Turns, out Lengths, seed uint64) (Source, error) {
+func withTurns(src Source, t experiment.Turns, out Lengths, seed uint64) (Source, error) {
 	count, err := ParseLengths(t.Count)
 	if err != nil {
 		return nil, fmt.Errorf("turns.count %w", err)
@@ -489,91 +378,4 @@ func withTurns(src Source, t Turns, out Lengths, seed uint64) (Source, error) {
 			return &c, nil
 		},
 	}, nil
-}
-
-// Merge returns base with the fields over sets replaced: a stage's own
-// workload on top of the experiment's.
-func Merge(base, over Spec) Spec {
-	m := base
-	str := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	str(&m.InputTokens, over.InputTokens)
-	str(&m.OutputTokens, over.OutputTokens)
-	str(&m.DatasetFormat, over.DatasetFormat)
-	str(&m.DatasetColumn, over.DatasetColumn)
-	if over.Dataset != "" {
-		m.Dataset, m.Intents = over.Dataset, nil
-	}
-	if len(over.Intents) > 0 {
-		m.Intents, m.Dataset = over.Intents, ""
-	}
-	if over.Speed > 0 {
-		m.Speed = over.Speed
-	}
-	if over.Seed != nil {
-		m.Seed = over.Seed
-	}
-	if over.SystemPrompt != nil {
-		m.SystemPrompt = over.SystemPrompt
-	}
-	if over.SharedPrefix != nil {
-		m.SharedPrefix = over.SharedPrefix
-	}
-	if over.Popularity != nil {
-		m.Popularity = over.Popularity
-	}
-	if over.Turns != nil {
-		m.Turns = over.Turns
-	}
-	if over.Images != nil {
-		m.Images = over.Images
-	}
-	if over.Weights != nil {
-		m.Weights = over.Weights
-	}
-	if over.Checks != nil {
-		m.Checks = over.Checks
-	}
-	return m
-}
-
-// Resolve makes the spec's relative file paths (datasets, images,
-// empirical length files) relative to dir, the directory of the file that
-// named them.
-func (s *Spec) Resolve(dir string) {
-	abs := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	lengths := func(v string) string {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(v), "empirical:"); ok {
-			return "empirical:" + abs(rest)
-		}
-		return v
-	}
-	s.Dataset = abs(s.Dataset)
-	s.InputTokens, s.OutputTokens = lengths(s.InputTokens), lengths(s.OutputTokens)
-	for i := range s.Intents {
-		it := &s.Intents[i]
-		it.Dataset = abs(it.Dataset)
-		it.InputTokens, it.OutputTokens = lengths(it.InputTokens), lengths(it.OutputTokens)
-	}
-	if s.Images != nil {
-		im := *s.Images
-		im.Files = append([]string(nil), im.Files...)
-		for i := range im.Files {
-			im.Files[i] = abs(im.Files[i])
-		}
-		s.Images = &im
-	}
-	if s.Turns != nil {
-		t := *s.Turns
-		t.Count, t.TurnTokens = lengths(t.Count), lengths(t.TurnTokens)
-		s.Turns = &t
-	}
 }

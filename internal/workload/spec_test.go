@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"github.com/spate-dev/spate/experiment"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/spate-dev/spate/internal/metrics/check"
 	"github.com/spate-dev/spate/internal/workload/tokenizer"
 )
 
@@ -73,7 +73,7 @@ func TestPromptTokensExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := &SharedPrefix{Groups: 3, Tokens: 40, Ratio: 0.7}
+	prefix := &experiment.SharedPrefix{Groups: 3, Tokens: 40, Ratio: 0.7}
 	for _, s := range []Synthetic{
 		{Input: mustLengths(t, "uniform:5:300"), Seed: 1},
 		{Input: mustLengths(t, "uniform:5:300"), Seed: 2, Prefix: prefix},
@@ -100,7 +100,7 @@ func mustLengths(t *testing.T, s string) Lengths {
 // TestSharedPrefix checks the share of requests that start with a group
 // prefix, and that a group's prefix is the same in every request.
 func TestSharedPrefix(t *testing.T) {
-	p := &SharedPrefix{Groups: 4, Tokens: 50, Ratio: 0.6}
+	p := &experiment.SharedPrefix{Groups: 4, Tokens: 50, Ratio: 0.6}
 	s := Synthetic{Input: mustLengths(t, "200"), Seed: 5, Prefix: p}
 	const n = 5000
 	shared := 0
@@ -126,8 +126,8 @@ func TestSharedPrefix(t *testing.T) {
 // α = 0.001 (a fixed seed, so it is deterministic), and that each intent
 // keeps its own lengths and checks.
 func TestIntentWeights(t *testing.T) {
-	spec := Spec{Intents: []Intent{
-		{Name: "fact_lookup", Weight: 0.6, InputTokens: "50", Checks: []check.Spec{{Kind: "contains", Value: "x"}}},
+	spec := experiment.Workload{Intents: []experiment.Intent{
+		{Name: "fact_lookup", Weight: 0.6, InputTokens: "50", Checks: []experiment.Check{{Kind: "contains", Value: "x"}}},
 		{Name: "comparison", Weight: 0.3, InputTokens: "200", Prompts: []string{"Compare A and B."}},
 		{Name: "multi_hop", Weight: 0.1, OutputTokens: "777"},
 	}}
@@ -181,7 +181,7 @@ func TestIntentWeights(t *testing.T) {
 // TestZipfExponent recovers the Zipf exponent from the rank-frequency of
 // reused prompts by least squares on log-log.
 func TestZipfExponent(t *testing.T) {
-	p := Popularity{Zipf: 1.2, Pool: 1000}
+	p := experiment.Popularity{Zipf: 1.2, Pool: 1000}
 	src, err := withPopularity(Synthetic{Input: mustLengths(t, "20"), Seed: 3}, p, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestZipfExponent(t *testing.T) {
 
 // TestHotKeys checks a burst sends every request to one of the hot keys.
 func TestHotKeys(t *testing.T) {
-	p := Popularity{Zipf: 1.5, Pool: 500, Hot: &Hot{Every: 100, Length: 10, Keys: 2}}
+	p := experiment.Popularity{Zipf: 1.5, Pool: 500, Hot: &experiment.Hot{Every: 100, Length: 10, Keys: 2}}
 	for n := uint64(0); n < 1000; n++ {
 		k := PopularKey(p, 1, n)
 		if n%100 < 10 && k >= 2 {
@@ -223,7 +223,7 @@ func TestHotKeys(t *testing.T) {
 // TestTurns checks conversations: turn counts from their distribution, a
 // session per conversation, think times, the first turn from the source.
 func TestTurns(t *testing.T) {
-	b, err := Build(Spec{InputTokens: "30", OutputTokens: "10", Turns: &Turns{Count: "uniform:2:4", TurnTokens: "8", Think: 500 * time.Millisecond}}, BuildOptions{Seed: 4})
+	b, err := Build(experiment.Workload{InputTokens: "30", OutputTokens: "10", Turns: &experiment.Turns{Count: "uniform:2:4", TurnTokens: "8", Think: 500 * time.Millisecond}}, BuildOptions{Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,13 +243,13 @@ func TestTurns(t *testing.T) {
 // TestSameSeedSameWorkload checks a spec with everything gives the same
 // requests and digest for the same seed, and different ones for another.
 func TestSameSeedSameWorkload(t *testing.T) {
-	spec := Spec{
+	spec := experiment.Workload{
 		InputTokens: "lognormal:100:30", OutputTokens: "uniform:10:50",
-		SystemPrompt: &Text{Tokens: 20}, SharedPrefix: &SharedPrefix{Groups: 2, Tokens: 10, Ratio: 0.5},
-		Intents:    []Intent{{Name: "a", Weight: 1}, {Name: "b", Weight: 2, Prompts: []string{"q1", "q2"}, InputTokens: "40"}},
-		Popularity: &Popularity{Zipf: 1.1, Pool: 50},
-		Turns:      &Turns{Count: "2"},
-		Images:     &Images{Count: 1, Width: 8, Height: 8},
+		SystemPrompt: &experiment.Text{Tokens: 20}, SharedPrefix: &experiment.SharedPrefix{Groups: 2, Tokens: 10, Ratio: 0.5},
+		Intents:    []experiment.Intent{{Name: "a", Weight: 1}, {Name: "b", Weight: 2, Prompts: []string{"q1", "q2"}, InputTokens: "40"}},
+		Popularity: &experiment.Popularity{Zipf: 1.1, Pool: 50},
+		Turns:      &experiment.Turns{Count: "2"},
+		Images:     &experiment.Images{Count: 1, Width: 8, Height: 8},
 	}
 	build := func(seed uint64) Built {
 		b, err := Build(spec, BuildOptions{Seed: seed})
@@ -274,7 +274,7 @@ func TestSameSeedSameWorkload(t *testing.T) {
 // TestImagesAndNormalisedTokens checks images go into the user message as
 // parts and count their patches at the configured weight.
 func TestImagesAndNormalisedTokens(t *testing.T) {
-	b, err := Build(Spec{InputTokens: "100", Images: &Images{Count: 2, Width: 1024, Height: 600}, Weights: &Weights{ImagePatch: 50}}, BuildOptions{Seed: 1})
+	b, err := Build(experiment.Workload{InputTokens: "100", Images: &experiment.Images{Count: 2, Width: 1024, Height: 600}, Weights: &experiment.Weights{ImagePatch: 50}}, BuildOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,9 +307,9 @@ func TestComplexity(t *testing.T) {
 // BenchmarkSpecRequest measures making one request of a full semantic
 // workload (intents, shared prefix, system prompt, complexity).
 func BenchmarkSpecRequest(b *testing.B) {
-	spec := Spec{
-		SystemPrompt: &Text{Text: "You are terse."}, SharedPrefix: &SharedPrefix{Groups: 4, Tokens: 128, Ratio: 0.8},
-		Intents: []Intent{
+	spec := experiment.Workload{
+		SystemPrompt: &experiment.Text{Text: "You are terse."}, SharedPrefix: &experiment.SharedPrefix{Groups: 4, Tokens: 128, Ratio: 0.8},
+		Intents: []experiment.Intent{
 			{Name: "a", Weight: 0.6, InputTokens: "uniform:200:400", Prompts: []string{"q?"}},
 			{Name: "b", Weight: 0.4, InputTokens: "choice:1024@0.5,4096@0.5"},
 		},

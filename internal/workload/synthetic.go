@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"github.com/spate-dev/spate/experiment"
 	"math/rand/v2"
 	"strings"
 )
@@ -15,7 +16,7 @@ type Synthetic struct {
 	Output Lengths // requested output tokens (max_tokens); Mean 0 means unset
 	Seed   uint64
 	// Prefix, when set, starts a share of prompts with a shared prefix.
-	Prefix *SharedPrefix
+	Prefix *experiment.SharedPrefix
 }
 
 var _ Source = Synthetic{}
@@ -52,7 +53,7 @@ type synth struct {
 
 // synthText makes n tokens of text; with a shared prefix, a Ratio share of
 // texts longer than the prefix start with one of its groups' prefixes.
-func synthText(r *rand.Rand, n int, p *SharedPrefix, seed uint64) synth {
+func synthText(r *rand.Rand, n int, p *experiment.SharedPrefix, seed uint64) synth {
 	if p == nil || n <= p.Tokens || r.Float64() >= p.Ratio {
 		return synth{Words(r, n), "none"}
 	}

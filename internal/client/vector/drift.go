@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"os"
@@ -194,4 +195,68 @@ func WriteDrift(w io.Writer, d *Drift) error {
 	}
 	_, err := fmt.Fprintf(w, "drift: mean cosine %.6f, max cosine %.6f, max norm shift %.4f%%\n", d.MeanCosineDrift, d.MaxCosineDrift, 100*d.MaxNormShift)
 	return err
+}
+
+// DriftWatch is spate vector drift: it embeds the canaries through
+// Embedder and, when Baseline's file is missing (or Update), writes them as
+// the baseline; otherwise it compares them with it Count times (at least
+// once), Every apart.
+type DriftWatch struct {
+	Embedder *Embedder
+	Baseline string // the baseline file
+	Target   string // the API, credentials removed, recorded in a new baseline
+	Update   bool
+	Every    time.Duration
+	Count    int
+}
+
+// Run does the watch, printing to w, and returns the largest cosine drift
+// of any canary in any comparison (0 when it wrote a baseline).
+func (d DriftWatch) Run(ctx context.Context, w io.Writer) (worst float64, err error) {
+	base, err := ReadBaseline(d.Baseline)
+	if d.Update || errors.Is(err, fs.ErrNotExist) {
+		vecs, err := d.Embedder.Embed(ctx, DefaultCanaries)
+		if err != nil {
+			return 0, err
+		}
+		b := &Baseline{Model: d.Embedder.Model, Target: d.Target, TakenAt: time.Now().UTC()}
+		for i, t := range DefaultCanaries {
+			b.Canaries = append(b.Canaries, Canary{Text: t, Vector: vecs[i]})
+		}
+		if err := b.Write(d.Baseline); err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(w, "baseline of %d canaries (%d dimensions) written to %s\n", len(vecs), len(vecs[0]), d.Baseline)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	texts := make([]string, len(base.Canaries))
+	for i, c := range base.Canaries {
+		texts[i] = c.Text
+	}
+	for n := 0; n < max(d.Count, 1); n++ {
+		if n > 0 {
+			select {
+			case <-time.After(d.Every):
+			case <-ctx.Done():
+				return worst, ctx.Err()
+			}
+		}
+		vecs, err := d.Embedder.Embed(ctx, texts)
+		if err != nil {
+			return worst, err
+		}
+		dr, err := CompareDrift(base, vecs, time.Now().UTC())
+		if err != nil {
+			return worst, err
+		}
+		fmt.Fprintf(w, "%s against the baseline of %s (%s)\n", dr.TakenAt.Format(time.RFC3339), base.TakenAt.Format(time.RFC3339), base.Model)
+		if err := WriteDrift(w, dr); err != nil {
+			return worst, err
+		}
+		worst = max(worst, dr.MaxCosineDrift)
+	}
+	return worst, nil
 }

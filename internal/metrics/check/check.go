@@ -12,21 +12,9 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-)
 
-// Spec is one check as written in a workload or experiment file.
-type Spec struct {
-	// Name identifies the check in the result (default: its kind).
-	Name string `json:"name,omitempty" yaml:"name,omitempty"`
-	// Kind is regex, contains, not_contains, equals, json_schema, json,
-	// rouge_l, tool_call, min_length or max_length.
-	Kind string `json:"kind" yaml:"kind"`
-	// Value is the pattern, text, reference or JSON schema.
-	Value string `json:"value,omitempty" yaml:"value,omitempty"`
-	// Min is rouge_l's threshold (0–1) and the bound of min_length and
-	// max_length (characters).
-	Min float64 `json:"min,omitempty" yaml:"min,omitempty"`
-}
+	"github.com/spate-dev/spate/experiment"
+)
 
 // Kinds lists the check kinds, for help and errors.
 const Kinds = "regex, contains, not_contains, equals, json, json_schema, rouge_l, tool_call, min_length, max_length"
@@ -56,7 +44,7 @@ type Set struct {
 }
 
 // Compile compiles specs; an error names the check by its position and kind.
-func Compile(specs []Spec) (*Set, error) {
+func Compile(specs []experiment.Check) (*Set, error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -71,7 +59,7 @@ func Compile(specs []Spec) (*Set, error) {
 	return s, nil
 }
 
-func compile(sp Spec) (*Check, error) {
+func compile(sp experiment.Check) (*Check, error) {
 	c := &Check{name: sp.Name}
 	if c.name == "" {
 		c.name = sp.Kind

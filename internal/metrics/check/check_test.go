@@ -4,40 +4,42 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/spate-dev/spate/experiment"
 )
 
 func TestChecks(t *testing.T) {
 	schema := `{"type":"object","required":["city"],"properties":{"city":{"type":"string"}}}`
 	cases := []struct {
-		spec  Spec
+		spec  experiment.Check
 		text  string
 		tools int
 		want  bool
 	}{
-		{Spec{Kind: "regex", Value: `\b\d{4}\b`}, "founded in 1889.", 0, true},
-		{Spec{Kind: "regex", Value: `\b\d{4}\b`}, "long ago", 0, false},
-		{Spec{Kind: "contains", Value: "Paris"}, "It is paris.", 0, true},
-		{Spec{Kind: "contains", Value: "Paris"}, "It is Lyon.", 0, false},
-		{Spec{Kind: "not_contains", Value: "sorry"}, "Sorry, I can't.", 0, false},
-		{Spec{Kind: "not_contains", Value: "sorry"}, "Here it is.", 0, true},
-		{Spec{Kind: "equals", Value: "Paris"}, "  paris. ", 0, true},
-		{Spec{Kind: "equals", Value: "Paris"}, "Paris, France", 0, false},
-		{Spec{Kind: "json"}, "```json\n{\"a\": 1}\n```", 0, true},
-		{Spec{Kind: "json"}, "{\"a\": 1", 0, false},
-		{Spec{Kind: "json_schema", Value: schema}, `{"city": "Oslo"}`, 0, true},
-		{Spec{Kind: "json_schema", Value: schema}, `{"town": "Oslo"}`, 0, false},
-		{Spec{Kind: "json_schema", Value: schema}, `not json`, 0, false},
-		{Spec{Kind: "rouge_l", Value: "the cat sat on the mat", Min: 0.8}, "The cat sat on the mat!", 0, true},
-		{Spec{Kind: "rouge_l", Value: "the cat sat on the mat", Min: 0.8}, "a dog ran in the park", 0, false},
-		{Spec{Kind: "tool_call"}, "", 1, true},
-		{Spec{Kind: "tool_call"}, "I would call a tool", 0, false},
-		{Spec{Kind: "min_length", Min: 5}, "héllo", 0, true},
-		{Spec{Kind: "min_length", Min: 6}, "héllo", 0, false},
-		{Spec{Kind: "max_length", Min: 5}, "héllo", 0, true},
-		{Spec{Kind: "max_length", Min: 4}, "héllo", 0, false},
+		{experiment.Check{Kind: "regex", Value: `\b\d{4}\b`}, "founded in 1889.", 0, true},
+		{experiment.Check{Kind: "regex", Value: `\b\d{4}\b`}, "long ago", 0, false},
+		{experiment.Check{Kind: "contains", Value: "Paris"}, "It is paris.", 0, true},
+		{experiment.Check{Kind: "contains", Value: "Paris"}, "It is Lyon.", 0, false},
+		{experiment.Check{Kind: "not_contains", Value: "sorry"}, "Sorry, I can't.", 0, false},
+		{experiment.Check{Kind: "not_contains", Value: "sorry"}, "Here it is.", 0, true},
+		{experiment.Check{Kind: "equals", Value: "Paris"}, "  paris. ", 0, true},
+		{experiment.Check{Kind: "equals", Value: "Paris"}, "Paris, France", 0, false},
+		{experiment.Check{Kind: "json"}, "```json\n{\"a\": 1}\n```", 0, true},
+		{experiment.Check{Kind: "json"}, "{\"a\": 1", 0, false},
+		{experiment.Check{Kind: "json_schema", Value: schema}, `{"city": "Oslo"}`, 0, true},
+		{experiment.Check{Kind: "json_schema", Value: schema}, `{"town": "Oslo"}`, 0, false},
+		{experiment.Check{Kind: "json_schema", Value: schema}, `not json`, 0, false},
+		{experiment.Check{Kind: "rouge_l", Value: "the cat sat on the mat", Min: 0.8}, "The cat sat on the mat!", 0, true},
+		{experiment.Check{Kind: "rouge_l", Value: "the cat sat on the mat", Min: 0.8}, "a dog ran in the park", 0, false},
+		{experiment.Check{Kind: "tool_call"}, "", 1, true},
+		{experiment.Check{Kind: "tool_call"}, "I would call a tool", 0, false},
+		{experiment.Check{Kind: "min_length", Min: 5}, "héllo", 0, true},
+		{experiment.Check{Kind: "min_length", Min: 6}, "héllo", 0, false},
+		{experiment.Check{Kind: "max_length", Min: 5}, "héllo", 0, true},
+		{experiment.Check{Kind: "max_length", Min: 4}, "héllo", 0, false},
 	}
 	for _, c := range cases {
-		set, err := Compile([]Spec{c.spec})
+		set, err := Compile([]experiment.Check{c.spec})
 		if err != nil {
 			t.Fatalf("%+v: %v", c.spec, err)
 		}
@@ -50,16 +52,16 @@ func TestChecks(t *testing.T) {
 
 func TestCompileErrors(t *testing.T) {
 	for _, c := range []struct {
-		spec Spec
+		spec experiment.Check
 		want string
 	}{
-		{Spec{Kind: "regex", Value: "("}, "regular expression"},
-		{Spec{Kind: "contains"}, "needs a value"},
-		{Spec{Kind: "json_schema", Value: "{"}, "JSON schema"},
-		{Spec{Kind: "rouge_l", Value: "x"}, "min in (0, 1]"},
-		{Spec{Kind: "bogus"}, "unknown kind"},
+		{experiment.Check{Kind: "regex", Value: "("}, "regular expression"},
+		{experiment.Check{Kind: "contains"}, "needs a value"},
+		{experiment.Check{Kind: "json_schema", Value: "{"}, "JSON schema"},
+		{experiment.Check{Kind: "rouge_l", Value: "x"}, "min in (0, 1]"},
+		{experiment.Check{Kind: "bogus"}, "unknown kind"},
 	} {
-		_, err := Compile([]Spec{{Kind: "contains", Value: "ok"}, c.spec})
+		_, err := Compile([]experiment.Check{{Kind: "contains", Value: "ok"}, c.spec})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "check 2") {
 			t.Errorf("%+v: error %v, want one naming check 2 and %q", c.spec, err, c.want)
 		}

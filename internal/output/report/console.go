@@ -1,5 +1,9 @@
-// Package report formats results for people: a console summary now, and
-// the other formats as they land.
+// Package report formats results for people and tools: the console
+// summary, Markdown, JUnit XML, CSV of the per-second series and of the
+// records, the sweep table, and (through htmlreport) the HTML page; Write
+// and WriteFile are what spate report and a run's report outputs use.
+//
+// It is the last stage of the data flow: ... metrics → verdict → outputs.
 package report
 
 import (

@@ -188,3 +188,18 @@ func Write(w io.Writer, header string, objs ...any) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// Header is the comment that heads the manifest of the experiment file
+// path: how to apply it, collect the shards' results and merge them.
+func Header(path string, o Options) string {
+	header := []string{
+		fmt.Sprintf("spate k8s job %s: %d shards", path, o.Shards),
+		fmt.Sprintf("kubectl apply -f THIS.yaml; kubectl wait --for=condition=complete job/%s --timeout=1h", o.Name),
+		fmt.Sprintf("for i in $(seq 0 %d); do kubectl logs -l batch.kubernetes.io/job-completion-index=$i,app.kubernetes.io/instance=%s --tail=-1 > shard-$i.log; done", o.Shards-1, o.Name),
+		"spate merge shard-*.log -o merged.json",
+	}
+	if o.StartAt != nil {
+		header = append(header, "all pods start sending at "+o.StartAt.Format(time.RFC3339)+": apply this manifest before then")
+	}
+	return strings.Join(header, "\n")
+}

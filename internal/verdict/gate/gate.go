@@ -7,22 +7,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"time"
 
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/result"
 )
 
-// Verdicts.
+// Verdicts (the keys of an experiment's actions).
 const (
-	Pass    = "pass"    // every threshold passed on a valid measurement
-	Fail    = "fail"    // a threshold failed
-	Invalid = "invalid" // thresholds passed, but a stage's measurement was not valid
-	Error   = "error"   // the run could not complete (interrupted, nothing succeeded, ...)
+	Pass    = experiment.VerdictPass    // every threshold passed on a valid measurement
+	Fail    = experiment.VerdictFail    // a threshold failed
+	Invalid = experiment.VerdictInvalid // thresholds passed, but a stage's measurement was not valid
+	Error   = experiment.VerdictError   // the run could not complete (interrupted, nothing succeeded, ...)
 )
 
 // DefaultTimeout bounds an action that sets none.
@@ -45,28 +45,6 @@ func Verdict(r *result.Result, runErr error) string {
 	return Pass
 }
 
-// Action is one thing to do on a verdict: exactly one of Command or Webhook.
-type Action struct {
-	// Command is run without a shell, as argv; it sees SPATE_VERDICT,
-	// SPATE_RESULT and SPATE_FINGERPRINT in its environment.
-	Command []string `yaml:"command" json:"command,omitempty"`
-	// Webhook receives a POST of the verdict as JSON (see Payload).
-	Webhook string `yaml:"webhook" json:"webhook,omitempty"`
-	// Timeout bounds the action (default one minute).
-	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
-}
-
-// Check reports an action that is not exactly one of command or webhook.
-func (a Action) Check() error {
-	if (len(a.Command) > 0) == (a.Webhook != "") {
-		return errors.New("an action is exactly one of command: [argv...] or webhook: URL")
-	}
-	if a.Timeout < 0 {
-		return errors.New("an action's timeout must not be negative")
-	}
-	return nil
-}
-
 // Payload is what a webhook receives.
 type Payload struct {
 	Verdict     string   `json:"verdict"`
@@ -87,7 +65,7 @@ type Outcome struct {
 
 // Run runs actions in order for payload p and reports each. It stops at
 // nothing: every action runs even if an earlier one failed.
-func Run(ctx context.Context, actions []Action, p Payload) []Outcome {
+func Run(ctx context.Context, actions []experiment.Action, p Payload) []Outcome {
 	var outs []Outcome
 	for _, a := range actions {
 		timeout := a.Timeout

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
 	"github.com/spate-dev/spate/result"
 )
@@ -51,7 +52,7 @@ func TestCommandAndWebhook(t *testing.T) {
 	defer hook.Close()
 	out := filepath.Join(t.TempDir(), "verdict.txt")
 	p := Payload{Verdict: Fail, Result: "r.json", Fingerprint: "abc", Failed: []string{"main: p99(ttft) < 1ms"}}
-	outs := Run(context.Background(), []Action{
+	outs := Run(context.Background(), []experiment.Action{
 		{Command: []string{"sh", "-c", `echo "$SPATE_VERDICT $SPATE_RESULT $SPATE_FINGERPRINT" > ` + out}},
 		{Webhook: hook.URL + "/verdict"},
 		{Command: []string{"sh", "-c", "echo boom >&2; exit 3"}},
@@ -77,7 +78,7 @@ func TestCommandAndWebhook(t *testing.T) {
 }
 
 func TestCheckAndFailed(t *testing.T) {
-	if (Action{}).Check() == nil || (Action{Command: []string{"x"}, Webhook: "http://x"}).Check() == nil || (Action{Webhook: "http://x"}).Check() != nil {
+	if (experiment.Action{}).Check() == nil || (experiment.Action{Command: []string{"x"}, Webhook: "http://x"}).Check() == nil || (experiment.Action{Webhook: "http://x"}).Check() != nil {
 		t.Error("Check")
 	}
 	r := &result.Result{Scenarios: []result.Scenario{{Name: "s", Thresholds: []threshold.Outcome{{Expr: "a", Pass: true}, {Expr: "b"}}}}}

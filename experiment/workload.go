@@ -1,0 +1,222 @@
+package experiment
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Workload describes a semantic workload, as written in an experiment
+// file's workload section, a stage's workload or a workload file (field
+// names in camelCase): what to send. Every field is optional.
+type Workload struct {
+	// InputTokens and OutputTokens are length distributions (ParseLengths).
+	InputTokens  string `yaml:"inputTokens,omitempty" json:"inputTokens,omitempty"`
+	OutputTokens string `yaml:"outputTokens,omitempty" json:"outputTokens,omitempty"`
+	// Dataset is a file of requests in one of Formats (DatasetFormat, or
+	// guessed); Speed scales a timed trace's clock (2: twice as fast).
+	Dataset       string  `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	DatasetFormat string  `yaml:"datasetFormat,omitempty" json:"datasetFormat,omitempty"`
+	DatasetColumn string  `yaml:"datasetColumn,omitempty" json:"datasetColumn,omitempty"`
+	Speed         float64 `yaml:"speed,omitempty" json:"speed,omitempty"`
+	// Seed is the run's seed: of the synthetic workload, the arrival
+	// schedule and every other seeded choice (default 1; --seed).
+	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// SystemPrompt is sent as the system message of every chat request.
+	SystemPrompt *Text `yaml:"systemPrompt,omitempty" json:"systemPrompt,omitempty"`
+	// SharedPrefix makes a share of prompts start with one of a few
+	// common prefixes, to exercise prefix caches.
+	SharedPrefix *SharedPrefix `yaml:"sharedPrefix,omitempty" json:"sharedPrefix,omitempty"`
+	// Intents is a weighted mixture of request kinds.
+	Intents []Intent `yaml:"intents,omitempty" json:"intents,omitempty"`
+	// Popularity reuses prompts with Zipf-distributed popularity and hot
+	// keys, to exercise response caches.
+	Popularity *Popularity `yaml:"popularity,omitempty" json:"popularity,omitempty"`
+	// Turns makes every request a conversation of several turns.
+	Turns *Turns `yaml:"turns,omitempty" json:"turns,omitempty"`
+	// Images attaches images to chat requests.
+	Images *Images `yaml:"images,omitempty" json:"images,omitempty"`
+	// Weights are the normalised-token weights of text, image patches and
+	// audio frames (default 1, 64, 8).
+	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
+	// Checks apply to every request's answer (intents add their own).
+	Checks []Check `yaml:"checks,omitempty" json:"checks,omitempty"`
+}
+
+// Text is a fixed text, or synthetic text of Tokens tokens.
+type Text struct {
+	Text   string `yaml:"text,omitempty" json:"text,omitempty"`
+	Tokens int    `yaml:"tokens,omitempty" json:"tokens,omitempty"`
+}
+
+// SharedPrefix: a Ratio share of requests start with one of Groups
+// prefixes of Tokens tokens each (group drawn uniformly).
+type SharedPrefix struct {
+	Groups int     `yaml:"groups" json:"groups"`
+	Tokens int     `yaml:"tokens" json:"tokens"`
+	Ratio  float64 `yaml:"ratio" json:"ratio"`
+}
+
+// Intent is one kind of request in a mixture.
+type Intent struct {
+	Name   string  `yaml:"name" json:"name"`
+	Weight float64 `yaml:"weight" json:"weight"`
+	// InputTokens and OutputTokens override the workload's.
+	InputTokens  string `yaml:"inputTokens,omitempty" json:"inputTokens,omitempty"`
+	OutputTokens string `yaml:"outputTokens,omitempty" json:"outputTokens,omitempty"`
+	// Prompts are the intent's questions, one drawn per request; when
+	// InputTokens is set too, synthetic context is added before it to reach
+	// that length. Without prompts the prompt is synthetic text.
+	Prompts []string `yaml:"prompts,omitempty" json:"prompts,omitempty"`
+	// Dataset draws the intent's requests from a file instead.
+	Dataset string `yaml:"dataset,omitempty" json:"dataset,omitempty"`
+	// Checks test the intent's answers.
+	Checks []Check `yaml:"checks,omitempty" json:"checks,omitempty"`
+}
+
+// Popularity: request n reuses prompt k of a Pool drawn with Zipf
+// exponent Zipf (> 1); Hot, when set, makes bursts where every request
+// goes to one of a few hot keys.
+type Popularity struct {
+	Zipf float64 `yaml:"zipf" json:"zipf"`
+	Pool int     `yaml:"pool" json:"pool"`
+	Hot  *Hot    `yaml:"hot,omitempty" json:"hot,omitempty"`
+}
+
+// Hot is a synchronised burst on hot keys: within every Every requests,
+// the first Length all ask for one of Keys prompts (a cache stampede).
+type Hot struct {
+	Every  int `yaml:"every" json:"every"`
+	Length int `yaml:"length" json:"length"`
+	Keys   int `yaml:"keys" json:"keys"`
+}
+
+// Turns shapes conversations: Count turns (a length distribution), each
+// user turn TurnTokens long, with Think time before each later turn.
+type Turns struct {
+	Count      string        `yaml:"count" json:"count"`
+	TurnTokens string        `yaml:"turnTokens,omitempty" json:"turnTokens,omitempty"`
+	Think      time.Duration `yaml:"think,omitempty" json:"think,omitempty"`
+}
+
+// Images attaches Count images to each chat request: files (data URLs),
+// or synthetic PNGs of Width×Height.
+type Images struct {
+	Count  int      `yaml:"count" json:"count"`
+	Files  []string `yaml:"files,omitempty" json:"files,omitempty"`
+	Width  int      `yaml:"width,omitempty" json:"width,omitempty"`
+	Height int      `yaml:"height,omitempty" json:"height,omitempty"`
+}
+
+// Weights are normalised-token weights: a text token counts Text, an image
+// patch (PatchPixels×PatchPixels, default 512) ImagePatch, an audio frame
+// AudioFrame.
+type Weights struct {
+	Text        float64 `yaml:"text,omitempty" json:"text,omitempty"`
+	ImagePatch  float64 `yaml:"imagePatch,omitempty" json:"imagePatch,omitempty"`
+	AudioFrame  float64 `yaml:"audioFrame,omitempty" json:"audioFrame,omitempty"`
+	PatchPixels int     `yaml:"patchPixels,omitempty" json:"patchPixels,omitempty"`
+}
+
+// Check is one answer check, as written in a workload's or an intent's
+// checks: a request whose answer passes all its checks is a semantic task
+// done (sTPS).
+type Check struct {
+	// Name identifies the check in the result (default: its kind).
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Kind is regex, contains, not_contains, equals, json_schema, json,
+	// rouge_l, tool_call, min_length or max_length.
+	Kind string `json:"kind" yaml:"kind"`
+	// Value is the pattern, text, reference or JSON schema.
+	Value string `json:"value,omitempty" yaml:"value,omitempty"`
+	// Min is rouge_l's threshold (0–1) and the bound of min_length and
+	// max_length (characters).
+	Min float64 `json:"min,omitempty" yaml:"min,omitempty"`
+}
+
+// Merge returns w with the fields over sets replaced: a stage's own
+// workload on top of the experiment's.
+func (w Workload) Merge(over Workload) Workload {
+	m := w
+	str := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	str(&m.InputTokens, over.InputTokens)
+	str(&m.OutputTokens, over.OutputTokens)
+	str(&m.DatasetFormat, over.DatasetFormat)
+	str(&m.DatasetColumn, over.DatasetColumn)
+	if over.Dataset != "" {
+		m.Dataset, m.Intents = over.Dataset, nil
+	}
+	if len(over.Intents) > 0 {
+		m.Intents, m.Dataset = over.Intents, ""
+	}
+	if over.Speed > 0 {
+		m.Speed = over.Speed
+	}
+	if over.Seed != nil {
+		m.Seed = over.Seed
+	}
+	if over.SystemPrompt != nil {
+		m.SystemPrompt = over.SystemPrompt
+	}
+	if over.SharedPrefix != nil {
+		m.SharedPrefix = over.SharedPrefix
+	}
+	if over.Popularity != nil {
+		m.Popularity = over.Popularity
+	}
+	if over.Turns != nil {
+		m.Turns = over.Turns
+	}
+	if over.Images != nil {
+		m.Images = over.Images
+	}
+	if over.Weights != nil {
+		m.Weights = over.Weights
+	}
+	if over.Checks != nil {
+		m.Checks = over.Checks
+	}
+	return m
+}
+
+// Resolve makes the workload's relative file paths (datasets, images,
+// empirical length files) relative to dir, the directory of the file that
+// named them.
+func (s *Workload) Resolve(dir string) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	lengths := func(v string) string {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(v), "empirical:"); ok {
+			return "empirical:" + abs(rest)
+		}
+		return v
+	}
+	s.Dataset = abs(s.Dataset)
+	s.InputTokens, s.OutputTokens = lengths(s.InputTokens), lengths(s.OutputTokens)
+	for i := range s.Intents {
+		it := &s.Intents[i]
+		it.Dataset = abs(it.Dataset)
+		it.InputTokens, it.OutputTokens = lengths(it.InputTokens), lengths(it.OutputTokens)
+	}
+	if s.Images != nil {
+		im := *s.Images
+		im.Files = append([]string(nil), im.Files...)
+		for i := range im.Files {
+			im.Files[i] = abs(im.Files[i])
+		}
+		s.Images = &im
+	}
+	if s.Turns != nil {
+		t := *s.Turns
+		t.Count, t.TurnTokens = lengths(t.Count), lengths(t.TurnTokens)
+		s.Turns = &t
+	}
+}

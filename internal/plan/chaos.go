@@ -1,0 +1,234 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/chaos"
+	"github.com/spate-dev/spate/internal/client/failover"
+	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/engine"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/result"
+)
+
+// Defaults of the chaos and failover settings.
+const (
+	defaultBackoff = failover.DefaultBackoff
+	defaultBudget  = failover.DefaultBudget
+)
+
+func chaosDefaults() experiment.Chaos {
+	return experiment.Chaos{TMax: chaos.DefaultTMax, RecoveryBin: chaos.DefaultRecoveryBin}
+}
+
+// chaosFeature is the in-process chaos proxy, several upstreams with client
+// policies (target.urls, retries), request-level chaos and the chaos
+// figures (experiment section chaos, target's failover fields).
+type chaosFeature struct {
+	proxy    *chaos.Proxy
+	set      chaos.Set // the run-wide faults, applied as the first stage starts
+	upstream string    // the target before it was pointed at the proxy
+}
+
+// proxyOn reports whether the run puts the chaos proxy before the target.
+func proxyOn(c experiment.Chaos) bool { return len(c.Rules) > 0 || c.Faults != "" || c.Proxy }
+
+// clientSide reports whether a failover client is needed.
+func clientSide(t experiment.Target) bool { return len(t.URLs) > 0 || t.Retries > 0 }
+
+func (f *chaosFeature) check(x *experiment.Experiment) error {
+	t, c := x.Target, x.Chaos
+	if _, err := failover.ParsePolicy(t.Policy); err != nil {
+		return invalidf("--policy: %v", err)
+	}
+	if t.Retries < 0 || t.RetryBudget < 0 || t.RetryBackoff < 0 || t.AttemptTimeout < 0 {
+		return invalidf("--retries, --retry-budget, --retry-backoff and --attempt-timeout must not be negative")
+	}
+	if c.TMax <= 0 || c.RecoveryBin <= 0 {
+		return invalidf("--chaos-tmax and --chaos-recovery-bin must be positive")
+	}
+	if c.Requests != "" {
+		if _, err := chaos.ParseMix(c.Requests); err != nil {
+			return invalidf("--request-chaos: %v", err)
+		}
+	}
+	for _, r := range c.Rules {
+		if _, err := chaos.ParseRule(r); err != nil {
+			return invalidf("--chaos: %v", err)
+		}
+	}
+	return nil
+}
+
+func (f *chaosFeature) start(ctx context.Context, r *Run) error {
+	x := r.X
+	if !proxyOn(x.Chaos) {
+		return nil
+	}
+	if x.Target.URL == "" {
+		return invalidf("--chaos-proxy needs --target, the service to put the proxy in front of")
+	}
+	set, err := chaos.LoadSet(x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return invalidf("%v", err)
+	}
+	u, err := url.Parse(x.Target.URL)
+	if err != nil || u.Host == "" {
+		return invalidf("--target %q: not a URL", openai.Redact(x.Target.URL))
+	}
+	p, err := chaos.New(u.Scheme + "://" + u.Host)
+	if err != nil {
+		return invalidf("--target: %v", err)
+	}
+	if err := set.Validate(); err != nil {
+		return invalidf("--chaos: %v", err)
+	}
+	f.set = set
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("starting the chaos proxy on loopback: %w", err)
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- chaos.Serve(pctx, ln, p) }()
+	r.onClose(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(r.stderr(), "spate: chaos proxy: %v\n", err)
+		}
+	})
+	f.proxy, f.upstream = p, x.Target.URL
+	// The proxy takes the target's place; the stage faults' "/admin/faults"
+	// is then resolved against it.
+	pu := *u
+	pu.Scheme, pu.Host = "http", ln.Addr().String()
+	x.Target.URL = pu.String()
+	if !r.quiet() {
+		fmt.Fprintf(r.stderr(), "chaos proxy at http://%s in front of %s\n", ln.Addr(), openai.Redact(f.upstream))
+	}
+	return nil
+}
+
+func (f *chaosFeature) apply(_ context.Context, r *Run) error {
+	x, p := r.X, &r.Plan
+	if f.upstream != "" {
+		// The result names the service measured, not the proxy before it.
+		p.Provenance.Target = openai.Redact(f.upstream)
+	}
+	if x.Chaos.Requests != "" {
+		mix, _ := chaos.ParseMix(x.Chaos.Requests) // checked
+		p.Source = chaos.Requests(p.Source, mix, int64(r.seed()))
+		for i := range p.Stages {
+			if p.Stages[i].Source != nil {
+				p.Stages[i].Source = chaos.Requests(p.Stages[i].Source, mix, int64(r.seed()))
+			}
+		}
+	}
+	t := x.Target
+	if clientSide(t) {
+		main := t.URL
+		if f.upstream != "" {
+			main = f.upstream // the real target, not the proxy
+		}
+		ups := []failover.Upstream{{Name: openai.Redact(main), Client: p.Client}}
+		for _, u := range t.URLs {
+			c, err := r.newClient(u)
+			if err != nil {
+				return err
+			}
+			ups = append(ups, failover.Upstream{Name: openai.Redact(u), Client: c})
+		}
+		fc, err := failover.New(failover.Config{
+			Upstreams: ups, Policy: failover.Policy(t.Policy), Retries: t.Retries, Backoff: t.RetryBackoff,
+			Budget: t.RetryBudget, AttemptTimeout: t.AttemptTimeout, Seed: r.seed(),
+		})
+		if err != nil {
+			return invalidf("%v", err)
+		}
+		p.Client = checked{fc, p.Client}
+	}
+	var stats func(context.Context) (chaos.Stats, error)
+	switch {
+	case f.proxy != nil:
+		stats = chaos.LocalStats(f.proxy)
+	case x.Chaos.Stats != "":
+		stats = chaos.RemoteStats(x.Chaos.Stats)
+	case clientSide(t):
+		stats = func(context.Context) (chaos.Stats, error) { return chaos.Stats{}, nil }
+	default:
+		return nil
+	}
+	if f.proxy != nil && len(f.set.Rules()) > 0 {
+		for _, st := range p.Stages {
+			if st.Faults != nil {
+				return invalidf("stage %s has its own faults: and --chaos/--chaos-faults set the same proxy's: use one or the other", st.Name)
+			}
+		}
+		p.Observers = append(p.Observers, &applyOnStart{proxy: f.proxy, set: f.set})
+	}
+	p.Observers = append(p.Observers, &chaos.Observer{Stats: stats, TMax: x.Chaos.TMax, RecoveryBin: x.Chaos.RecoveryBin})
+	return nil
+}
+
+// finish prints each stage's chaos figures after the summary.
+func (f *chaosFeature) finish(r *Run, res *result.Result) error {
+	if !r.summary() {
+		return nil
+	}
+	for i := range res.Scenarios {
+		if err := chaos.WriteSummary(r.stdout(), res.Scenarios[i].Name, res.Scenarios[i].Chaos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyOnStart applies the run-wide fault set as the first stage starts,
+// so that its rules' from and until count from there. A stage with its
+// own faults: has set them already; they win.
+type applyOnStart struct {
+	proxy *chaos.Proxy
+	set   chaos.Set
+	done  bool
+}
+
+func (a *applyOnStart) StageStart(_ context.Context, st runner.Stage, _ time.Time) {
+	if a.done {
+		return
+	}
+	a.done = true
+	if st.Faults == nil {
+		a.proxy.Apply(a.set) // validated in start
+	}
+}
+func (a *applyOnStart) Sent(string, time.Time, time.Time, bool) {}
+func (a *applyOnStart) Record(string, *record.Record)           {}
+func (a *applyOnStart) StageEnd(runner.Stage, *result.Scenario) {}
+
+// checked keeps the main client's reachability check (runner.Checker)
+// when it is wrapped.
+type checked struct {
+	engine.Client
+	inner engine.Client
+}
+
+// Check checks the main upstream, if its client can.
+func (c checked) Check(ctx context.Context) error {
+	if ch, ok := c.inner.(runner.Checker); ok {
+		return ch.Check(ctx)
+	}
+	return nil
+}

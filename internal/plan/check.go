@@ -1,0 +1,107 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/workload/tokenizer"
+)
+
+// Check reports, as an ErrInvalid, everything a run of e would refuse
+// before it sends, without starting anything: the experiment's shape
+// (experiment.Problems), lengths, SLOs, thresholds and arrivals (at their
+// file:line:column when e was read from a file), then each feature's
+// settings and the tokenizer. What only a run can tell (the target is
+// reachable, a dataset reads) is left to Build; a missing target too, since
+// a file may leave it to the command line.
+func Check(e *experiment.Experiment) error {
+	x := withDefaults(e)
+	ps := append(x.Problems(), problems(x)...)
+	if err := x.Errors(ps); err != nil {
+		return Invalid(err)
+	}
+	for _, f := range features() {
+		if err := f.check(x); err != nil {
+			return Invalid(err)
+		}
+	}
+	tok, err := tokenizer.Load(x.Measurement.Tokenizer)
+	if err != nil {
+		return invalidf("--tokenizer: %v", err)
+	}
+	if tok.Name() != "cl100k_base" && x.Workload.Dataset == "" && x.Target.API != "http" {
+		if err := workload.CheckVocab(tok, tok.Name()); err != nil {
+			return invalidf("--tokenizer: %v", err)
+		}
+	}
+	return nil
+}
+
+// problems are the checks of an experiment's values that need the
+// parsers of the stages that read them: length distributions, SLOs,
+// threshold expressions, arrivals and ramps.
+func problems(x *experiment.Experiment) []experiment.Problem {
+	var ps []experiment.Problem
+	at := func(path, format string, a ...any) {
+		ps = append(ps, experiment.Problem{Path: path, Message: fmt.Sprintf(format, a...)})
+	}
+	lengths := func(p string, w experiment.Workload) {
+		for _, f := range []struct{ key, v string }{{"inputTokens", w.InputTokens}, {"outputTokens", w.OutputTokens}} {
+			if f.v != "" {
+				if _, err := workload.ParseLengths(f.v); err != nil {
+					at(p+"."+f.key, "%v", err)
+				}
+			}
+		}
+	}
+	lengths("$.workload", x.Workload)
+	for k, v := range x.SLO {
+		if _, err := metrics.ParseSLO(k + "=" + v.String()); err != nil {
+			at("$.slo."+k, "%v", err)
+		}
+	}
+	var stages []runner.Stage
+	names := map[string]bool{}
+	for _, s := range x.Stages {
+		stages = append(stages, runner.Stage{Name: s.Name})
+		names[s.Name] = true
+	}
+	for i, spec := range x.Thresholds {
+		p := fmt.Sprintf("$.thresholds[%d]", i)
+		t, err := threshold.Parse(spec.Expr)
+		if err != nil {
+			at(p, "%v", err)
+			continue
+		}
+		if err := runner.CheckThresholds(stages, []threshold.Threshold{t}); err != nil {
+			at(p, "%v", err)
+		}
+		if spec.AbortOnFail {
+			if err := runner.CheckAborts([]runner.Abort{{Threshold: t}}); err != nil {
+				at(p, "%v", err)
+			}
+		}
+	}
+	all, err := runStages(x)
+	if err != nil {
+		return ps
+	}
+	for i, s := range x.Stages {
+		p := fmt.Sprintf("$.stages[%d]", i)
+		if w := s.Workload; w != nil {
+			lengths(p+".workload", *w)
+		}
+		trace := s.Arrival == "trace"
+		if !trace && (s.Rate > 0) == (s.Concurrency > 0) || s.Rate < 0 || s.Concurrency < 0 {
+			continue // experiment.Problems says so
+		}
+		if err := runner.CheckStage(all[i]); err != nil {
+			at(p, "stage %q: %v", s.Name, err)
+		}
+	}
+	return ps
+}

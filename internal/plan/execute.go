@@ -1,0 +1,128 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/output/report"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict/gate"
+	"github.com/spate-dev/spate/result"
+)
+
+// Execute builds a run from e (Build), runs it and closes it: see
+// (*Run).Execute.
+func Execute(ctx context.Context, e *experiment.Experiment, env Env) (*result.Result, error) {
+	r, err := Build(ctx, e, env)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Execute(ctx)
+}
+
+// Execute runs the plan, prints the summary, writes the result and the
+// features' outputs, runs the gate actions its verdict maps to and returns
+// the result with the run's outcome: nil, ErrThresholdsFailed (the result
+// is complete), or what went wrong. A result is returned whenever one was
+// measured, even with an error.
+func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
+	x, p := r.X, r.Plan
+	if x.Outputs.Records != "" {
+		f, err := os.Create(x.Outputs.Records)
+		if err != nil {
+			return nil, fmt.Errorf("opening --records file: %w", err)
+		}
+		defer f.Close()
+		p.Records = f
+	}
+	res, runErr := runner.Run(ctx, p)
+	if res == nil {
+		return nil, runErr
+	}
+	out := x.Outputs.Result
+	if r.summary() {
+		if err := report.Console(r.stdout(), res); err != nil {
+			return res, err
+		}
+	}
+	write := func() error {
+		if out == "" {
+			return nil
+		}
+		return result.Write(out, res)
+	}
+	if err := write(); err != nil {
+		return res, err
+	}
+	if r.summary() && out != "" {
+		fmt.Fprintf(r.stdout(), "result written to %s\n", out)
+	}
+	oerr := outcome(res, runErr)
+	// A failing output (a report that could not be written) is an error
+	// but does not skip the gate's actions.
+	var ferrs []error
+	for _, f := range r.features {
+		ferrs = append(ferrs, f.finish(r, res))
+	}
+	if err := errors.Join(ferrs...); err != nil {
+		oerr = err
+	}
+	if len(x.Actions) == 0 {
+		return res, oerr
+	}
+	verdictErr := oerr
+	if errors.Is(oerr, ErrThresholdsFailed) {
+		verdictErr = nil // failed thresholds are the fail verdict, not an error
+	}
+	verdict := gate.Verdict(res, verdictErr)
+	outs := gate.Run(context.WithoutCancel(ctx), x.Actions[verdict], gate.Payload{
+		Verdict: verdict, Experiment: x.Path, Fingerprint: res.Fingerprint, Result: out, Failed: gate.FailedThresholds(res),
+	})
+	res.Gate = &result.Gate{Verdict: verdict, Actions: []result.GateAction{}}
+	failed := 0
+	for _, o := range outs {
+		res.Gate.Actions = append(res.Gate.Actions, result.GateAction{Action: o.Action, OK: o.OK, Error: o.Error, Output: o.Output, Seconds: o.Seconds})
+		status := "ok"
+		if !o.OK {
+			status, failed = "FAILED: "+o.Error, failed+1
+		}
+		fmt.Fprintf(r.stderr(), "gate: verdict %s → %s %s (%.1f s)\n", verdict, o.Action, status, o.Seconds)
+		if o.OK && o.Output != "" {
+			fmt.Fprintf(r.stderr(), "  %s\n", strings.ReplaceAll(o.Output, "\n", "\n  "))
+		}
+	}
+	if err := write(); err != nil {
+		return res, err
+	}
+	if oerr == nil && failed > 0 {
+		return res, fmt.Errorf("%d gate action(s) failed on verdict %s: see gate.actions in the result", failed, verdict)
+	}
+	return res, oerr
+}
+
+// outcome is the error a finished run ends with.
+func outcome(res *result.Result, runErr error) error {
+	if runErr != nil {
+		return runErr
+	}
+	if res.Interrupted {
+		return errors.New("interrupted: partial result written")
+	}
+	ok, failed := 0, 0
+	for _, sc := range res.Scenarios {
+		ok += sc.Requests.Succeeded
+		failed += sc.Requests.Failed
+	}
+	if ok == 0 && failed > 0 {
+		return fmt.Errorf("no request succeeded (%d failed): see requests.errors in the result", failed)
+	}
+	if !res.ThresholdsPassed {
+		return ErrThresholdsFailed
+	}
+	return nil
+}

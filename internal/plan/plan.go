@@ -1,0 +1,514 @@
+// Package plan turns an experiment into a run: Build is the one function
+// from the model (experiment.Experiment, filled by a file, flags or Go) to
+// a runner.Plan, with the features that wrap it (features.go, in one
+// explicit order); Check runs every check a run makes before it sends; and
+// Execute runs a built plan, writes its outputs and runs the gate's
+// actions.
+//
+// It is the second stage of the data flow: experiment → plan → workload,
+// schedule, engine, client → record → metrics → verdict → outputs. A
+// setting goes downward only: a field of the experiment (--rate is
+// experiment.Stage.Rate) → plan.Build → runner.Stage → the runner's pacer.
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/client/plainhttp"
+	"github.com/spate-dev/spate/internal/engine"
+	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/schedule"
+	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/workload/payload"
+	"github.com/spate-dev/spate/internal/workload/tokenizer"
+	"github.com/spate-dev/spate/result"
+)
+
+// Env is what a run takes from its surroundings besides the experiment.
+type Env struct {
+	// Stdout receives the console summary, the features' tables and the
+	// notes on files written; nil prints none.
+	Stdout io.Writer
+	// Stderr receives progress, warnings and the gate's actions; nil
+	// prints none.
+	Stderr io.Writer
+	// Live redraws progress in place (an interactive terminal) instead of
+	// printing a line each interval.
+	Live bool
+	// NoSummary leaves out the console summary and the features' tables
+	// but keeps progress and the notes (for wrappers that print their own).
+	NoSummary bool
+	// Version is spate's version, recorded in the result.
+	Version string
+}
+
+// Run is a built run: the runner's plan, the settings it was built from
+// (the experiment with its defaults, as the features changed it) and the
+// features that act on it. Close releases what Build started.
+type Run struct {
+	// Plan is what the runner runs.
+	Plan runner.Plan
+	// X is the experiment with every default filled in; features may change
+	// it before the plan is built (the chaos proxy takes the target's place).
+	X   *experiment.Experiment
+	env Env
+	tok *tokenizer.BPE
+	// features are this run's instances of the features, in order.
+	features []feature
+	closers  []func()
+}
+
+// ErrInvalid marks an experiment that cannot run as given (a usage error:
+// spate exits 2). Test for it with errors.Is.
+var ErrInvalid = errors.New("invalid experiment")
+
+// ErrThresholdsFailed is the outcome of a run whose thresholds failed; the
+// result is complete and written (spate exits 3).
+var ErrThresholdsFailed = errors.New("thresholds failed")
+
+// invalidError is an ErrInvalid with its own message.
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string        { return e.err.Error() }
+func (e *invalidError) Unwrap() error        { return e.err }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+// invalidf returns an ErrInvalid that says what is wrong.
+func invalidf(format string, a ...any) error {
+	return &invalidError{fmt.Errorf(format, a...)}
+}
+
+// Invalid marks err as an ErrInvalid, keeping its message (nil stays nil).
+func Invalid(err error) error {
+	if err == nil || errors.Is(err, ErrInvalid) {
+		return err
+	}
+	return &invalidError{err}
+}
+
+// Defaults returns an experiment holding the default of every setting that
+// has one, with one stage ("main") holding the stage defaults: what a zero
+// field of an experiment means.
+func Defaults() *experiment.Experiment {
+	seed := uint64(1)
+	return &experiment.Experiment{
+		Target: experiment.Target{
+			API: openai.Chat, IgnoreEOS: "auto", Timeout: 10 * time.Minute, IdleTimeout: time.Minute,
+			Stream: new(true), TraceHeader: new(true),
+			Policy: "round-robin", RetryBackoff: defaultBackoff, RetryBudget: defaultBudget,
+		},
+		Workload: experiment.Workload{InputTokens: "256", OutputTokens: "128", Speed: 1, Seed: &seed},
+		Stages:   []experiment.Stage{{Name: "main", Arrival: "poisson", Burstiness: 1, DrainTimeout: engine.DefaultDrainTimeout}},
+		Measurement: experiment.Measurement{
+			LagBound: metrics.DefaultLagBound, TokenizerSample: new(16), Tokenizer: "cl100k_base",
+		},
+		Outputs:    experiment.Outputs{Progress: new(5 * time.Second)},
+		Observe:    observeDefaults(),
+		Chaos:      chaosDefaults(),
+		Probes:     experiment.Probes{Fraction: 0.1},
+		Vector:     vectorDefaults(),
+		Resilience: resilienceDefaults(),
+		Shard:      experiment.Shard{StartLateMax: 10 * time.Second, ClockCheck: new(true)},
+	}
+}
+
+// withDefaults returns a copy of e with every zero setting that has a
+// default set to it (Defaults), and the API key resolved from the
+// environment when e does not give one.
+func withDefaults(e *experiment.Experiment) *experiment.Experiment {
+	d := Defaults()
+	x := *e
+	or := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	dur := func(dst *time.Duration, v time.Duration) {
+		if *dst == 0 {
+			*dst = v
+		}
+	}
+	t := &x.Target
+	or(&t.API, d.Target.API)
+	or(&t.IgnoreEOS, d.Target.IgnoreEOS)
+	dur(&t.Timeout, d.Target.Timeout)
+	dur(&t.IdleTimeout, d.Target.IdleTimeout)
+	or(&t.Policy, d.Target.Policy)
+	dur(&t.RetryBackoff, d.Target.RetryBackoff)
+	if t.RetryBudget == 0 {
+		t.RetryBudget = d.Target.RetryBudget
+	}
+	if t.Stream == nil {
+		t.Stream = d.Target.Stream
+	}
+	if t.TraceHeader == nil {
+		t.TraceHeader = d.Target.TraceHeader
+	}
+	if t.APIKey == "" && t.APIKeyEnv != "" {
+		t.APIKey = os.Getenv(t.APIKeyEnv)
+	}
+	if t.APIKey == "" {
+		t.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	w := &x.Workload
+	or(&w.InputTokens, d.Workload.InputTokens)
+	or(&w.OutputTokens, d.Workload.OutputTokens)
+	if w.Speed == 0 {
+		w.Speed = d.Workload.Speed
+	}
+	if w.Seed == nil {
+		w.Seed = d.Workload.Seed
+	}
+	x.Stages = append([]experiment.Stage(nil), e.Stages...)
+	for i := range x.Stages {
+		s, ds := &x.Stages[i], d.Stages[0]
+		if s.Concurrency <= 0 {
+			or(&s.Arrival, ds.Arrival)
+		}
+		if s.Burstiness == 0 {
+			s.Burstiness = ds.Burstiness
+		}
+		dur(&s.DrainTimeout, ds.DrainTimeout)
+	}
+	m := &x.Measurement
+	dur(&m.LagBound, d.Measurement.LagBound)
+	if m.TokenizerSample == nil {
+		m.TokenizerSample = d.Measurement.TokenizerSample
+	}
+	or(&m.Tokenizer, d.Measurement.Tokenizer)
+	if x.Outputs.Progress == nil {
+		x.Outputs.Progress = d.Outputs.Progress
+	}
+	o := &x.Observe
+	dur(&o.ScrapeInterval, d.Observe.ScrapeInterval)
+	or(&o.OTLPProtocol, d.Observe.OTLPProtocol)
+	dur(&o.OTLPInterval, d.Observe.OTLPInterval)
+	dur(&x.Chaos.TMax, d.Chaos.TMax)
+	dur(&x.Chaos.RecoveryBin, d.Chaos.RecoveryBin)
+	if x.Probes.Fraction == 0 {
+		x.Probes.Fraction = d.Probes.Fraction
+	}
+	v := &x.Vector
+	or(&v.Dataset, d.Vector.Dataset)
+	or(&v.Metric, d.Vector.Metric)
+	if v.K == 0 {
+		v.K = d.Vector.K
+	}
+	if v.Load == nil {
+		v.Load = d.Vector.Load
+	}
+	r := &x.Resilience
+	if r.Enabled == nil {
+		r.Enabled = d.Resilience.Enabled
+	}
+	dur(&r.Window, d.Resilience.Window)
+	dur(&r.RecoveryWindow, d.Resilience.RecoveryWindow)
+	sh := &x.Shard
+	dur(&sh.StartLateMax, d.Shard.StartLateMax)
+	if sh.ClockCheck == nil {
+		sh.ClockCheck = d.Shard.ClockCheck
+	}
+	return &x
+}
+
+// Build turns an experiment into a run: it checks it (Check), lets each
+// feature start what it needs (a chaos proxy, exporters), builds the
+// runner's plan from the experiment's fields (stages, thresholds,
+// workload, protocol client, provenance) and lets each feature add to it.
+// The caller must Close the run.
+func Build(ctx context.Context, e *experiment.Experiment, env Env) (_ *Run, err error) {
+	if err := Check(e); err != nil {
+		return nil, err
+	}
+	r := &Run{X: withDefaults(e), env: env, features: features()}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	for _, f := range r.features {
+		if err := f.start(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	if r.X.Target.URL == "" {
+		return nil, invalidf("--target is required, e.g. --target http://127.0.0.1:8000/v1")
+	}
+	if err := r.build(ctx); err != nil {
+		return nil, err
+	}
+	for _, f := range r.features {
+		if err := f.apply(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Close releases what the run started, last first; it may be called again.
+func (r *Run) Close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+	r.closers = nil
+}
+
+// onClose adds f to what Close calls.
+func (r *Run) onClose(f func()) { r.closers = append(r.closers, f) }
+
+// stdout and stderr are the env's writers, or io.Discard.
+func (r *Run) stdout() io.Writer { return orDiscard(r.env.Stdout) }
+func (r *Run) stderr() io.Writer { return orDiscard(r.env.Stderr) }
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// quiet reports whether nothing but errors is printed; summary whether
+// the console summary and the features' tables are.
+func (r *Run) quiet() bool   { return r.X.Outputs.Quiet }
+func (r *Run) summary() bool { return !r.X.Outputs.Quiet && !r.env.NoSummary }
+
+// seed is the run's seed.
+func (r *Run) seed() uint64 { return *r.X.Workload.Seed }
+
+// build makes the runner's plan from r.X.
+func (r *Run) build(ctx context.Context) error {
+	x := r.X
+	p := &r.Plan
+	stages, err := runStages(x)
+	if err != nil {
+		return err
+	}
+	slo, _ := metrics.ParseSLO(sloString(x.SLO)) // checked
+	var exprs []string
+	for _, spec := range x.Thresholds {
+		t, _ := threshold.Parse(spec.Expr) // checked
+		p.Thresholds = append(p.Thresholds, t)
+		exprs = append(exprs, spec.Expr)
+		if spec.AbortOnFail {
+			p.Aborts = append(p.Aborts, runner.Abort{Threshold: t, Delay: spec.Delay, Window: spec.Window})
+		}
+	}
+	if err := runner.CheckThresholds(stages, p.Thresholds); err != nil {
+		return invalidf("%v", err)
+	}
+	if r.tok, err = tokenizer.Load(x.Measurement.Tokenizer); err != nil {
+		return invalidf("--tokenizer: %v", err)
+	}
+	spec := x.Workload
+	if r.tok.Name() != "cl100k_base" && spec.Dataset == "" && x.Target.API != "http" {
+		if err := workload.CheckVocab(r.tok, r.tok.Name()); err != nil {
+			return invalidf("--tokenizer: %v", err)
+		}
+	}
+	src, offsets, err := r.source(spec)
+	if err != nil {
+		return err
+	}
+	for i := range stages {
+		st := &stages[i]
+		soffsets := offsets
+		if w := x.Stages[i].Workload; w != nil {
+			ssrc, soff, err := r.source(spec.Merge(*w))
+			if err != nil {
+				return fmt.Errorf("stage %s: %w", st.Name, err)
+			}
+			st.Source, soffsets = workload.WithTemplates(ssrc, r.seed()), soff
+		}
+		if st.Arrival == "trace" {
+			if soffsets == nil {
+				return invalidf("stage %s: --arrival trace replays a dataset's timestamps: give a --dataset whose lines have \"timestamp\" (milliseconds)", st.Name)
+			}
+			st.Trace = &schedule.Trace{Offsets: soffsets}
+			if st.Requests == 0 && st.Duration == 0 {
+				st.Requests = len(soffsets)
+			}
+		}
+	}
+	// Without a model, the first model the server lists.
+	if x.Target.Model == "" && x.Target.API != "http" {
+		c, err := r.newClient(x.Target.URL)
+		if err != nil {
+			return err
+		}
+		ids, err := c.(*openai.Client).Models(ctx)
+		if err != nil {
+			return fmt.Errorf("%w (or pass --model)", err)
+		}
+		if len(ids) == 0 {
+			return errors.New("the server lists no models: pass --model")
+		}
+		x.Target.Model = ids[0]
+	}
+	if p.Client, err = r.newClient(x.Target.URL); err != nil {
+		return err
+	}
+	for i := range stages {
+		stages[i].SLO, stages[i].LagBound = slo, x.Measurement.LagBound
+		if fl := stages[i].Faults; fl != nil && strings.HasPrefix(fl.URL, "/") {
+			// A path is on the target's host: scheme://host of the target.
+			u, err := url.Parse(x.Target.URL)
+			if err != nil {
+				return invalidf("--target: %v", err)
+			}
+			resolved := *fl
+			resolved.URL = u.Scheme + "://" + u.Host + fl.URL
+			stages[i].Faults = &resolved
+		}
+	}
+	p.Stages = stages
+	p.Source = workload.WithTemplates(src, r.seed())
+	p.Seed = r.seed()
+	p.Version = r.env.Version
+	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: openai.Redact(x.Target.URL),
+		API: x.Target.API, Tokenizer: r.tok.Name(), ExperimentSHA256: x.SHA256}
+	st := stages[0]
+	p.Config = result.Config{
+		Arrival: st.Arrival, Rate: st.Rate, Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
+		Requests: st.Requests, Dataset: spec.Dataset, Stream: *x.Target.Stream, SLO: sloString(x.SLO), Seed: r.seed(),
+		Thresholds: exprs, InputTokens: spec.InputTokens, OutputTokens: spec.OutputTokens, Experiment: x.Path,
+		Workload: x.WorkloadFile,
+	}
+	if st.Arrival == "gamma" {
+		p.Config.Burstiness = st.Burstiness
+	}
+	if st.Duration > 0 {
+		p.Config.Duration = st.Duration.String()
+	}
+	if st.Warmup > 0 {
+		p.Config.Warmup = st.Warmup.String()
+	}
+	if spec.Dataset != "" {
+		p.Config.InputTokens = ""
+	}
+	if !r.quiet() && *x.Outputs.Progress > 0 && r.env.Stderr != nil {
+		p.Progress, p.ProgressEvery = runner.ProgressLines(r.env.Stderr), *x.Outputs.Progress
+	}
+	return nil
+}
+
+// runStages turns the experiment's stages into the runner's.
+func runStages(x *experiment.Experiment) ([]runner.Stage, error) {
+	var stages []runner.Stage
+	for _, s := range x.Stages {
+		st := runner.Stage{
+			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness, RampFrom: s.RampFrom,
+			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
+			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout, Shape: s.ComplexityShaping,
+		}
+		if s.Concurrency > 0 {
+			st.Arrival = ""
+		}
+		if s.Faults != nil {
+			st.Faults = &runner.Faults{URL: s.Faults.URL, Set: s.Faults.Set}
+		}
+		stages = append(stages, st)
+	}
+	return stages, nil
+}
+
+// sloString writes an SLO map as --slo takes it, keys sorted.
+func sloString(m map[string]time.Duration) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+"="+v.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// source builds the workload from its spec: the fixed request of a plain
+// HTTP run, or a dataset, intents or synthetic prompts with everything the
+// spec adds; offsets are a timed dataset's send times.
+func (r *Run) source(spec experiment.Workload) (workload.Source, []time.Duration, error) {
+	t := r.X.Target
+	if t.API == "http" && spec.Dataset == "" {
+		// A plain HTTP run sends the target's method, path and body every
+		// time; the body may be a template.
+		fixed := &workload.Fixed{Req: workload.Request{Method: strings.ToUpper(t.Method), Path: t.Path, Body: []byte(t.Body)}}
+		if payload.Has(t.Body) {
+			tmpl, err := payload.Parse("--body", t.Body)
+			if err != nil {
+				return nil, nil, invalidf("%v", err)
+			}
+			fixed.Req.BodyTemplate = tmpl
+		}
+		return fixed, nil, nil
+	}
+	b, err := workload.Build(spec, workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok})
+	if err != nil {
+		return nil, nil, fmt.Errorf("workload: %w", err)
+	}
+	return b.Source, b.Offsets, nil
+}
+
+// newClient builds the protocol client of one target URL: the target's,
+// or one more upstream's (target.urls).
+func (r *Run) newClient(target string) (engine.Client, error) {
+	t := r.X.Target
+	headers := http.Header{}
+	keys := make([]string, 0, len(t.Headers))
+	for k := range t.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		headers.Add(strings.TrimSpace(k), strings.TrimSpace(t.Headers[k]))
+	}
+	switch t.API {
+	case openai.Chat, openai.Completions, openai.Embeddings:
+		c, err := openai.New(openai.Config{
+			BaseURL: target, API: t.API, Model: t.Model, APIKey: t.APIKey, Stream: *t.Stream,
+			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
+			Tokenizer: r.tok, TokenizerSample: *r.X.Measurement.TokenizerSample, Headers: headers, TraceHeader: *t.TraceHeader,
+		})
+		if err != nil {
+			return nil, invalidf("--target/--api %s: %v", openai.Redact(target), err)
+		}
+		return c, nil
+	case "http":
+		var body []byte
+		if t.Body != "" {
+			body = []byte(t.Body)
+		}
+		c, err := plainhttp.New(plainhttp.Config{
+			BaseURL: target, Method: strings.ToUpper(t.Method), Path: t.Path, Body: body,
+			Headers: headers, Timeout: t.Timeout, TraceHeader: *t.TraceHeader,
+		})
+		if err != nil {
+			return nil, invalidf("--target %s: %v", openai.Redact(target), err)
+		}
+		return c, nil
+	}
+	return nil, invalidf("--api %q: use chat, completions, embeddings or http", t.API)
+}
+
+// ignoreEOS resolves target.ignoreEOS (checked): auto sends it to every
+// server but OpenAI's own API, which rejects the field.
+func ignoreEOS(v, target string) bool {
+	switch v {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	u, err := url.Parse(target)
+	return err == nil && !strings.HasSuffix(u.Hostname(), "openai.com")
+}
