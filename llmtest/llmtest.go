@@ -2,6 +2,10 @@
 // known timings, for tests of anything that measures them (as net/http's
 // httptest does for HTTP). Token times are scheduled at absolute offsets
 // from each request's arrival, so they do not drift.
+//
+// Not a stage: a target with exact timings, for tests of every stage.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package llmtest
 
 import (

@@ -21,4 +21,9 @@
 // Every generated token is one word from a fixed list of English words each
 // of which is exactly one cl100k_base token with its leading space, so a
 // client that counts output tokens with cl100k gets usage.completion_tokens.
+//
+// Not a stage: a target (the service under load) for tests, demos and
+// benchmarks.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package sim

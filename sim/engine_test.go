@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -352,10 +353,14 @@ func TestEngineMoE(t *testing.T) {
 	}
 }
 
-// TestPresets checks that every preset is valid and documented in the
-// project README.
+// TestPresets checks that every preset is valid and documented: in the
+// project README, a page of docs/ or the simulator's README.
 func TestPresets(t *testing.T) {
-	readme := readFile(t, "../README.md")
+	readme := readFile(t, "../README.md") + readFile(t, "README.md")
+	pages, _ := filepath.Glob("../docs/*.md")
+	for _, p := range pages {
+		readme += readFile(t, p)
+	}
 	for _, name := range Presets() {
 		c, err := Preset(name)
 		if err != nil {
@@ -368,7 +373,7 @@ func TestPresets(t *testing.T) {
 			t.Errorf("preset %s is not engine mode", name)
 		}
 		if !strings.Contains(readme, "`"+name+"`") {
-			t.Errorf("preset %s is not documented in README.md", name)
+			t.Errorf("preset %s is not documented in README.md, docs/*.md or sim/README.md", name)
 		}
 	}
 	if _, err := Preset("nope"); err == nil {

@@ -182,7 +182,7 @@ func (f *runFlags) experiment(c *cobra.Command, args []string) (*experiment.Expe
 		if x, err = experiment.Load(args[0]); err != nil {
 			return nil, &exitErr{code: exitUsage, err: err}
 		}
-	} else if !fl.Changed("duration") && !fl.Changed("requests") && f.bound.Defaults.Stages[0].Arrival != "trace" {
+	} else if !fl.Changed("duration") && !fl.Changed("requests") && f.bound.Values.Stages[0].Arrival != "trace" {
 		x.Stages[0].Duration = 30 * time.Second
 	}
 	if f.workloadFile != "" {
@@ -199,7 +199,7 @@ func (f *runFlags) experiment(c *cobra.Command, args []string) (*experiment.Expe
 		x.Target.TraceHeader = new(!f.noTrace)
 	}
 	if x.Outputs.Result == "" && !fl.Changed("out") {
-		x.Outputs.Result = f.bound.Defaults.Outputs.Result
+		x.Outputs.Result = f.bound.Values.Outputs.Result
 	}
 	return x, nil
 }

@@ -4,6 +4,11 @@
 // schedule; request-level faults from the workload side; and the figures
 // that judge how the service and its clients held up (failover time, retry
 // convergence, MSR, recovery time, error amplification).
+//
+// Across stages: a proxy before the target (beside the client stage),
+// request-level chaos in the workload, and chaos figures in metrics.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package chaos
 
 import (

@@ -2,6 +2,10 @@
 // (open loop) or as fast as a fixed number of workers allow (closed loop),
 // through a protocol Client it knows nothing about, and hands every finished
 // record to a Sink.
+//
+// Stage: engine.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package engine
 
 import (

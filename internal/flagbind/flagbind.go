@@ -51,19 +51,19 @@ func (b Binding) field(x *experiment.Experiment, s *experiment.Stage) any {
 }
 
 // Flags are the flags of a binding table registered with a flag set,
-// parsed into Defaults (a scratch experiment holding the defaults, with one
+// parsed into Values (a scratch experiment holding the defaults, with one
 // stage).
 type Flags struct {
 	table []Binding
-	// Defaults holds the defaults, then the parsed values of the flags.
-	Defaults *experiment.Experiment
+	// Values holds the defaults, then the values the flags were given.
+	Values *experiment.Experiment
 }
 
 // Register adds the table's flags to fs, with defaults' fields (and its
 // first stage's) as the flags' defaults; a flag fs has already (a
 // command's own) is left out.
 func Register(fs *pflag.FlagSet, table []Binding, defaults *experiment.Experiment) *Flags {
-	bf := &Flags{Defaults: defaults}
+	bf := &Flags{Values: defaults}
 	vals := defaults
 	for _, b := range table {
 		if fs.Lookup(b.Name) != nil {
@@ -115,7 +115,7 @@ func Register(fs *pflag.FlagSet, table []Binding, defaults *experiment.Experimen
 // whose flags fs has given, in the table's order. A flag given zero where
 // zero means the default is refused rather than read as the default.
 func (bf *Flags) Apply(fs *pflag.FlagSet, x *experiment.Experiment) error {
-	vals := bf.Defaults
+	vals := bf.Values
 	for _, b := range bf.table {
 		if !fs.Changed(b.Name) {
 			continue

@@ -1,6 +1,10 @@
 // Package golden compares the text a test produced with a golden file under
 // the package's testdata directory. Run the tests with -update to rewrite
 // the files from what the code now produces, then review the diff.
+//
+// Not a stage: test support.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package golden
 
 import (

@@ -1,6 +1,10 @@
 // Package metrics turns request records into the figures of DESIGN.md §3:
 // HDR histograms of every latency, counts, rates, goodput and a per-second
 // time line. It does no I/O.
+//
+// Stage: metrics.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package metrics
 
 import (

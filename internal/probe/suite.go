@@ -3,6 +3,11 @@
 // that judge an answer, a workload source that interleaves probes with a
 // run's load, and the observer that turns judged answers into attack
 // success, interception, leak and false-refusal rates with intervals.
+//
+// Across stages: probe requests mixed into the workload, judged into probe
+// figures at the metrics stage.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package probe
 
 import (

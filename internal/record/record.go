@@ -1,6 +1,10 @@
 // Package record defines the per-request record that flows from a protocol
 // client, through the engine, to metrics: the timestamps and counts of one
 // request, and nothing that interprets them.
+//
+// Stage: record.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package record
 
 import (

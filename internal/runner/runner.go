@@ -1,6 +1,11 @@
 // Package runner runs a plan, one or more stages of load in order, through
 // the engine into a result: it is the glue between engine, metrics,
 // thresholds and the result file, and holds no figure of its own.
+//
+// Stage: it drives the engine stage over a plan's stages and gathers records,
+// metrics and thresholds into the result.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package runner
 
 import (

@@ -5,6 +5,10 @@
 // depends only on n, the offset of request n−1 and the pacer's fields (its
 // seed included), so a schedule is fixed up front by --seed and can be
 // recomputed, yet costs no memory per request.
+//
+// Stage: schedule.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package schedule
 
 import (

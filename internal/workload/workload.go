@@ -1,6 +1,10 @@
 // Package workload produces the requests a run sends: what to ask, not when
 // to ask it. Every Source is deterministic in the request index and its
 // seed, so the same run sends the same requests.
+//
+// Stage: workload.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package workload
 
 import (

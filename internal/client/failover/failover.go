@@ -3,6 +3,10 @@
 // the next upstream on error, and retries with exponential backoff, jitter
 // and a retry budget. It is an engine.Client over one engine.Client per
 // upstream, so a failover can be exercised and measured.
+//
+// Stage: client (it wraps the protocol clients).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package failover
 
 import (

@@ -3,6 +3,10 @@
 // It reads server-sent events with its own reader (package sse), stamps
 // every event with its arrival time, and fills a record.Record; it knows
 // nothing of schedules or figures.
+//
+// Stage: client.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package openai
 
 import (

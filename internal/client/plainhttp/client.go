@@ -5,6 +5,10 @@
 // It is built on fasthttp rather than net/http: one goroutine and fewer
 // system calls per request let one core drive about twice the requests
 // (bench/wrk-compare.sh measures it against wrk).
+//
+// Stage: client.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package plainhttp
 
 import (

@@ -3,6 +3,10 @@
 //
 // It is deliberately small: it knows the SSE framing (field lines, blank-line
 // dispatch, comments, multi-line data) and nothing of what the data means.
+//
+// Stage: client (the raw SSE reader of the openai client).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package sse
 
 import (

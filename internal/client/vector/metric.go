@@ -3,6 +3,11 @@
 // top-k of every query by brute force, and drives searches through the
 // engine like any target, recording each query's recall@k beside its
 // latency (DESIGN.md §3: recall@k = |returned ∩ exact top-k| / k).
+//
+// Stage: client (a vector database as the target), with recall figures for
+// metrics.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package vector
 
 import (

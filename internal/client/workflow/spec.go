@@ -5,6 +5,11 @@
 // responses. A Workflow is an engine.Client, so the engine drives it like
 // any target; every step's timing goes into record.Record.Steps and a
 // failing step fails the workflow with its name.
+//
+// Stage: client (a multi-step request as the unit sent), with per-step
+// figures for metrics.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package workflow
 
 import (

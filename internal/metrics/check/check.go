@@ -2,6 +2,10 @@
 // requests (regex, contains, JSON schema, reference match, ROUGE-L, tool call
 // present, length bounds), compiled once and evaluated per answer. A request
 // whose answer passes all its checks is a semantic task done (sTPS).
+//
+// Stage: metrics (answer checks, sTPS).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package check
 
 import (

@@ -6,4 +6,8 @@
 //
 // The package is split as parse (selector.go, exposition.go), compute
 // (known.go, series.go, figures.go) and I/O (scrape.go, observer.go).
+//
+// Stage: metrics (the server's own, on the run's timeline).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package observe

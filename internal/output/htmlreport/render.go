@@ -3,6 +3,10 @@
 // exact histograms, per-second time lines, server metrics, sweep curves and
 // provenance, with Apache ECharts embedded so the page opens with no
 // network. Several results are overlaid.
+//
+// Stage: outputs.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package htmlreport
 
 import (

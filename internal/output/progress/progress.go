@@ -3,6 +3,10 @@
 // time, offered against achieved rate, requests in flight, TTFT p50/p99 of
 // the last second, output tokens per second and errors. Where the output is
 // not an interactive terminal it falls back to plain periodic lines.
+//
+// Stage: outputs (while the run goes on).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package progress
 
 import (

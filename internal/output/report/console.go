@@ -3,7 +3,9 @@
 // records, the sweep table, and (through htmlreport) the HTML page; Write
 // and WriteFile are what spate report and a run's report outputs use.
 //
-// It is the last stage of the data flow: ... metrics → verdict → outputs.
+// Stage: outputs.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package report
 
 import (

@@ -7,4 +7,8 @@
 //
 // Latencies are exported as histograms, never as percentiles computed
 // here. Names and labels are in docs/observability.md.
+//
+// Stage: outputs (live, while the run goes on).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package telemetry

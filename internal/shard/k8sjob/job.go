@@ -4,6 +4,10 @@
 // JOB_COMPLETION_INDEX and the count from SPATE_SHARDS). It builds them
 // from the official API types and writes them as YAML; it talks to no
 // cluster.
+//
+// Around the run: Kubernetes Jobs that run shards of it.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package k8sjob
 
 import (

@@ -4,6 +4,10 @@
 // every percentile is recomputed from them (never averaged), counters and
 // token counts are summed, per-second series are aligned by wall clock,
 // and the thresholds are evaluated again on the merged figures.
+//
+// Stage: outputs (shards' results merged into one).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package merge
 
 import (

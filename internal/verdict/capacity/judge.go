@@ -4,6 +4,10 @@
 // interval [highest passing, lowest failing], and a sweep (closed-loop
 // maximum, then open-loop steps up to it). Trials are run by the caller's
 // function, so the package holds the search and the verdicts only.
+//
+// Stage: verdict (over many runs).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package capacity
 
 import (

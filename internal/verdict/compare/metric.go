@@ -4,6 +4,10 @@
 // change (DESIGN.md §3: requests of one run are not independent, so the
 // tests run on window aggregates of the per-second series, or on repeated
 // runs, never on raw requests).
+//
+// Stage: verdict (over runs compared).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package compare
 
 import "github.com/spate-dev/spate/result"

@@ -1,6 +1,10 @@
 // Package gate turns a result into a verdict a pipeline can act on, and
 // runs the actions an experiment file maps each verdict to: a command (say,
 // promote a canary or roll back) or a webhook POST, each with a timeout.
+//
+// Stage: verdict.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package gate
 
 import (

@@ -4,6 +4,10 @@
 // the time after a load step or a fault's end until the windowed P99 is
 // back under its SLO. It holds computation only; the result types are in
 // package result.
+//
+// Stage: verdict.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package resilience
 
 import (

@@ -21,6 +21,10 @@
 // (95% is 0.95) and applies only to error_rate and goodput, which may also be
 // written as plain fractions (0.001). Counts, tokens per chunk and rates are
 // plain numbers.
+//
+// Stage: verdict.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package threshold
 
 import (

@@ -12,6 +12,10 @@
 //	{{.Choice "a" "b" "c"}}  one of the arguments, at random
 //	{{.UUID}}                a random (seeded) UUID
 //	{{json .Vars.q}}         a value as JSON (quoted and escaped)
+//
+// Stage: workload.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package payload
 
 import (

@@ -1,5 +1,9 @@
 // Package tokenizer counts tokens with a BPE vocabulary shipped inside the
 // binary (OpenAI's cl100k_base), so nothing is downloaded at run time.
+//
+// Stage: workload (prompt lengths), and metrics (local token counts).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package tokenizer
 
 import (

@@ -2,6 +2,10 @@
 // speaks Qdrant's documented HTTP endpoints for collections, point upserts
 // and points/search, answers by brute force, and can plant wrong answers
 // and delays so that recall and latency are known.
+//
+// Test support for the client stage.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package qdranttest
 
 import (

@@ -2,6 +2,10 @@
 // network blocked and reads back what the page drew: the end-to-end check
 // of the HTML report (see htmlreport's assets/report.js, which marks each
 // drawn chart and collects the page's errors).
+//
+// Test support for the outputs stage.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package headless
 
 import (

@@ -4,6 +4,10 @@
 // are built by .ci/setup.d/otelcol.sh and .ci/setup.d/prometheus.sh into
 // ${SPATE_CI_CACHE:-$HOME/.cache/spate-ci}/bin; a test skips, naming the
 // script, when a binary is in neither that folder nor PATH.
+//
+// Test support for the outputs stage.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package backendtest
 
 import (

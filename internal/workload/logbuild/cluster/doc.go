@@ -8,4 +8,8 @@
 // suits sparse text vectors better than plain Euclidean k-means (whose
 // diffuse centroids attract every poorly-matched query into one large
 // cluster).
+//
+// Stage: workload (built from a log).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package cluster

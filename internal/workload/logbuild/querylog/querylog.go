@@ -1,5 +1,9 @@
 // Package querylog reads logs of real user queries (plain text, JSONL or
 // CSV) into a list of query texts, for building workloads from them.
+//
+// Stage: workload (built from a log).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package querylog
 
 import (

@@ -2,6 +2,10 @@
 // offline, deterministic hashed TF-IDF embedding (Local), and a client of an
 // OpenAI-compatible /v1/embeddings endpoint (Remote). Both return
 // L2-normalised vectors, so that a dot product is a cosine similarity.
+//
+// Stage: workload (built from a log).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
 package textembed
 
 import "context"

@@ -1,0 +1,79 @@
+package flagbind
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spate-dev/spate/experiment"
+)
+
+var table = []Binding{
+	{Name: "target", X: func(x *experiment.Experiment) any { return &x.Target.URL }},
+	{Name: "timeout", X: func(x *experiment.Experiment) any { return &x.Target.Timeout }},
+	{Name: "stream", X: func(x *experiment.Experiment) any { return &x.Target.Stream }},
+	{Name: "threshold", X: func(x *experiment.Experiment) any { return &x.Thresholds }, Join: true},
+	{Name: "rate", S: func(s *experiment.Stage) any { return &s.Rate }, Also: func(s *experiment.Stage, changed func(string) bool) {
+		if !changed("concurrency") {
+			s.Concurrency = 0
+		}
+	}},
+}
+
+func parse(t *testing.T, own string, args ...string) (*pflag.FlagSet, *Flags) {
+	t.Helper()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	if own != "" {
+		fs.String(own, "", "the command's own")
+	}
+	defaults := &experiment.Experiment{Target: experiment.Target{Timeout: time.Minute, Stream: new(true)}, Stages: []experiment.Stage{{}}}
+	f := Register(fs, table, defaults)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs, f
+}
+
+func TestApply(t *testing.T) {
+	fs, f := parse(t, "", "--rate", "5", "--threshold", "a", "--threshold", "b", "--stream=false")
+	x := &experiment.Experiment{
+		Target:     experiment.Target{URL: "http://file", Timeout: time.Second},
+		Thresholds: []experiment.ThresholdSpec{{Expr: "file"}},
+		Stages:     []experiment.Stage{{Name: "a", Concurrency: 2}, {Name: "b", Rate: 1}},
+	}
+	if err := f.Apply(fs, x); err != nil {
+		t.Fatal(err)
+	}
+	if x.Target.URL != "http://file" || x.Target.Timeout != time.Second {
+		t.Errorf("fields of flags not given changed: %+v", x.Target)
+	}
+	if x.Target.Stream == nil || *x.Target.Stream {
+		t.Errorf("--stream=false: %v", x.Target.Stream)
+	}
+	if len(x.Thresholds) != 3 || x.Thresholds[2].Expr != "b" {
+		t.Errorf("thresholds %+v: want the file's, then the flags'", x.Thresholds)
+	}
+	for _, s := range x.Stages {
+		if s.Rate != 5 || s.Concurrency != 0 {
+			t.Errorf("stage %s: %+v, want rate 5 and no concurrency", s.Name, s)
+		}
+	}
+}
+
+func TestZeroIsRefused(t *testing.T) {
+	fs, f := parse(t, "", "--timeout", "0s")
+	err := f.Apply(fs, &experiment.Experiment{Stages: []experiment.Stage{{}}})
+	if err == nil || !strings.Contains(err.Error(), "--timeout 0s") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestOwnFlagWins(t *testing.T) {
+	fs, f := parse(t, "target", "--target", "mine")
+	x := &experiment.Experiment{Target: experiment.Target{URL: "http://file"}, Stages: []experiment.Stage{{}}}
+	if err := f.Apply(fs, x); err != nil || x.Target.URL != "http://file" {
+		t.Fatalf("a command's own --target was applied to the experiment: %v %q", err, x.Target.URL)
+	}
+}
