@@ -36,23 +36,26 @@ var ErrInvalid = plan.ErrInvalid
 var ErrThresholdsFailed = plan.ErrThresholdsFailed
 
 // An Option changes how Run reports as it goes.
-type Option func(*plan.Env)
+type Option func(*options)
+
+// options are what the Options set: the run's surroundings.
+type options struct{ env plan.Env }
 
 // WithStdout prints the console summary, the features' tables and the
 // notes on files written to w (by default nothing is printed).
-func WithStdout(w io.Writer) Option { return func(e *plan.Env) { e.Stdout = w } }
+func WithStdout(w io.Writer) Option { return func(o *options) { o.env.Stdout = w } }
 
 // WithStderr prints progress, warnings and the gate's actions to w (by
 // default nothing is printed).
-func WithStderr(w io.Writer) Option { return func(e *plan.Env) { e.Stderr = w } }
+func WithStderr(w io.Writer) Option { return func(o *options) { o.env.Stderr = w } }
 
 // WithLiveProgress redraws progress in place on the WithStderr writer (an
 // interactive terminal) instead of printing a line per interval.
-func WithLiveProgress() Option { return func(e *plan.Env) { e.Live = true } }
+func WithLiveProgress() Option { return func(o *options) { o.env.Live = true } }
 
 // WithoutSummary leaves out the console summary and the features' tables
 // but keeps progress and the notes on files written.
-func WithoutSummary() Option { return func(e *plan.Env) { e.NoSummary = true } }
+func WithoutSummary() Option { return func(o *options) { o.env.NoSummary = true } }
 
 // Run runs an experiment: it checks it (Validate), sends its stages in
 // order to the target, measures them and returns the result, after writing
@@ -64,11 +67,11 @@ func WithoutSummary() Option { return func(e *plan.Env) { e.NoSummary = true } }
 // error (an interrupted run's is partial: cancel ctx to stop a run). exp is
 // not changed.
 func Run(ctx context.Context, exp *experiment.Experiment, opts ...Option) (*result.Result, error) {
-	env := plan.Env{Version: Version}
-	for _, o := range opts {
-		o(&env)
+	o := options{env: plan.Env{Version: Version}}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	return plan.Execute(ctx, exp, env)
+	return plan.Execute(ctx, exp, o.env)
 }
 
 // Validate reports, as an ErrInvalid, everything a run of exp would refuse

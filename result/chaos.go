@@ -1,7 +1,7 @@
 package result
 
 // Chaos holds a stage's fault windows and the resilience figures they
-// give (DESIGN.md §3: MSR, recovery time), filled by package chaos.
+// give (docs/design.md §3: MSR, recovery time), filled by package chaos.
 type Chaos struct {
 	// Windows are the fault windows that overlapped the stage, in order.
 	Windows []ChaosWindow `json:"windows"`

@@ -1,5 +1,5 @@
 // Package result defines spate's result file (schema "spate/result/v1",
-// DESIGN.md §4) and reads and writes it. It holds types and I/O only; the
+// docs/design.md §4) and reads and writes it. It holds types and I/O only; the
 // figures are computed by package metrics.
 //
 // Stage: outputs (the file every later tool reads: report, compare, merge).

@@ -1,6 +1,6 @@
 package result
 
-// Resilience holds a stage's resilience figures (DESIGN.md §3), computed
+// Resilience holds a stage's resilience figures (docs/design.md §3), computed
 // from its per-second series by package resilience.
 type Resilience struct {
 	// SlopeWindowS is the sliding window of the slopes, in seconds.

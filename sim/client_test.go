@@ -73,7 +73,7 @@ type sseEvent struct {
 }
 
 // streamRequest posts body to url and reads the SSE stream line by line,
-// timestamping each event as it is read (DESIGN.md §3: TTFT is the first
+// timestamping each event as it is read (docs/design.md §3: TTFT is the first
 // event carrying content; role-only and empty chunks do not count).
 func streamRequest(ctx context.Context, c *http.Client, url, body string) sseResult {
 	var r sseResult

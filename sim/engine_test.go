@@ -90,7 +90,7 @@ func (r *vrun) ttfts() []time.Duration {
 	return out
 }
 
-// tpots returns each request's TPOT (DESIGN.md §3).
+// tpots returns each request's TPOT (docs/design.md §3).
 func (r *vrun) tpots() []time.Duration {
 	var out []time.Duration
 	for _, tt := range r.tokenTimes {

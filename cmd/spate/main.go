@@ -25,7 +25,7 @@ import (
 	"github.com/spate-dev/spate/internal/workload/logbuild"
 )
 
-// Exit codes promised by DESIGN.md §4.
+// Exit codes promised by docs/design.md §4.
 const (
 	exitOK        = 0
 	exitError     = 1

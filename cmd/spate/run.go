@@ -38,7 +38,7 @@ func clearRate(s *st, changed func(string) bool) {
 }
 
 // runBindings are the flags of spate run, each the field of the experiment
-// it sets (DESIGN.md §4); the load flags (those of a stage) apply to every
+// it sets (docs/design.md §4); the load flags (those of a stage) apply to every
 // stage of a file.
 var runBindings = []flagbind.Binding{
 	// Target.

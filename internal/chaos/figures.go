@@ -178,7 +178,7 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 	return c
 }
 
-// MSR is (1 − min(failover/tMax, 1)) × rRetry (DESIGN.md §3).
+// MSR is (1 − min(failover/tMax, 1)) × rRetry (docs/design.md §3).
 func MSR(failover, tMax time.Duration, rRetry float64) float64 {
 	return (1 - math.Min(float64(failover)/float64(tMax), 1)) * rRetry
 }

@@ -1,4 +1,4 @@
-// Package metrics turns request records into the figures of DESIGN.md §3:
+// Package metrics turns request records into the figures of docs/design.md §3:
 // HDR histograms of every latency, counts, rates, goodput and a per-second
 // time line. It does no I/O.
 //

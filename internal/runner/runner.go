@@ -264,7 +264,7 @@ func CheckThresholds(stages []Stage, ts []threshold.Threshold) error {
 	return nil
 }
 
-// Fingerprint is the joint fingerprint of DESIGN.md §3: the first 16 hex
+// Fingerprint is the joint fingerprint of docs/design.md §3: the first 16 hex
 // digits of SHA3-256 of "model|sut_version|workload_sha256".
 func Fingerprint(model, sutVersion, workloadSHA256 string) string {
 	sum := sha3.Sum256([]byte(model + "|" + sutVersion + "|" + workloadSHA256))

@@ -7,7 +7,7 @@ import (
 // Shaped scales each gap of a stateless pacer (Constant, Poisson, Gamma)
 // by 1/Factor(n): request n is sent Gap(n)/Factor(n) after request n−1.
 // With Factor the complexity multiplier 0.75^(score/20), complex requests
-// are sent at a lower rate (DESIGN.md §3, complexity-aware shaping).
+// are sent at a lower rate (docs/design.md §3, complexity-aware shaping).
 // Factor must return a value > 0; it is called once per request, in order.
 type Shaped struct {
 	Inner  Pacer

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Complexity scores a request from 0 to 100 (DESIGN.md §3) as the sum of:
+// Complexity scores a request from 0 to 100 (docs/design.md §3) as the sum of:
 //
 //	length     up to 40: log-scaled prompt tokens, 40 at 32k tokens
 //	turns      up to 15: 15 × (turns − 1) / 9, capped (10 turns or more)

@@ -2,7 +2,7 @@
 // into a vector database (pgvector, Chroma, Qdrant), computes the exact
 // top-k of every query by brute force, and drives searches through the
 // engine like any target, recording each query's recall@k beside its
-// latency (DESIGN.md §3: recall@k = |returned ∩ exact top-k| / k).
+// latency (docs/design.md §3: recall@k = |returned ∩ exact top-k| / k).
 //
 // Stage: client (a vector database as the target), with recall figures for
 // metrics.

@@ -1,7 +1,7 @@
 // Package compare turns two sets of spate results, a base and a new one,
 // into verdicts with confidence: for every stage and metric, the change
 // with a confidence interval and improved, regressed or no significant
-// change (DESIGN.md §3: requests of one run are not independent, so the
+// change (docs/design.md §3: requests of one run are not independent, so the
 // tests run on window aggregates of the per-second series, or on repeated
 // runs, never on raw requests).
 //

@@ -1,5 +1,5 @@
 // Package resilience computes a stage's resilience figures from its
-// per-second series (DESIGN.md §3): the resilience slope, the median
+// per-second series (docs/design.md §3): the resilience slope, the median
 // least-squares slope of P99 over a sliding window, and the recovery time,
 // the time after a load step or a fault's end until the windowed P99 is
 // back under its SLO. It holds computation only; the result types are in
