@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spate-dev/spate/experiment"
@@ -33,6 +34,9 @@ func Execute(ctx context.Context, e *experiment.Experiment, env Env) (*result.Re
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	x, p := r.X, r.Plan
 	if x.Outputs.Records != "" {
+		if err := os.MkdirAll(filepath.Dir(x.Outputs.Records), 0o755); err != nil {
+			return nil, fmt.Errorf("opening --records file: %w", err)
+		}
 		f, err := os.Create(x.Outputs.Records)
 		if err != nil {
 			return nil, fmt.Errorf("opening --records file: %w", err)

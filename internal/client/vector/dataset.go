@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 )
 
 // Dataset is a set of base vectors, identified by their index (0 ... N−1),
@@ -106,6 +107,9 @@ func (d *Dataset) WriteFile(path string) error {
 		if err := enc.Encode(datasetLine{Query: q}); err != nil {
 			return fmt.Errorf("writing dataset %s: %w", path, err)
 		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing dataset %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("writing dataset %s: %w", path, err)

@@ -116,7 +116,7 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 		if model == "" {
 			oc, err := openai.New(openai.Config{BaseURL: o.Target, API: openai.Embeddings, APIKey: o.APIKey})
 			if err != nil {
-				return fmt.Errorf("--target: %w", err)
+				return usageError{fmt.Sprintf("--target: %v", err)}
 			}
 			ids, err := oc.Models(ctx)
 			if err != nil {
@@ -155,6 +155,9 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 
 // writeFile creates path and writes it with write.
 func writeFile(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	w, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
