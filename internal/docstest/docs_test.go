@@ -41,7 +41,8 @@
 //	<!-- docs-test: skip needs a Kubernetes cluster -->
 //	<!-- docs-test: sim --preset small-gpu; exit 3; timeout 3m -->
 //
-// skip REASON: the block is not run (its commands are still checked);
+// skip REASON (the last clause): the block is not run (its commands are
+// still checked);
 // needs PROGRAM: skipped when PROGRAM is not on PATH (curl, jq);
 // sim ARGS: the simulator the test starts for the block takes these flags;
 // exit N: the block must end with exit status N (a threshold that fails on
@@ -817,5 +818,15 @@ func TestCheckArgs(t *testing.T) {
 		if (len(p) > 0) != tc.bad {
 			t.Errorf("spate %s: problems %q, want bad=%v", tc.args, p, tc.bad)
 		}
+	}
+}
+
+// TestReadmeIsShort keeps the README a five-minute read: the reference
+// lives in docs/.
+func TestReadmeIsShort(t *testing.T) {
+	const most = 300
+	f := readMarkdown(t, repoRoot(t), "README.md")
+	if n := len(f.lines); n > most {
+		t.Errorf("README.md has %d lines, more than %d: move the detail to a page of docs/", n, most)
 	}
 }

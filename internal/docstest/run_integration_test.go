@@ -37,7 +37,8 @@ type directives struct {
 
 func parseDirectives(s string) (directives, error) {
 	d := directives{timeout: 2 * time.Minute}
-	for _, clause := range strings.Split(s, ";") {
+	clauses := strings.Split(s, ";")
+	for i, clause := range clauses {
 		clause = strings.TrimSpace(clause)
 		if clause == "" {
 			continue
@@ -45,11 +46,12 @@ func parseDirectives(s string) (directives, error) {
 		key, arg, _ := strings.Cut(clause, " ")
 		arg = strings.TrimSpace(arg)
 		switch key {
-		case "skip":
-			d.skip = arg
+		case "skip": // the reason is the rest, semicolons and all
+			d.skip = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(strings.Join(clauses[i:], ";")), "skip"))
 			if d.skip == "" {
 				d.skip = "(no reason given)"
 			}
+			return d, nil
 		case "needs":
 			d.needs = append(d.needs, strings.Fields(arg)...)
 		case "sim":
@@ -181,7 +183,7 @@ __docs_wait() {
   echo "docs test: nothing listens on $1" >&2
   return 1
 }
-trap '__rc=$?; kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; exit $__rc' EXIT
+trap '__rc=$?; set +e; __jobs=$(jobs -p); [ -n "$__jobs" ] && kill $__jobs 2>/dev/null; wait 2>/dev/null; exit $__rc' EXIT
 `)
 	ownSim := false
 	// Logical lines: continuation lines joined.
