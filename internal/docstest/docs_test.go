@@ -14,8 +14,10 @@
 // go run ./cmd/spate ...): the subcommand exists, and every flag it uses is
 // listed by that subcommand's --help. It also checks that every --flag named
 // anywhere in the prose is a flag of some spate command (or one of the few
-// other programs' flags listed in otherPrograms), and that every relative link
-// points at a file inside the repository; no link leaves it.
+// other programs' flags listed in otherPrograms), that every relative link
+// points at a file (and heading) inside the repository, no link leaving it,
+// and that README.md stays within 300 lines. Flags the docs describe ahead of
+// the code are listed in pendingFlags until they exist.
 //
 // With -tags integration (which .ci/run sets) TestDocCommandsRun runs every sh
 // block for real, file by file in document order, each block as one bash
@@ -34,6 +36,11 @@
 //     "spate sim" the test starts on that address for the block;
 //   - lines that run other programs' builds, clusters or benchmarks (go, kubectl,
 //     bench/...) are not run.
+//
+// The whole run takes several minutes (the examples send load for 5-20 s
+// each, one block at a time); go test's -timeout must allow 30m. To run one
+// file's blocks: DOCSTEST_FILE=docs/run.md go test -tags integration
+// -run TestDocCommandsRun ./internal/docstest.
 //
 // An HTML comment on the line before a block's fence, invisible when the
 // Markdown is rendered, says more: clauses separated by ";" in
