@@ -586,7 +586,6 @@ var otherPrograms = map[string]string{
 // TestPendingFlagsStillPending asks for them to be taken off this list.
 var pendingFlags = map[string]string{
 	"--allow-invalid": "issue 16: exit code 4 and --allow-invalid",
-	"--version":       "issue 19: spate --version",
 }
 
 var promptRE = regexp.MustCompile(`^\s*\$ +(.*)$`)
