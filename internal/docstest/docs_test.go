@@ -16,8 +16,9 @@
 // anywhere in the prose is a flag of some spate command (or one of the few
 // other programs' flags listed in otherPrograms), that every relative link
 // points at a file (and heading) inside the repository, no link leaving it,
-// and that README.md stays within 300 lines. Flags the docs describe ahead of
-// the code are listed in pendingFlags until they exist.
+// and that README.md stays within 300 lines and its Go test compiles. Flags
+// the docs describe ahead of the code are listed in pendingFlags until they
+// exist.
 //
 // With -tags integration (which .ci/run sets) TestDocCommandsRun runs every sh
 // block for real, file by file in document order, each block as one bash
@@ -59,6 +60,7 @@ package docstest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -834,5 +836,46 @@ func TestReadmeIsShort(t *testing.T) {
 	f := readMarkdown(t, repoRoot(t), "README.md")
 	if n := len(f.lines); n > most {
 		t.Errorf("README.md has %d lines, more than %d: move the detail to a page of docs/", n, most)
+	}
+}
+
+// TestReadmeGoCompiles type-checks the README's Go test (a go block that
+// starts with func Test): it is put beside the root package's tests through
+// an overlay, without writing into the repository, and vetted.
+func TestReadmeGoCompiles(t *testing.T) {
+	root := repoRoot(t)
+	f := readMarkdown(t, root, "README.md")
+	var src string
+	line := 0
+	for _, b := range f.blocks {
+		if b.lang == "go" && len(b.lines) > 0 && strings.HasPrefix(b.lines[0], "func Test") {
+			src, line = b.text(), b.line
+		}
+	}
+	if src == "" {
+		t.Fatal("README.md has no go block starting with func Test")
+	}
+	file := "package spate_test\n\nimport (\n\t\"context\"\n\t\"errors\"\n\t\"testing\"\n\t\"time\"\n\n" +
+		"\t\"github.com/spate-dev/spate\"\n\t\"github.com/spate-dev/spate/experiment\"\n\t\"github.com/spate-dev/spate/sim\"\n)\n\n" +
+		"// From README.md's go block at line " + strconv.Itoa(line) + ".\n" + src
+	dir := t.TempDir()
+	virtual := filepath.Join(root, "zz_readme_go_test.go")
+	real := filepath.Join(dir, "readme_test.go")
+	if err := os.WriteFile(real, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {virtual: real}})
+	ov := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	cmd := exec.Command(goBin, "vet", "-overlay", ov, ".")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("README.md:%d: the Go test does not compile: %v\n%s", line, err, out)
 	}
 }
