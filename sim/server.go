@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,13 +80,16 @@ func New(cfg Config) (*Server, error) {
 		s.driver = newDriver(core, s.metrics)
 		s.clock.Go(func() { s.driver.run(s.ctx) })
 	} else {
-		// Each pacer writes its streams' events itself, on its own thread.
-		n := cfg.ClockThreads
-		if n == 0 {
-			n = max(1, runtime.GOMAXPROCS(0)/2)
-		}
+		// Each pacer writes its streams' events itself.
+		n := max(cfg.ClockThreads, 1)
 		for range n {
-			p := newPacer(cfg.TTFT, cfg.ITL)
+			snd, err := newSender(cfg.WritePath)
+			if err != nil {
+				s.cancel()
+				s.clock.Wait()
+				return nil, fmt.Errorf("sim: %w", err)
+			}
+			p := newPacer(cfg.TTFT, cfg.ITL, cfg.Tick, snd, cfg.portableAlarm)
 			s.pacers = append(s.pacers, p)
 			s.clock.Go(func() { p.run(s.ctx) })
 		}
@@ -187,6 +189,7 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       ConnContext,
 		ErrorLog:          nil,
 	}
 	errc := make(chan error, 1)

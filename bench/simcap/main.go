@@ -116,6 +116,8 @@ func main() {
 		levels   = flag.String("levels", "1000,5000,10000", "comma-separated concurrency levels")
 		duration = flag.Duration("duration", 20*time.Second, "measured time per level (after one stream length of ramp-up)")
 		tol      = flag.Duration("tol", time.Millisecond, "timing tolerance for the verdict (median error)")
+		client   = flag.String("client", "http", "http (net/http, a goroutine per stream) or raw (epoll loops, far cheaper per event)")
+		loops    = flag.Int("loops", 1, "raw client: epoll loops (goroutines)")
 	)
 	flag.Parse()
 	if !strings.HasPrefix(*url, "http://127.") && !strings.HasPrefix(*url, "http://localhost") && !strings.HasPrefix(*url, "http://[::1]") {
@@ -125,7 +127,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Printf("simcap: %s ttft=%v itl=%v tokens=%d duration=%v per level; client GOMAXPROCS=%d\n", *url, *ttft, *itl, *tokens, *duration, runtime.GOMAXPROCS(0))
+	if *client != "http" && *client != "raw" {
+		fmt.Fprintln(os.Stderr, "simcap: -client must be http or raw")
+		os.Exit(2)
+	}
+	fmt.Printf("simcap: %s ttft=%v itl=%v tokens=%d duration=%v per level; %s client, GOMAXPROCS=%d\n", *url, *ttft, *itl, *tokens, *duration, *client, runtime.GOMAXPROCS(0))
 	fmt.Printf("%7s %9s %6s %9s %9s %9s %9s %9s %9s %8s %10s %10s %10s %10s %s\n",
 		"conc", "requests", "fail", "ttft_p50", "ttft_p99", "ttft_err", "itl_p50", "itl_p99", "itl_err", "batched",
 		"sim_cpu/r", "sim_usr/r", "sim_sys/r", "cli_cpu/r", "verdict")
@@ -135,7 +141,12 @@ func main() {
 			fmt.Fprintf(os.Stderr, "simcap: bad level %q\n", ls)
 			os.Exit(2)
 		}
-		l := run(ctx, *url, *pid, c, *ttft, *itl, *tokens, *duration)
+		var l *level
+		if *client == "raw" {
+			l = runRaw(ctx, strings.TrimPrefix(*url, "http://"), *pid, c, *ttft, *itl, *tokens, *duration, *loops)
+		} else {
+			l = run(ctx, *url, *pid, c, *ttft, *itl, *tokens, *duration)
+		}
 		if ctx.Err() != nil {
 			return
 		}
