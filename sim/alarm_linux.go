@@ -14,14 +14,12 @@ import (
 
 // timerAlarm is a one-shot timerfd on CLOCK_MONOTONIC. A wait more than
 // heldMargin away is covered by a Go timer (cheap, but it rounds to the
-// network poller's millisecond); the rest is a ppoll(2) on the timerfd made
-// as a raw system call, so the goroutine keeps its processor while it
-// sleeps: the wake-up is the kernel's high-resolution timer (tens of µs)
-// with none of the scheduler's hand-offs, which cost more than the sleep
-// itself on a virtual machine (a wake through the network poller measured
-// 50 µs of CPU here against 20 µs). The processor is held for at most
-// heldMargin at a time, and a signal (the runtime preempting the goroutine
-// for a garbage collection) ends the sleep at once.
+// network poller's millisecond), the rest by a ppoll(2) on the timerfd: the
+// wake-up is the kernel's high-resolution timer, tens of µs after the due
+// time. The ppoll is a blocking system call the scheduler knows of, so the
+// processor goes to other goroutines meanwhile. (A raw system call that
+// keeps the processor wakes for about half the CPU on a virtual machine, but
+// starves the process's other goroutines when processors are few.)
 type timerAlarm struct {
 	fd    int
 	mono0 int64 // CLOCK_MONOTONIC at the epoch, ns
@@ -91,10 +89,10 @@ func (a *timerAlarm) wait(ctx context.Context) {
 			a.timer.Stop()
 			continue
 		}
-		// Near: sleep on the timerfd itself, holding the processor.
+		// Near: sleep on the timerfd itself.
 		pfd := unix.PollFd{Fd: int32(a.fd), Events: unix.POLLIN}
 		ts := unix.NsecToTimespec(int64(max(d, 0) + time.Millisecond))
-		n, _, _ := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		n, _, _ := unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		if n == 1 && pfd.Revents&unix.POLLIN != 0 {
 			_, _, _ = unix.RawSyscall(unix.SYS_READ, uintptr(a.fd), uintptr(unsafe.Pointer(&a.buf[0])), uintptr(len(a.buf)))
 			return

@@ -166,7 +166,7 @@ func TestWritePathsStreams(t *testing.T) {
 				return c
 			}
 			t.Run("timing", func(t *testing.T) {
-				const ttft, itl, n, streams = 20 * time.Millisecond, 4 * time.Millisecond, 25, 24
+				const ttft, itl, n, streams = 20 * time.Millisecond, 5 * time.Millisecond, 25, 12
 				_, url := startServer(t, mk(ttft, itl, n))
 				c := newClient(streams)
 				res := runStaggered(streams, streams, time.Millisecond, func(int) sseResult {
@@ -182,13 +182,14 @@ func TestWritePathsStreams(t *testing.T) {
 				}
 				mt, mi := median(ttfts), median(gaps)
 				t.Logf("median TTFT %v (set %v), median ITL %v (set %v)", mt, ttft, mi, itl)
-				// Loose bounds for a shared CI machine; the grid makes the
-				// first token late by less than a tick, never early.
+				// Loose bounds for a shared CI machine under -race, as in
+				// TestDeterministicTiming; the grid makes the first token
+				// late by less than a tick, never early.
 				if d := mt - ttft; d < -500*time.Microsecond || d > 15*time.Millisecond {
 					t.Errorf("median TTFT %v, want %v (-0.5ms/+15ms)", mt, ttft)
 				}
-				if d := absDur(mi - itl); d > time.Millisecond {
-					t.Errorf("median ITL %v, want %v ± 1ms", mi, itl)
+				if d := absDur(mi - itl); d > 2*time.Millisecond {
+					t.Errorf("median ITL %v, want %v ± 2ms", mi, itl)
 				}
 			})
 			t.Run("faults", func(t *testing.T) {
