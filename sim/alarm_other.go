@@ -5,4 +5,4 @@ package sim
 import "time"
 
 // newAlarm returns the portable alarm.
-func newAlarm(epoch time.Time, _ bool) alarm { return newSleepAlarm(epoch) }
+func newAlarm(epoch time.Time, _, _ bool) alarm { return newSleepAlarm(epoch) }

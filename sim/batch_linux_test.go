@@ -217,7 +217,7 @@ func TestPacerPartialWrites(t *testing.T) {
 	}
 	defer s.Close()
 	snd := &scriptedSender{take: 37, taken: map[int][]byte{}}
-	p := newPacer(0, 0, 1, snd, false)
+	p := newPacer(0, 0, 1, snd, false, false)
 	const n = 6
 	_, x := directStream(t, s, p, n)
 	fd := x.fd
@@ -265,7 +265,7 @@ func TestPacerSettle(t *testing.T) {
 		{"error", []int32{-int32(unix.ECONNRESET)}, []time.Duration{0}, false, sseFailed, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPacer(0, 0, 1, nil, false)
+			p := newPacer(0, 0, 1, nil, false, false)
 			defer p.shutdown()
 			_, x := directStream(t, s, p, 3)
 			x.frame(1)
@@ -293,7 +293,7 @@ func TestPacerCancelAndShutdown(t *testing.T) {
 	}
 	defer s.Close()
 	snd := &scriptedSender{take: 0, taken: map[int][]byte{}} // every socket full
-	p := newPacer(0, time.Hour, 1, snd, false)
+	p := newPacer(0, time.Hour, 1, snd, false, false)
 	e1, x1 := directStream(t, s, p, 3)
 	_, x2 := directStream(t, s, p, 3)
 	p.pass() // both frame their first token; the sockets take nothing
@@ -326,7 +326,7 @@ func TestPacerWriteError(t *testing.T) {
 	}
 	defer s.Close()
 	snd := &scriptedSender{fail: true, taken: map[int][]byte{}}
-	p := newPacer(0, time.Millisecond, 1, snd, false)
+	p := newPacer(0, time.Millisecond, 1, snd, false, false)
 	_, x := directStream(t, s, p, 5)
 	p.pass()
 	if !x.released || x.state != sseFailed || !x.g.st.done.Load() {

@@ -73,9 +73,9 @@ type paced struct {
 // direct reports whether the pacer writes e's socket itself.
 func (e *paced) direct() bool { return e.out != nil && e.out.fd >= 0 }
 
-func newPacer(ttft, itl, tick time.Duration, snd sender, portableAlarm bool) *pacer {
+func newPacer(ttft, itl, tick time.Duration, snd sender, portableAlarm, held bool) *pacer {
 	epoch := time.Now()
-	return &pacer{ttft: ttft, itl: itl, tick: tick, epoch: epoch, snd: snd, alarm: newAlarm(epoch, portableAlarm), armed: never}
+	return &pacer{ttft: ttft, itl: itl, tick: tick, epoch: epoch, snd: snd, alarm: newAlarm(epoch, portableAlarm, held), armed: never}
 }
 
 // since converts a wall-clock instant to pacer time.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,8 +81,12 @@ func New(cfg Config) (*Server, error) {
 		s.driver = newDriver(core, s.metrics)
 		s.clock.Go(func() { s.driver.run(s.ctx) })
 	} else {
-		// Each pacer writes its streams' events itself.
+		// Each pacer writes its streams' events itself. A pacer keeps its
+		// processor while it sleeps near a tick when the process has two
+		// more to spare (see timerAlarm): `spate sim`, alone in its process,
+		// raises GOMAXPROCS so.
 		n := max(cfg.ClockThreads, 1)
+		held := runtime.GOMAXPROCS(0) >= n+2
 		for range n {
 			snd, err := newSender(cfg.WritePath)
 			if err != nil {
@@ -89,7 +94,7 @@ func New(cfg Config) (*Server, error) {
 				s.clock.Wait()
 				return nil, fmt.Errorf("sim: %w", err)
 			}
-			p := newPacer(cfg.TTFT, cfg.ITL, cfg.Tick, snd, cfg.portableAlarm)
+			p := newPacer(cfg.TTFT, cfg.ITL, cfg.Tick, snd, cfg.portableAlarm, held)
 			s.pacers = append(s.pacers, p)
 			s.clock.Go(func() { p.run(s.ctx) })
 		}
