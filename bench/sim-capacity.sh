@@ -32,9 +32,10 @@ CLIENT=${CLIENT:-raw}
 LOOPS=${LOOPS:-1}
 SIMARGS=${SIMARGS:-}
 
-# Each stream holds a socket on both sides.
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-ulimit -n 200000 2>/dev/null || true
+# Each stream holds a socket on both sides, and the simulator a duplicate
+# descriptor of each socket it writes directly: raise the limit (root may
+# raise the hard one) before falling back to the hard limit.
+ulimit -n 200000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "open files limit: $(ulimit -n); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 tmp=$(mktemp -d)

@@ -27,7 +27,7 @@ TICK=${TICK:-1ms}
 CLIENT=${CLIENT:-raw}
 SIMARGS=${SIMARGS:-}
 
-ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+ulimit -n 200000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d)
 srv=""
 cleanup() {

@@ -82,6 +82,9 @@ type Config struct {
 
 	// portableAlarm makes the pacers use the portable alarm (tests).
 	portableAlarm bool
+	// holdClock forces the pacers' held sleeps on (1) or off (-1) (tests;
+	// 0: when GOMAXPROCS spares two processors, see Server.New).
+	holdClock int
 }
 
 // DefaultTick is the clock resolution in deterministic mode when

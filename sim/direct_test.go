@@ -144,13 +144,15 @@ func TestWritePathsStreams(t *testing.T) {
 	type variant struct {
 		path     string
 		portable bool
+		hold     int
 		tick     time.Duration
 	}
 	var vs []variant
 	for _, p := range writePaths(t) {
 		vs = append(vs, variant{path: p})
 	}
-	vs = append(vs, variant{path: WritePathAuto, portable: true}, variant{path: WritePathAuto, tick: time.Millisecond})
+	vs = append(vs, variant{path: WritePathAuto, portable: true}, variant{path: WritePathAuto, tick: time.Millisecond},
+		variant{path: WritePathAuto, hold: 1}, variant{path: WritePathAuto, hold: -1})
 	for _, v := range vs {
 		name := v.path
 		if v.portable {
@@ -159,10 +161,16 @@ func TestWritePathsStreams(t *testing.T) {
 		if v.tick > 0 {
 			name += "-tick-" + v.tick.String()
 		}
+		switch v.hold {
+		case 1:
+			name += "-held-clock"
+		case -1:
+			name += "-yielding-clock"
+		}
 		t.Run(name, func(t *testing.T) {
 			mk := func(ttft, itl time.Duration, n int) Config {
 				c := Deterministic(ttft, itl, n)
-				c.WritePath, c.portableAlarm, c.Tick = v.path, v.portable, v.tick
+				c.WritePath, c.portableAlarm, c.Tick, c.holdClock = v.path, v.portable, v.tick, v.hold
 				return c
 			}
 			t.Run("timing", func(t *testing.T) {
@@ -381,5 +389,49 @@ func TestDirectNeedsPlainHTTP11(t *testing.T) {
 		if got := <-seen >= 0; got != tc.want {
 			t.Errorf("%s: direct %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestPacerGrid checks the due times on the tick grid: never before the
+// exact time, less than a tick after it, gaps exact when the ITL is a
+// multiple of the tick, and exact times without a grid.
+func TestPacerGrid(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		tick, ttft, itl time.Duration
+		start           time.Duration
+	}{
+		{"multiple", time.Millisecond, 50 * time.Millisecond, 10 * time.Millisecond, 300 * time.Microsecond},
+		{"on-grid-start", time.Millisecond, 50 * time.Millisecond, 10 * time.Millisecond, 7 * time.Millisecond},
+		{"not-multiple", time.Millisecond, 20 * time.Millisecond, 1500 * time.Microsecond, 250 * time.Microsecond},
+		{"no-grid", 1, 20 * time.Millisecond, 1500 * time.Microsecond, 250 * time.Microsecond},
+		{"stall", 100 * time.Microsecond, 5 * time.Millisecond, 2 * time.Millisecond, 33 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPacer(tc.ttft, tc.itl, tc.tick, nil, true, false)
+			defer p.shutdown()
+			e := &paced{start: tc.start, total: 50, stallAt: -1}
+			if tc.name == "stall" {
+				e.stallAt, e.stall = 10, 7*time.Millisecond
+			}
+			var prev time.Duration
+			for k := range e.total {
+				exact := tc.start + tc.ttft + time.Duration(k)*tc.itl
+				if e.stallAt >= 0 && k >= e.stallAt {
+					exact += e.stall
+				}
+				got := p.dueOf(e, k)
+				if got < exact || got-exact >= max(tc.tick, 1) {
+					t.Fatalf("token %d due at %v, exact %v: want within [0, %v) after", k, got, exact, tc.tick)
+				}
+				if tc.tick > 1 && got%tc.tick != 0 {
+					t.Fatalf("token %d due at %v, not on the %v grid", k, got, tc.tick)
+				}
+				if k > 0 && tc.itl%max(tc.tick, 1) == 0 && !(e.stallAt == k) && got-prev != tc.itl {
+					t.Fatalf("gap before token %d is %v, want %v", k, got-prev, tc.itl)
+				}
+				prev = got
+			}
+		})
 	}
 }

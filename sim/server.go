@@ -87,6 +87,9 @@ func New(cfg Config) (*Server, error) {
 		// raises GOMAXPROCS so.
 		n := max(cfg.ClockThreads, 1)
 		held := runtime.GOMAXPROCS(0) >= n+2
+		if cfg.holdClock != 0 {
+			held = cfg.holdClock > 0
+		}
 		for range n {
 			snd, err := newSender(cfg.WritePath)
 			if err != nil {

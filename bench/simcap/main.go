@@ -141,8 +141,8 @@ func main() {
 	fmt.Fprintf(banner, "simcap: %s ttft=%v itl=%v tokens=%d duration=%v per level; %s client, GOMAXPROCS=%d\n", *url, *ttft, *itl, *tokens, *duration, *client, runtime.GOMAXPROCS(0))
 	if !*jsonOut {
 		fmt.Printf("%7s %9s %6s %9s %9s %9s %9s %9s %9s %8s %10s %10s %10s %10s %s\n",
-		"conc", "requests", "fail", "ttft_p50", "ttft_p99", "ttft_err", "itl_p50", "itl_p99", "itl_err", "batched",
-		"sim_cpu/r", "sim_usr/r", "sim_sys/r", "cli_cpu/r", "verdict")
+			"conc", "requests", "fail", "ttft_p50", "ttft_p99", "ttft_err", "itl_p50", "itl_p99", "itl_err", "batched",
+			"sim_cpu/r", "sim_usr/r", "sim_sys/r", "cli_cpu/r", "verdict")
 	}
 	for _, ls := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(ls))
@@ -180,7 +180,7 @@ func main() {
 				"ttft_p50_ms": msf(l.ttft.quantile(0.5)), "ttft_p99_ms": msf(l.ttft.quantile(0.99)),
 				"itl_p50_ms": msf(l.itl.quantile(0.5)), "itl_p99_ms": msf(l.itl.quantile(0.99)),
 				"batched_pct": 100 * float64(l.batched) / float64(max(l.events, 1)),
-				"sim_cpu_ms": perMS(l.simCPU.total()), "sim_usr_ms": perMS(l.simCPU.user), "sim_sys_ms": perMS(l.simCPU.sys),
+				"sim_cpu_ms":  perMS(l.simCPU.total()), "sim_usr_ms": perMS(l.simCPU.user), "sim_sys_ms": perMS(l.simCPU.sys),
 				"cli_cpu_ms": perMS(l.ownCPU.total()), "within": within, "wall_s": l.wall.Seconds(),
 				"first_error": l.firstErr.Load(),
 			})
