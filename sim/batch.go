@@ -39,7 +39,8 @@ func validWritePath(p string) error {
 // resWouldBlock is a sendOp result: the socket took nothing (EAGAIN).
 const resWouldBlock = math.MinInt32
 
-// sendOp is one write of a batch: b to socket fd. res is set by the sender:
+// sendOp is one write of a batch: b to the socket of handle fd (see
+// sender.hold). res is set by the sender:
 // the number of bytes the socket took, resWouldBlock, or -errno.
 type sendOp struct {
 	fd  int
@@ -49,6 +50,13 @@ type sendOp struct {
 
 // sender writes a batch of sendOps, in order, without blocking.
 type sender interface {
+	// hold takes a reference to socket fd that survives net/http closing
+	// the descriptor (so that a write never reaches a descriptor number the
+	// process has reused), and returns the handle its ops name the socket
+	// by. It may be called from any goroutine, with fd valid for the call.
+	hold(fd int) (int, error)
+	// release drops a handle from hold.
+	release(h int)
 	sendAll(ops []sendOp)
 	close()
 	// name is the write path it implements (WritePathURing or WritePathSend).

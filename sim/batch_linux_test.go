@@ -56,6 +56,7 @@ func senders(t *testing.T) []sender {
 	if s, err := newSender(WritePathURing); err == nil {
 		out = append(out, s)
 		t.Cleanup(s.close)
+		t.Logf("io_uring sender; sockets held as registered files: %v", (*uring)(s.(*uringSender)).fixed)
 	} else {
 		t.Logf("io_uring not available here: %v", err)
 	}
@@ -71,10 +72,18 @@ func TestSenders(t *testing.T) {
 			// Several sockets in one batch, in order, an empty op among them.
 			var ops []sendOp
 			var readers []int
+			hold := func(fd int) int {
+				h, err := snd.hold(fd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { snd.release(h) })
+				return h
+			}
 			for i := range 5 {
 				w, r := socketPair(t)
 				readers = append(readers, r)
-				ops = append(ops, sendOp{fd: w, b: []byte("frame " + strconv.Itoa(i))})
+				ops = append(ops, sendOp{fd: hold(w), b: []byte("frame " + strconv.Itoa(i))})
 			}
 			ops[2].b = nil
 			snd.sendAll(ops)
@@ -90,7 +99,7 @@ func TestSenders(t *testing.T) {
 			// A full socket: a short write, then would-block.
 			w, r := socketPair(t)
 			big := bytes.Repeat([]byte("x"), 1<<20)
-			op := []sendOp{{fd: w, b: big}}
+			op := []sendOp{{fd: hold(w), b: big}}
 			snd.sendAll(op)
 			if op[0].res <= 0 || int(op[0].res) >= len(big) {
 				t.Fatalf("big write: res %d, want a short write", op[0].res)
@@ -104,7 +113,7 @@ func TestSenders(t *testing.T) {
 			// The peer is gone.
 			w2, r2 := socketPair(t)
 			unix.Close(r2)
-			op = []sendOp{{fd: w2, b: []byte("late")}}
+			op = []sendOp{{fd: hold(w2), b: []byte("late")}}
 			snd.sendAll(op)
 			if op[0].res >= 0 || op[0].res == resWouldBlock {
 				t.Errorf("write to a closed peer: res %d, want -errno", op[0].res)
@@ -122,10 +131,15 @@ func TestURingLargeBatch(t *testing.T) {
 	defer snd.close()
 	w, r := socketPair(t)
 	_ = unix.SetsockoptInt(w, unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<20)
+	h, err := snd.hold(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.release(h)
 	ops := make([]sendOp, 3*uringEntries+7)
 	var want []byte
 	for i := range ops {
-		ops[i] = sendOp{fd: w, b: []byte(strconv.Itoa(i) + ",")}
+		ops[i] = sendOp{fd: h, b: []byte(strconv.Itoa(i) + ",")}
 		want = append(want, ops[i].b...)
 	}
 	snd.sendAll(ops)
@@ -164,8 +178,10 @@ func (s *scriptedSender) sendAll(ops []sendOp) {
 		}
 	}
 }
-func (*scriptedSender) close()       {}
-func (*scriptedSender) name() string { return "scripted" }
+func (*scriptedSender) close()                   {}
+func (*scriptedSender) name() string             { return "scripted" }
+func (*scriptedSender) hold(fd int) (int, error) { return dupSocket(fd) }
+func (*scriptedSender) release(h int)            { closeSocket(h) }
 
 // devNull returns a descriptor the pacer may close.
 func devNull(t *testing.T) int {
@@ -265,7 +281,7 @@ func TestPacerSettle(t *testing.T) {
 		{"error", []int32{-int32(unix.ECONNRESET)}, []time.Duration{0}, false, sseFailed, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPacer(0, 0, 1, nil, false, false)
+			p := newPacer(0, 0, 1, &scriptedSender{taken: map[int][]byte{}}, false, false)
 			defer p.shutdown()
 			_, x := directStream(t, s, p, 3)
 			x.frame(1)

@@ -23,11 +23,11 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // stdResponseWriter is the name of net/http's own HTTP/1.x ResponseWriter.
 const stdResponseWriter = "*http.response"
 
-// directSocket returns a duplicate of the descriptor of r's socket when the
-// response body may be written to it directly, or -1. That needs net/http's
-// own HTTP/1.1 ResponseWriter (chunked framing, no wrapper that would
-// transform the bytes), no TLS, and the connection from ConnContext.
-func directSocket(r *http.Request, w http.ResponseWriter) int {
+// directSocket returns a handle on r's socket from hold (see sender.hold)
+// when the response body may be written to it directly, or -1. That needs
+// net/http's own HTTP/1.1 ResponseWriter (chunked framing, no wrapper that
+// would transform the bytes), no TLS, and the connection from ConnContext.
+func directSocket(r *http.Request, w http.ResponseWriter, hold func(int) (int, error)) int {
 	if r.ProtoMajor != 1 || r.ProtoMinor != 1 || r.TLS != nil || r.Method == http.MethodHead {
 		return -1
 	}
@@ -42,15 +42,12 @@ func directSocket(r *http.Request, w http.ResponseWriter) int {
 	if err != nil {
 		return -1
 	}
-	fd := -1
-	// Control holds the descriptor open while the duplicate is made.
-	if err := rc.Control(func(s uintptr) {
-		if d, err := dupSocket(int(s)); err == nil {
-			fd = d
+	h := -1
+	// Control holds the descriptor open while it is taken hold of.
+	_ = rc.Control(func(s uintptr) {
+		if d, err := hold(int(s)); err == nil {
+			h = d
 		}
-	}); err != nil && fd >= 0 {
-		closeSocket(fd)
-		return -1
-	}
-	return fd
+	})
+	return h
 }

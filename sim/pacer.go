@@ -121,8 +121,8 @@ func (p *pacer) submit(e *paced) bool {
 	return true
 }
 
-// cancel asks for a direct stream back: the pacer stops writing it, closes
-// its socket descriptor and finishes its stream at its next pass (at once
+// cancel asks for a direct stream back: the pacer stops writing it,
+// releases its socket and finishes its stream at its next pass (at once
 // if it has stopped).
 func (p *pacer) cancel(e *paced) {
 	p.mu.Lock()
@@ -338,8 +338,8 @@ func (p *pacer) flush(wall time.Time) {
 	p.ops = ops
 }
 
-// handBack ends the pacer's hold on a direct stream: it closes the socket
-// descriptor and finishes the stream, which wakes the handler. An open stream
+// handBack ends the pacer's hold on a direct stream: it releases the socket
+// and finishes the stream, which wakes the handler. An open stream
 // is marked abandoned (cancelled, or the server is closing).
 func (p *pacer) handBack(x *sseStream) {
 	if x.released {
@@ -349,7 +349,7 @@ func (p *pacer) handBack(x *sseStream) {
 	if x.state == sseOpen {
 		x.state = sseAbandoned
 	}
-	closeSocket(x.fd)
+	p.snd.release(x.fd)
 	x.g.st.finish(x.written)
 }
 

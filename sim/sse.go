@@ -51,7 +51,7 @@ type sseStream struct {
 	state      sseState
 
 	// Direct writes (see pacer).
-	fd           int       // duplicate of the socket's descriptor, or -1
+	fd           int       // the socket's handle from the pacer's sender, or -1
 	pend         []byte    // framed bytes the socket has not taken yet
 	counted      int       // tokens counted in the metrics (their bytes left)
 	blockedSince time.Time // when the socket was first found full, or zero
@@ -268,13 +268,13 @@ func (s *Server) streamGeneration(w http.ResponseWriter, r *http.Request, g *gen
 	direct := false
 	if p := s.pacerFor(g.seqNo); p != nil {
 		if p.snd != nil {
-			x.fd = directSocket(r, w)
+			x.fd = directSocket(r, w, p.snd.hold)
 			direct = x.fd >= 0
 		}
 		e, ok := s.start(g, x, false)
 		switch {
 		case direct && !ok: // the server is closing
-			closeSocket(x.fd)
+			p.snd.release(x.fd)
 			x.state = sseAbandoned
 		case direct:
 			// The pacer owns the stream until it finishes it; a client or

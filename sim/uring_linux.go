@@ -5,6 +5,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -29,6 +31,10 @@ const (
 	uringRegisterProbe  = 8
 	uringOpSupported    = 1 << 0
 	uringEntries        = 512
+	uringRegisterFiles  = 2 // IORING_REGISTER_FILES
+	uringUpdateFiles    = 6 // IORING_REGISTER_FILES_UPDATE
+	uringFixedFile      = 1 // IOSQE_FIXED_FILE
+	uringMaxFixed       = 1 << 16
 )
 
 // uringSQE is struct io_uring_sqe (64 bytes).
@@ -84,6 +90,13 @@ type uring struct {
 	cqMask         uint32
 	cqes           []uringCQE
 	entries        uint32
+
+	// Registered files: a sparse table the sockets are held in.
+	fixed     bool
+	fixedMu   sync.Mutex
+	nextSlot  int
+	fixedSize int
+	freeSlot  []int
 }
 
 // newURing sets up a ring, or reports why io_uring cannot be used here
@@ -109,7 +122,88 @@ func newURing() (*uring, error) {
 		r.close()
 		return nil, err
 	}
+	r.registerTable()
 	return r, nil
+}
+
+// registerTable registers a sparse table of files (all -1), as large as the
+// open-files limit allows; without it (an old kernel) sockets are held by
+// duplicated descriptors.
+func (r *uring) registerTable() {
+	var lim unix.Rlimit
+	n := uringMaxFixed
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {
+		n = int(lim.Cur)
+	}
+	if n < 64 {
+		return
+	}
+	fds := make([]int32, n)
+	for i := range fds {
+		fds[i] = -1
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringRegisterFiles, uintptr(unsafe.Pointer(&fds[0])), uintptr(n), 0, 0)
+	if errno == 0 {
+		r.fixed = true
+		r.freeSlot = make([]int, 0, 64)
+		r.nextSlot = 0
+		r.fixedSize = n
+	}
+}
+
+// uringFilesUpdate is struct io_uring_files_update.
+type uringFilesUpdate struct {
+	offset uint32
+	resv   uint32
+	fds    uint64
+}
+
+// register puts socket fd in a free slot of the file table and returns the
+// slot.
+func (r *uring) register(fd int) (int, error) {
+	r.fixedMu.Lock()
+	var slot int
+	switch {
+	case len(r.freeSlot) > 0:
+		slot = r.freeSlot[len(r.freeSlot)-1]
+		r.freeSlot = r.freeSlot[:len(r.freeSlot)-1]
+	case r.nextSlot < r.fixedSize:
+		slot = r.nextSlot
+		r.nextSlot++
+	default:
+		r.fixedMu.Unlock()
+		return -1, errors.New("io_uring: file table full")
+	}
+	r.fixedMu.Unlock()
+	if err := r.update(slot, int32(fd)); err != nil {
+		r.freeSlotPut(slot)
+		return -1, err
+	}
+	return slot, nil
+}
+
+// unregister empties a slot from register.
+func (r *uring) unregister(slot int) {
+	if r.update(slot, -1) == nil {
+		r.freeSlotPut(slot)
+	}
+}
+
+func (r *uring) freeSlotPut(slot int) {
+	r.fixedMu.Lock()
+	r.freeSlot = append(r.freeSlot, slot)
+	r.fixedMu.Unlock()
+}
+
+func (r *uring) update(slot int, fd int32) error {
+	fds := [1]int32{fd}
+	up := uringFilesUpdate{offset: uint32(slot), fds: uint64(uintptr(unsafe.Pointer(&fds[0])))}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), uringUpdateFiles, uintptr(unsafe.Pointer(&up)), 1, 0, 0)
+	runtime.KeepAlive(&fds)
+	if errno != 0 {
+		return fmt.Errorf("io_uring files update: %w", errno)
+	}
+	return nil
 }
 
 func (r *uring) mmap(p *uringParams) error {
@@ -190,8 +284,13 @@ func (r *uring) sendChunk(ops []sendOp) {
 		}
 		op.res = -int32(unix.ECANCELED)
 		idx := tail & r.sqMask
+		var flags uint8
+		if r.fixed {
+			flags = uringFixedFile
+		}
 		r.sqes[idx] = uringSQE{
 			opcode:   uringOpSend,
+			flags:    flags,
 			fd:       int32(op.fd),
 			addr:     uint64(uintptr(unsafe.Pointer(unsafe.SliceData(op.b)))),
 			len:      uint32(len(op.b)),
@@ -215,13 +314,17 @@ func (r *uring) sendChunk(ops []sendOp) {
 		if errno != 0 || n == 0 {
 			// A ring-level failure: withdraw the entries the kernel has not
 			// taken, so that it never reads their buffers later, and send
-			// those plainly.
+			// those plainly (or fail them, for registered files).
 			head := atomic.LoadUint32(r.sqHead)
 			atomic.StoreUint32(r.sqTail, head)
 			taken := int(head - first)
 			for i := range ops {
 				if ops[i].res == -int32(unix.ECANCELED) && taken == 0 {
-					sendEach(ops[i : i+1])
+					if r.fixed {
+						ops[i].res = -int32(unix.EIO) // a slot is no descriptor
+					} else {
+						sendEach(ops[i : i+1])
+					}
 				} else if ops[i].res == -int32(unix.ECANCELED) {
 					taken--
 				}
