@@ -27,7 +27,9 @@ func startServer(t testing.TB, cfg Config) (*Server, string) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	hs := httptest.NewServer(s)
+	hs := httptest.NewUnstartedServer(s)
+	hs.Config.ConnContext = ConnContext // direct socket writes, as Serve does
+	hs.Start()
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		_ = s.Close()

@@ -59,12 +59,37 @@ type Config struct {
 	EmbeddingDim int
 
 	// ClockThreads is, in deterministic mode, the number of pacers: clock
-	// goroutines, each locked to an OS thread, that time and write the
-	// tokens of their share of the streams. 0 means half of GOMAXPROCS (at
-	// least 1), which leaves room for a client in the same process; a
-	// simulator alone in its process (`spate sim`) uses GOMAXPROCS.
+	// goroutines that time and write the tokens of their share of the
+	// streams. 0 means 1. More clocks write in parallel, but each wakes
+	// for its own share, so a pass carries fewer tokens for its cost.
 	ClockThreads int
+
+	// Tick is, in deterministic mode, the resolution of the clock: a token
+	// due at time t (see ITL) leaves at the first multiple of Tick since the
+	// server started that is not before t, and every token due in one tick
+	// leaves in the same pass, the streams' writes batched. A stream's
+	// first token is thus late by less than one Tick, and its inter-token
+	// gaps are exact when ITL is a multiple of Tick. A coarser tick costs
+	// less CPU per token (fewer wake-ups, larger batches). 0 means
+	// DefaultTick; a negative value (or 1ns) means no grid: each token is
+	// released as soon as it is due.
+	Tick time.Duration
+
+	// WritePath selects how deterministic mode writes streamed tokens:
+	// WritePathAuto ("" too), WritePathURing, WritePathSend or WritePathHTTP
+	// (see batch.go and ConnContext).
+	WritePath string
+
+	// portableAlarm makes the pacers use the portable alarm (tests).
+	portableAlarm bool
+	// holdClock forces the pacers' held sleeps on (1) or off (-1) (tests;
+	// 0: when GOMAXPROCS spares two processors, see Server.New).
+	holdClock int
 }
+
+// DefaultTick is the clock resolution in deterministic mode when
+// Config.Tick is 0.
+const DefaultTick = 100 * time.Microsecond
 
 // EngineConfig is the continuous-batching engine model used in engine mode.
 // Durations are costs on the simulated GPU; one engine step lasts
@@ -196,6 +221,12 @@ func (c *Config) Validate() error {
 	if c.ClockThreads < 0 || c.ClockThreads > 256 {
 		return fmt.Errorf("Config.ClockThreads must be in [0, 256], got %d", c.ClockThreads)
 	}
+	if c.Tick > time.Second {
+		return fmt.Errorf("Config.Tick must be at most 1s, got %v", c.Tick)
+	}
+	if err := validWritePath(c.WritePath); err != nil {
+		return err
+	}
 	if c.EmbeddingDim < 0 || c.EmbeddingDim > maxEmbeddingDim {
 		return fmt.Errorf("Config.EmbeddingDim must be in [0, %d], got %d", maxEmbeddingDim, c.EmbeddingDim)
 	}
@@ -286,6 +317,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EmbeddingDim == 0 {
 		c.EmbeddingDim = DefaultEmbeddingDim
+	}
+	switch {
+	case c.Tick == 0:
+		c.Tick = DefaultTick
+	case c.Tick < 0:
+		c.Tick = 1 // no grid
+	}
+	if c.WritePath == "" {
+		c.WritePath = WritePathAuto
 	}
 	if c.Engine != nil {
 		e := *c.Engine

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"strings"
 	"time"
 
@@ -22,6 +21,8 @@ type Flags struct {
 	outputTokens int
 	embeddingDim int
 	clockThreads int
+	tick         time.Duration
+	writePath    string
 	Preset       string
 	engine       bool
 
@@ -77,7 +78,9 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.itl, "itl", 20*time.Millisecond, "deterministic mode: inter-token latency")
 	fs.IntVar(&f.outputTokens, "output-tokens", 0, "tokens per response (0: the request's max_tokens, else 128)")
 	fs.IntVar(&f.embeddingDim, "embedding-dim", DefaultEmbeddingDim, "length of embedding vectors")
-	fs.IntVar(&f.clockThreads, "clock-threads", runtime.GOMAXPROCS(0), "deterministic mode: pacer threads that time and write tokens")
+	fs.IntVar(&f.clockThreads, "clock-threads", 1, "deterministic mode: clock goroutines that time and write tokens")
+	fs.DurationVar(&f.tick, "tick", DefaultTick, "deterministic mode: clock resolution; tokens due within one tick leave together, their writes batched (-1ns: no grid)")
+	fs.StringVar(&f.writePath, "write-path", WritePathAuto, "deterministic mode: how streamed tokens are written: auto, uring, send (straight to the socket, batched per tick) or http (through net/http)")
 	fs.StringVar(&f.Preset, "preset", "", "engine mode with a preset: "+strings.Join(Presets(), ", "))
 	fs.BoolVar(&f.engine, "engine", false, "engine mode (from --preset, default a100-llama8b, and the engine flags)")
 
@@ -162,6 +165,8 @@ func (f *Flags) Config(fs *pflag.FlagSet) (Config, error) {
 	cfg.OutputTokens = f.outputTokens
 	cfg.EmbeddingDim = f.embeddingDim
 	cfg.ClockThreads = f.clockThreads
+	cfg.Tick = f.tick
+	cfg.WritePath = f.writePath
 
 	checks := []struct {
 		flag string

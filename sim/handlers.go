@@ -260,11 +260,13 @@ func (r *genRequest) keys() []uint64 { return r.blockKeys }
 
 // start hands g to the clock (pacer or engine).
 // In deterministic mode a stream's events are written by the pacer (out);
-// whole answers are released at once when the last token is due.
-func (s *Server) start(g *generation, out *sseStream, whole bool) {
+// whole answers are released at once when the last token is due. It returns
+// the pacer's entry and false if the pacer has stopped (the server is
+// closing).
+func (s *Server) start(g *generation, out *sseStream, whole bool) (*paced, bool) {
 	if p := s.pacerFor(g.seqNo); p != nil {
-		p.submit(&paced{st: g.st, out: out, start: p.since(g.arrival) + g.delay, total: g.n, stallAt: g.stallAt, stall: g.stall, whole: whole})
-		return
+		e := &paced{st: g.st, out: out, start: p.since(g.arrival) + g.delay, total: g.n, stallAt: g.stallAt, stall: g.stall, whole: whole}
+		return e, p.submit(e)
 	}
 	s.driver.submit(&seq{
 		arrival: s.driver.since(g.arrival) + g.delay,
@@ -274,6 +276,7 @@ func (s *Server) start(g *generation, out *sseStream, whole bool) {
 		adapter: g.adapter,
 		sink:    g.st,
 	})
+	return nil, true
 }
 
 // watch makes st report cancelled, and wakes it, when ctx (the client) or

@@ -81,13 +81,23 @@ func New(cfg Config) (*Server, error) {
 		s.driver = newDriver(core, s.metrics)
 		s.clock.Go(func() { s.driver.run(s.ctx) })
 	} else {
-		// Each pacer writes its streams' events itself, on its own thread.
-		n := cfg.ClockThreads
-		if n == 0 {
-			n = max(1, runtime.GOMAXPROCS(0)/2)
+		// Each pacer writes its streams' events itself. A pacer keeps its
+		// processor while it sleeps near a tick when the process has two
+		// more to spare (see timerAlarm): `spate sim`, alone in its process,
+		// raises GOMAXPROCS so.
+		n := max(cfg.ClockThreads, 1)
+		held := runtime.GOMAXPROCS(0) >= n+2
+		if cfg.holdClock != 0 {
+			held = cfg.holdClock > 0
 		}
 		for range n {
-			p := newPacer(cfg.TTFT, cfg.ITL)
+			snd, err := newSender(cfg.WritePath)
+			if err != nil {
+				s.cancel()
+				s.clock.Wait()
+				return nil, fmt.Errorf("sim: %w", err)
+			}
+			p := newPacer(cfg.TTFT, cfg.ITL, cfg.Tick, snd, cfg.portableAlarm, held)
 			s.pacers = append(s.pacers, p)
 			s.clock.Go(func() { p.run(s.ctx) })
 		}
@@ -187,6 +197,7 @@ func Serve(ctx context.Context, ln net.Listener, s *Server) error {
 		Handler:           s,
 		ReadHeaderTimeout: 30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       ConnContext,
 		ErrorLog:          nil,
 	}
 	errc := make(chan error, 1)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -24,10 +25,15 @@ const (
 )
 
 // sseStream writes one streamed response. In deterministic mode the pacer
-// calls emit from its own thread, so a token costs one write and no goroutine
-// switch; in engine mode the handler goroutine calls it when woken. mu is
-// held around every emit; the handler takes it to abandon the stream, after
-// which the ResponseWriter is never touched again.
+// writes it from its own goroutine, so a token costs no goroutine switch:
+// either straight to the socket (fd >= 0), framing the events into pend and
+// leaving the write to the pass's batch, or through the ResponseWriter with
+// emit. In engine mode the handler goroutine calls emit when woken. For
+// ResponseWriter streams mu is held around every emit; the handler takes it
+// to abandon the stream, after which the ResponseWriter is never touched
+// again. A direct stream belongs to the pacer from submission until the
+// pacer finishes its stream (handBack); only the pacer touches its fields
+// meanwhile.
 type sseStream struct {
 	mu         sync.Mutex
 	s          *Server
@@ -43,10 +49,19 @@ type sseStream struct {
 	deadline   time.Time // write deadline in force
 	noDeadline bool      // the writer does not support deadlines
 	state      sseState
+
+	// Direct writes (see pacer).
+	fd           int       // the socket's handle from the pacer's sender, or -1
+	pend         []byte    // framed bytes the socket has not taken yet
+	counted      int       // tokens counted in the metrics (their bytes left)
+	blockedSince time.Time // when the socket was first found full, or zero
+	midFrame     bool      // the socket took part of a frame: the body is broken if the stream stops now
+	dirty        bool      // in the pacer's list of streams to write
+	released     bool      // handed back to the handler
 }
 
 func newSSEStream(s *Server, g *generation, w http.ResponseWriter) *sseStream {
-	x := &sseStream{s: s, g: g, w: w, c: newChunker(g), buf: make([]byte, 0, 1024), rc: http.NewResponseController(w)}
+	x := &sseStream{s: s, g: g, w: w, c: newChunker(g), buf: make([]byte, 0, 1024), rc: http.NewResponseController(w), fd: -1}
 	switch f := w.(type) {
 	case interface{ FlushError() error }:
 		x.flush = f.FlushError
@@ -81,18 +96,13 @@ func (x *sseStream) writeRole() bool {
 	return true
 }
 
-// emit writes the content events up to token upto (exclusive), each its own
-// event, in one write and flush, followed by the usage event and [DONE] once
-// the last token is out. It stops at the truncation point. The caller holds
-// x.mu. It reports whether the stream is over.
-func (x *sseStream) emit(upto int) bool {
-	if x.state != sseOpen {
-		return true
-	}
+// appendEvents appends to b the content events from token x.written up to
+// token upto (exclusive), each its own event, followed by the usage event and
+// [DONE] once the last token is out; it stops at the truncation point. It
+// advances x.written and x.state.
+func (x *sseStream) appendEvents(b []byte, upto int) []byte {
 	g := x.g
 	upto = min(upto, g.n)
-	from := x.written
-	b := x.buf[:0]
 	for x.written < upto {
 		if x.written == g.truncate {
 			x.state = sseTruncated
@@ -108,6 +118,18 @@ func (x *sseStream) emit(upto int) bool {
 		b = append(b, "data: [DONE]\n\n"...)
 		x.state = sseDone
 	}
+	return b
+}
+
+// emit writes the content events up to token upto (exclusive) through the
+// ResponseWriter in one write and flush (see appendEvents). The caller holds
+// x.mu. It reports whether the stream is over.
+func (x *sseStream) emit(upto int) bool {
+	if x.state != sseOpen {
+		return true
+	}
+	from := x.written
+	b := x.appendEvents(x.buf[:0], upto)
 	x.buf = b
 	if len(b) == 0 {
 		return x.state != sseOpen
@@ -121,8 +143,63 @@ func (x *sseStream) emit(upto int) bool {
 		x.state = sseFailed
 		return true
 	}
-	x.count(from, x.written)
+	x.count(from, x.written, time.Now())
 	return x.state != sseOpen
+}
+
+// frame appends the events up to token upto (see appendEvents) to x.pend
+// as one chunk of HTTP/1.1's chunked coding, byte for byte what net/http
+// sends for one Write and Flush of the same events: the length in lower-case
+// hex, CRLF, the events, CRLF. The pacer writes x.pend to the socket.
+func (x *sseStream) frame(upto int) {
+	if x.state != sseOpen {
+		return
+	}
+	ev := x.appendEvents(x.buf[:0], upto)
+	x.buf = ev
+	if len(ev) == 0 {
+		return
+	}
+	x.pend = strconv.AppendUint(x.pend, uint64(len(ev)), 16)
+	x.pend = append(x.pend, "\r\n"...)
+	x.pend = append(x.pend, ev...)
+	x.pend = append(x.pend, "\r\n"...)
+}
+
+// settle takes the outcome of writing x.pend (bytes taken, resWouldBlock or
+// -errno) at wall time and reports whether bytes remain for a later pass.
+// Tokens whose bytes all left are counted; a socket full for longer than
+// writeStallLimit, or a failed write, fails the stream.
+func (x *sseStream) settle(res int32, wall time.Time) (pending bool) {
+	switch {
+	case res >= 0:
+		n := int(res)
+		if n >= len(x.pend) {
+			x.pend = x.pend[:0]
+		} else if n > 0 {
+			x.pend = x.pend[:copy(x.pend, x.pend[n:])]
+			x.midFrame = true
+		}
+	case res == resWouldBlock:
+	default:
+		x.state = sseFailed
+		x.pend = x.pend[:0]
+		return false
+	}
+	if len(x.pend) == 0 {
+		x.midFrame = false
+		x.blockedSince = time.Time{}
+		x.count(x.counted, x.written, wall)
+		x.counted = x.written
+		return false
+	}
+	if x.blockedSince.IsZero() {
+		x.blockedSince = wall
+	} else if wall.Sub(x.blockedSince) > writeStallLimit {
+		x.state = sseFailed
+		return false
+	}
+	return true
 }
 
 // armDeadline keeps a write deadline of about writeStallLimit ahead, renewing
@@ -158,12 +235,11 @@ func (x *sseStream) abandon() {
 	x.mu.Unlock()
 }
 
-// count records the metrics of tokens [from, to) written just now.
-func (x *sseStream) count(from, to int) {
+// count records the metrics of tokens [from, to) written at now.
+func (x *sseStream) count(from, to int, now time.Time) {
 	if to <= from {
 		return
 	}
-	now := time.Now()
 	m := x.s.metrics
 	if from == 0 {
 		m.ttft.Observe(now.Sub(x.g.arrival).Seconds())
@@ -189,12 +265,34 @@ func (s *Server) streamGeneration(w http.ResponseWriter, r *http.Request, g *gen
 	}
 	st := g.st
 	defer s.watch(ctx, st)()
-	if s.pacerFor(g.seqNo) != nil {
-		s.start(g, x, false)
-		for !st.done.Load() {
-			if !s.await(st) {
-				x.abandon()
-				break
+	direct := false
+	if p := s.pacerFor(g.seqNo); p != nil {
+		if p.snd != nil {
+			x.fd = directSocket(r, w, p.snd.hold)
+			direct = x.fd >= 0
+		}
+		e, ok := s.start(g, x, false)
+		switch {
+		case direct && !ok: // the server is closing
+			p.snd.release(x.fd)
+			x.state = sseAbandoned
+		case direct:
+			// The pacer owns the stream until it finishes it; a client or
+			// server that goes away only asks for it back.
+			asked := false
+			for !st.done.Load() {
+				<-st.wake
+				if !asked && st.cancelled.Load() {
+					p.cancel(e)
+					asked = true
+				}
+			}
+		default:
+			for !st.done.Load() {
+				if !s.await(st) {
+					x.abandon()
+					break
+				}
 			}
 		}
 	} else {
@@ -253,5 +351,10 @@ func (s *Server) streamGeneration(w http.ResponseWriter, r *http.Request, g *gen
 	default:
 		st.cancelled.Store(true)
 		m.success.WithLabelValues("abort").Inc()
+		if direct && (state == sseFailed || x.midFrame) {
+			// The socket is stuck or holds part of a chunk: net/http must
+			// not write the end of the body on it.
+			panic(http.ErrAbortHandler)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -116,6 +117,10 @@ func main() {
 		levels   = flag.String("levels", "1000,5000,10000", "comma-separated concurrency levels")
 		duration = flag.Duration("duration", 20*time.Second, "measured time per level (after one stream length of ramp-up)")
 		tol      = flag.Duration("tol", time.Millisecond, "timing tolerance for the verdict (median error)")
+		tol99    = flag.Duration("tol99", 0, "timing tolerance of the p99s for the verdict (0: p99 not judged)")
+		jsonOut  = flag.Bool("json", false, "print one JSON object per level instead of the table")
+		client   = flag.String("client", "http", "http (net/http, a goroutine per stream) or raw (epoll loops, far cheaper per event)")
+		loops    = flag.Int("loops", 1, "raw client: epoll loops (goroutines)")
 	)
 	flag.Parse()
 	if !strings.HasPrefix(*url, "http://127.") && !strings.HasPrefix(*url, "http://localhost") && !strings.HasPrefix(*url, "http://[::1]") {
@@ -125,27 +130,63 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Printf("simcap: %s ttft=%v itl=%v tokens=%d duration=%v per level; client GOMAXPROCS=%d\n", *url, *ttft, *itl, *tokens, *duration, runtime.GOMAXPROCS(0))
-	fmt.Printf("%7s %9s %6s %9s %9s %9s %9s %9s %9s %8s %10s %10s %10s %10s %s\n",
-		"conc", "requests", "fail", "ttft_p50", "ttft_p99", "ttft_err", "itl_p50", "itl_p99", "itl_err", "batched",
-		"sim_cpu/r", "sim_usr/r", "sim_sys/r", "cli_cpu/r", "verdict")
+	if *client != "http" && *client != "raw" {
+		fmt.Fprintln(os.Stderr, "simcap: -client must be http or raw")
+		os.Exit(2)
+	}
+	banner := os.Stdout
+	if *jsonOut {
+		banner = os.Stderr
+	}
+	fmt.Fprintf(banner, "simcap: %s ttft=%v itl=%v tokens=%d duration=%v per level; %s client, GOMAXPROCS=%d\n", *url, *ttft, *itl, *tokens, *duration, *client, runtime.GOMAXPROCS(0))
+	if !*jsonOut {
+		fmt.Printf("%7s %9s %6s %9s %9s %9s %9s %9s %9s %8s %10s %10s %10s %10s %s\n",
+			"conc", "requests", "fail", "ttft_p50", "ttft_p99", "ttft_err", "itl_p50", "itl_p99", "itl_err", "batched",
+			"sim_cpu/r", "sim_usr/r", "sim_sys/r", "cli_cpu/r", "verdict")
+	}
 	for _, ls := range strings.Split(*levels, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(ls))
 		if err != nil || c <= 0 {
 			fmt.Fprintf(os.Stderr, "simcap: bad level %q\n", ls)
 			os.Exit(2)
 		}
-		l := run(ctx, *url, *pid, c, *ttft, *itl, *tokens, *duration)
+		var l *level
+		if *client == "raw" {
+			l = runRaw(ctx, strings.TrimPrefix(*url, "http://"), *pid, c, *ttft, *itl, *tokens, *duration, *loops)
+		} else {
+			l = run(ctx, *url, *pid, c, *ttft, *itl, *tokens, *duration)
+		}
 		if ctx.Err() != nil {
 			return
 		}
 		te := l.ttft.quantile(0.5) - *ttft
 		ie := l.itl.quantile(0.5) - *itl
+		within := abs(te) <= *tol && abs(ie) <= *tol && l.failed == 0 && l.short == 0
+		if *tol99 > 0 && (abs(l.ttft.quantile(0.99)-*ttft) > *tol99 || abs(l.itl.quantile(0.99)-*itl) > *tol99) {
+			within = false
+		}
 		verdict := "within"
-		if abs(te) > *tol || abs(ie) > *tol || l.failed > 0 || l.short > 0 {
+		if !within {
 			verdict = "OUT of"
 		}
 		verdict += fmt.Sprintf(" ±%v", *tol)
+		if *tol99 > 0 {
+			verdict += fmt.Sprintf(" (p99 ±%v)", *tol99)
+		}
+		if *jsonOut {
+			perMS := func(d time.Duration) float64 { return float64(d) / float64(max(l.completed, 1)) / 1e6 }
+			b, _ := json.Marshal(map[string]any{
+				"conc": c, "requests": l.completed, "failed": l.failed + l.short,
+				"ttft_p50_ms": msf(l.ttft.quantile(0.5)), "ttft_p99_ms": msf(l.ttft.quantile(0.99)),
+				"itl_p50_ms": msf(l.itl.quantile(0.5)), "itl_p99_ms": msf(l.itl.quantile(0.99)),
+				"batched_pct": 100 * float64(l.batched) / float64(max(l.events, 1)),
+				"sim_cpu_ms":  perMS(l.simCPU.total()), "sim_usr_ms": perMS(l.simCPU.user), "sim_sys_ms": perMS(l.simCPU.sys),
+				"cli_cpu_ms": perMS(l.ownCPU.total()), "within": within, "wall_s": l.wall.Seconds(),
+				"first_error": l.firstErr.Load(),
+			})
+			fmt.Println(string(b))
+			continue
+		}
 		per := func(d time.Duration) string {
 			if l.completed == 0 || d == 0 {
 				return "-"
@@ -164,6 +205,8 @@ func main() {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/1e6) }
+
+func msf(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func abs(d time.Duration) time.Duration {
 	if d < 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,11 @@ func newSimCmd() *cobra.Command {
 			cfg, err := f.Config(cmd.Flags())
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			// The simulator runs alone: each clock may keep a processor to
+			// itself while it sleeps, the rest serve HTTP.
+			if cfg.Engine == nil {
+				runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), runtime.NumCPU()) + max(cfg.ClockThreads, 1))
 			}
 			s, err := sim.New(cfg)
 			if err != nil {
