@@ -1,0 +1,128 @@
+package sse
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+)
+
+// Parser is the push form of Reader: it is fed the bytes of a stream as
+// they arrive, each batch with the time of the read that delivered it, and
+// calls back with every event the batch completes. It keeps only the
+// unfinished last line between batches, so one reactor goroutine can parse
+// many streams with a shared read buffer.
+//
+// Events carry the same fields and timestamps as Reader's: At is the stamp
+// of the batch that held the event's dispatching blank line.
+type Parser struct {
+	maxLine int
+	line    []byte // the unfinished last line of the previous batch
+	data    []byte
+	name    []byte
+	hasData bool
+	ev      Event
+}
+
+// Reset readies p for a new stream, keeping its buffers, with lines bounded
+// by maxLine bytes (DefaultMaxLine when maxLine <= 0).
+func (p *Parser) Reset(maxLine int) {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	p.maxLine = maxLine
+	p.line = p.line[:0]
+	p.data = p.data[:0]
+	p.name = p.name[:0]
+	p.hasData = false
+}
+
+// Feed parses b, which arrived at at, calling fn for every event it
+// completes; the Event is valid only during the call. An error from fn
+// stops parsing and is returned as is.
+func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(p.line)+len(b) > p.maxLine {
+				return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
+			}
+			p.line = append(p.line, b...)
+			return nil
+		}
+		l := b[:i]
+		b = b[i+1:]
+		if len(p.line) > 0 {
+			if len(p.line)+len(l) > p.maxLine {
+				return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
+			}
+			p.line = append(p.line, l...)
+			l = p.line
+		} else if len(l) > p.maxLine {
+			return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
+		}
+		err := p.lineDone(trimEOL(l), at, fn)
+		p.line = p.line[:0]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// End is the end of the stream at at: a last line without its terminator
+// counts, and an event pending without its blank line is still dispatched.
+func (p *Parser) End(at time.Time, fn func(*Event) error) error {
+	if len(p.line) > 0 {
+		err := p.lineDone(trimEOL(p.line), at, fn)
+		p.line = p.line[:0]
+		if err != nil {
+			return err
+		}
+	}
+	if p.hasData {
+		p.hasData = false
+		return p.dispatch(at, fn)
+	}
+	return nil
+}
+
+func (p *Parser) dispatch(at time.Time, fn func(*Event) error) error {
+	p.ev.Name, p.ev.Data, p.ev.At = p.name, p.data, at
+	err := fn(&p.ev)
+	p.data = p.data[:0]
+	p.name = p.name[:0]
+	p.hasData = false
+	return err
+}
+
+// lineDone handles one complete line, as Reader.Next does.
+func (p *Parser) lineDone(line []byte, at time.Time, fn func(*Event) error) error {
+	if len(line) == 0 {
+		if p.hasData {
+			return p.dispatch(at, fn)
+		}
+		p.name = p.name[:0]
+		return nil
+	}
+	if line[0] == ':' {
+		return nil // comment
+	}
+	field, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		field, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(field) {
+	case "data":
+		if p.hasData {
+			p.data = append(p.data, '\n')
+		}
+		p.data = append(p.data, value...)
+		p.hasData = true
+	case "event":
+		p.name = append(p.name[:0], value...)
+	}
+	return nil
+}
