@@ -1,0 +1,116 @@
+package rawhttp
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"time"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Addr is the server's host:port.
+	Addr string
+	// DialTimeout bounds a connect (0: 10 s).
+	DialTimeout time.Duration
+	// IdleConnTimeout closes a connection left idle that long (0: 90 s).
+	IdleConnTimeout time.Duration
+	// Reactors is the number of reactor goroutines (0: one per four
+	// cores, at least one).
+	Reactors int
+	// Tick is how often a reactor collects events when they come faster
+	// than that, instead of waking for each (0: DefaultTick; negative:
+	// never, a wake per readiness). It bounds what it adds to read lag.
+	Tick time.Duration
+	// ReadStamps stamps each read with the time it returned, as on a
+	// socket that gives no receive time, instead of asking the kernel for
+	// its receive time (SO_TIMESTAMPNS).
+	ReadStamps bool
+}
+
+// DefaultTick is Config.Tick's default: a fifth of the 1 ms to which
+// spate's figures are held at load.
+const DefaultTick = 200 * time.Microsecond
+
+func (c *Config) defaults() {
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = 10 * time.Second
+	}
+	if c.IdleConnTimeout <= 0 {
+		c.IdleConnTimeout = 90 * time.Second
+	}
+	if c.Reactors <= 0 {
+		c.Reactors = max(1, runtime.GOMAXPROCS(0)/4)
+	}
+	switch {
+	case c.Tick == 0:
+		c.Tick = DefaultTick
+	case c.Tick < 0:
+		c.Tick = 0
+	}
+}
+
+// Request is one request to send.
+type Request struct {
+	// Raw is the whole request as it goes on the wire: request line,
+	// headers, blank line and body (see AppendHead).
+	Raw []byte
+	// Head says the request is HEAD, whose response has no body.
+	Head bool
+	// Handler receives the response.
+	Handler Handler
+	// IdleTimeout fails the request when no byte of the response arrives
+	// for that long (0: no bound).
+	IdleTimeout time.Duration
+}
+
+// Result is what Do measured besides what the Handler saw.
+type Result struct {
+	// Written is when the last byte of the request was written.
+	Written time.Time
+	// ReadLag bounds how late the response's reads came after their data
+	// was ready: the largest, over its reads, of the time from the latest
+	// moment the reactor could last have seen the socket not ready to the
+	// read (the kernel's wake-up latency, which every reader has, aside).
+	ReadLag time.Duration
+	// Reads is how many reads delivered the response; LateReads how many
+	// of them had a lag bound over LateRead.
+	Reads, LateReads int
+	// Reused says the request went on a connection that had served
+	// another.
+	Reused bool
+}
+
+// LateRead is the read lag over which Result counts a read as late: the
+// 1 ms to which spate's figures are held.
+const LateRead = time.Millisecond
+
+// Errors of Do besides the Handler's and the network's.
+var (
+	// ErrIdleTimeout is a response that stalled for Request.IdleTimeout.
+	ErrIdleTimeout = errors.New("no data from the server within the idle timeout")
+	// ErrClosed is a Do on a closed Client.
+	ErrClosed = errors.New("rawhttp: client closed")
+	// ErrUnsupported is New on a platform without the reactor.
+	ErrUnsupported = errors.New("rawhttp: not supported on this platform")
+	// ErrExtraData is a response followed by bytes no request asked for.
+	ErrExtraData = errors.New("rawhttp: data after the end of the response")
+)
+
+// AppendHead appends a request line and the headers every request needs
+// (Host, Content-Length when there is a body) to b; the caller adds its
+// own headers as "Name: value\r\n" lines, then "\r\n" and the body.
+func AppendHead(b []byte, method, target, host string, bodyLen int) []byte {
+	b = append(b, method...)
+	b = append(b, ' ')
+	b = append(b, target...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	if bodyLen > 0 || method == "POST" || method == "PUT" || method == "PATCH" {
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, int64(bodyLen), 10)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}

@@ -1,0 +1,347 @@
+//go:build linux
+
+package rawhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Available reports whether the reactor works here: Linux with epoll.
+func Available() bool { return true }
+
+// Client sends requests to one server over pooled keep-alive connections.
+// It is safe for concurrent use. Close it to stop its reactors.
+type Client struct {
+	cfg      Config
+	reactors []*reactor
+	next     atomic.Uint32
+
+	mu     sync.Mutex
+	idle   []*conn // most recently used last
+	closed bool
+	wg     sync.WaitGroup // reactor goroutines
+}
+
+// conn is one connection. Its fd is closed only by closeConn; shutdown
+// (from Do, to abort a request) is done under mu so that it never hits a
+// reused descriptor.
+type conn struct {
+	fd       int
+	r        *reactor
+	call     atomic.Pointer[call] // the request in flight, nil when idle
+	writable chan struct{}        // EPOLLOUT edges, for a write that hit EAGAIN
+	blocked  atomic.Bool          // a write is waiting on writable
+	p        respParser           // the reactor's, while call is set
+	idleAt   time.Time            // when it went idle (Client.mu)
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// call is one request in flight on a conn.
+type call struct {
+	h        Handler
+	done     chan error // the reactor's verdict, once
+	lastRead atomic.Int64
+	readLag  time.Duration
+	reads    int
+	late     int
+	gotBytes bool
+}
+
+// New returns a Client for cfg; its reactors start at once.
+func New(cfg Config) (*Client, error) {
+	cfg.defaults()
+	c := &Client{cfg: cfg}
+	for range cfg.Reactors {
+		r, err := newReactor(c)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.reactors = append(c.reactors, r)
+		c.wg.Add(1)
+		go r.loop()
+	}
+	return c, nil
+}
+
+// Close closes idle connections and stops the reactors, once every Do has
+// returned.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	idle := c.idle
+	c.idle = nil
+	c.mu.Unlock()
+	for _, cn := range idle {
+		cn.r.closeConn(cn)
+	}
+	for _, r := range c.reactors {
+		r.stop()
+	}
+	c.wg.Wait()
+	for _, r := range c.reactors {
+		r.close()
+	}
+	return nil
+}
+
+// errServerClosedIdle is a reused connection that the server had closed:
+// the request is sent again on a new one, as net/http does.
+var errServerClosedIdle = errors.New("rawhttp: server closed an idle connection")
+
+// Do sends req and returns when its response has been read (or failed).
+// The Handler has been called for all of it by then. A request that meets
+// a reused connection the server had closed, before any byte of a
+// response, is sent again on a new connection.
+func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := c.do(ctx, req, attempt > 0)
+		if errors.Is(err, errServerClosedIdle) && attempt < 2 {
+			continue
+		}
+		if errors.Is(err, errServerClosedIdle) {
+			err = io.ErrUnexpectedEOF
+		}
+		return res, err
+	}
+}
+
+func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, error) {
+	cl := &call{h: req.Handler, done: make(chan error, 1)}
+	cn, reused, err := c.get(ctx, cl, req.Head, fresh)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Reused: reused}
+	if err := cn.write(ctx, req.Raw); err != nil {
+		cn.abort(cl)
+		<-cl.done
+		if reused && !cl.gotBytes {
+			return res, errServerClosedIdle
+		}
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("writing request: %w", context.Cause(ctx))
+		}
+		return res, fmt.Errorf("writing request: %w", err)
+	}
+	res.Written = time.Now()
+	cl.lastRead.Store(int64(time.Since(epoch)))
+	var idle <-chan time.Time
+	var timer *time.Timer
+	if req.IdleTimeout > 0 {
+		timer = time.NewTimer(req.IdleTimeout)
+		defer timer.Stop()
+		idle = timer.C
+	}
+	for {
+		select {
+		case err := <-cl.done:
+			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
+			if err != nil && reused && !cl.gotBytes && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+				return res, errServerClosedIdle
+			}
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF // a connection closed with no response
+			}
+			return res, err
+		case <-ctx.Done():
+			cn.abort(cl)
+			err := <-cl.done
+			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
+			if err == nil {
+				return res, nil // the response was complete as the context ended
+			}
+			return res, context.Cause(ctx)
+		case <-idle:
+			quiet := time.Since(epoch) - time.Duration(cl.lastRead.Load())
+			if quiet < req.IdleTimeout {
+				timer.Reset(req.IdleTimeout - quiet)
+				continue
+			}
+			cn.abort(cl)
+			<-cl.done
+			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
+			return res, ErrIdleTimeout
+		}
+	}
+}
+
+// epoch is the origin of the monotonic nanosecond stamps kept in atomics.
+var epoch = time.Now()
+
+// get returns a connection with cl set as its call: an idle one unless
+// fresh, else a new one.
+func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bool, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	if !fresh {
+		for n := len(c.idle); n > 0; n = len(c.idle) {
+			cn := c.idle[n-1]
+			c.idle = c.idle[:n-1]
+			cn.p.reset(head)
+			cn.call.Store(cl)
+			c.mu.Unlock()
+			return cn, true, nil
+		}
+	}
+	c.mu.Unlock()
+	cn, err := c.dial(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	cn.p.reset(head)
+	cn.call.Store(cl)
+	if err := cn.r.register(cn); err != nil {
+		unix.Close(cn.fd)
+		return nil, false, err
+	}
+	return cn, false, nil
+}
+
+// dial connects with net.Dialer (timeouts, context, TCP_NODELAY) and takes
+// the socket over from the Go runtime's poller.
+func (c *Client) dial(ctx context.Context) (*conn, error) {
+	d := net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	sc, err := nc.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("taking over a connection: %w", err)
+	}
+	fd := -1
+	var derr error
+	if err := sc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, fmt.Errorf("taking over a connection: %w", err)
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("taking over a connection: %w", derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("taking over a connection: %w", err)
+	}
+	if !c.cfg.ReadStamps {
+		enableStamps(fd)
+	}
+	r := c.reactors[int(c.next.Add(1))%len(c.reactors)]
+	return &conn{fd: fd, r: r, writable: make(chan struct{}, 1)}, nil
+}
+
+// putIdle returns a connection whose response is complete to the pool.
+func (c *Client) putIdle(cn *conn, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	cn.idleAt = now
+	c.idle = append(c.idle, cn)
+	return true
+}
+
+// takeIdle removes cn from the pool if it is there.
+func (c *Client) takeIdle(cn *conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.idle {
+		if x == cn {
+			c.idle = append(c.idle[:i], c.idle[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// expireIdle closes the connections of r idle for longer than the
+// configured timeout.
+func (c *Client) expireIdle(r *reactor, now time.Time) {
+	var old []*conn
+	c.mu.Lock()
+	keep := c.idle[:0]
+	for _, cn := range c.idle {
+		if cn.r == r && now.Sub(cn.idleAt) > c.cfg.IdleConnTimeout {
+			old = append(old, cn)
+		} else {
+			keep = append(keep, cn)
+		}
+	}
+	clear(c.idle[len(keep):])
+	c.idle = keep
+	c.mu.Unlock()
+	for _, cn := range old {
+		r.closeConn(cn)
+	}
+}
+
+// write writes b whole, waiting for the reactor's word when the socket's
+// buffer is full.
+func (cn *conn) write(ctx context.Context, b []byte) error {
+	for len(b) > 0 {
+		n, err := write(cn.fd, b)
+		if n > 0 {
+			b = b[n:]
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.EAGAIN):
+			// Say so, then try once more: an edge between the write and
+			// the flag would otherwise be missed.
+			cn.blocked.Store(true)
+			if n, err = write(cn.fd, b); n > 0 || !errors.Is(err, unix.EAGAIN) {
+				cn.blocked.Store(false)
+				if n > 0 {
+					b = b[n:]
+				}
+				if err != nil && !errors.Is(err, unix.EINTR) {
+					return err
+				}
+				continue
+			}
+			select {
+			case <-cn.writable:
+			case <-ctx.Done():
+				cn.blocked.Store(false)
+				return context.Cause(ctx)
+			}
+			cn.blocked.Store(false)
+		case errors.Is(err, unix.EINTR):
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// abort shuts the connection down if cl is still its call: the reactor
+// then sees its end and finishes cl. A call the reactor has finished
+// meanwhile is left alone, and so is the connection, which may already
+// carry another request.
+func (cn *conn) abort(cl *call) {
+	cn.mu.Lock()
+	if !cn.closed && cn.call.Load() == cl {
+		_ = unix.Shutdown(cn.fd, unix.SHUT_RDWR)
+	}
+	cn.mu.Unlock()
+}

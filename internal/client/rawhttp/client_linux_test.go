@@ -1,0 +1,252 @@
+//go:build linux
+
+package rawhttp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readStamps makes newClient's clients stamp reads with their return time
+// (see TestReadStamps).
+var readStamps bool
+
+func newClient(t *testing.T, url string) *Client {
+	t.Helper()
+	c, err := New(Config{Addr: strings.TrimPrefix(url, "http://"), ReadStamps: readStamps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func get(path, host string) []byte {
+	b := AppendHead(nil, "GET", path, host, 0)
+	return append(b, "\r\n"...)
+}
+
+// streamer writes n chunks of "tick\n", gap apart, flushing each.
+func streamer(n int, gap time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f := w.(http.Flusher)
+		for i := range n {
+			if i > 0 {
+				time.Sleep(gap)
+			}
+			fmt.Fprintf(w, "tick %d\n", i)
+			f.Flush()
+		}
+	}
+}
+
+func TestStreamAndReuse(t *testing.T) {
+	srv := httptest.NewServer(streamer(5, 10*time.Millisecond))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for i, wantReused := range []bool{false, true, true} {
+		h := &collect{}
+		res, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h})
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if h.status != 200 || string(h.body) != "tick 0\ntick 1\ntick 2\ntick 3\ntick 4\n" {
+			t.Fatalf("request %d: %d %q", i, h.status, h.body)
+		}
+		if res.Reused != wantReused {
+			t.Fatalf("request %d: reused %v, want %v", i, res.Reused, wantReused)
+		}
+		if res.Written.IsZero() || res.ReadLag < 0 {
+			t.Fatalf("request %d: result %+v", i, res)
+		}
+		for j, k := range h.kernel {
+			if k == readStamps {
+				t.Fatalf("request %d: read %d has a kernel receive stamp: %v, want %v", i, j, k, !readStamps)
+			}
+		}
+		// Each flush is its own read, 10 ms apart: the stamps say so.
+		if n := len(h.stamps); n < 5 {
+			t.Fatalf("request %d: %d body reads, want 5 or more", i, n)
+		}
+		if span := h.stamps[len(h.stamps)-1].Sub(h.stamps[0]); span < 35*time.Millisecond {
+			t.Fatalf("request %d: stamps span %v, want about 40 ms", i, span)
+		}
+	}
+}
+
+// TestReadStamps runs the stream tests with read-time stamps, the path of
+// a socket that gives no receive time.
+func TestReadStamps(t *testing.T) {
+	readStamps = true
+	defer func() { readStamps = false }()
+	t.Run("stream and reuse", TestStreamAndReuse)
+	t.Run("concurrent streams", TestConcurrentStreams)
+}
+
+func TestConcurrentStreams(t *testing.T) {
+	srv := httptest.NewServer(streamer(20, time.Millisecond))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range 200 {
+		wg.Go(func() {
+			h := &collect{}
+			if _, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h}); err != nil {
+				errs <- err
+				return
+			}
+			if strings.Count(string(h.body), "tick") != 20 {
+				errs <- fmt.Errorf("body %q", h.body)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// oneShot serves each connection one response and then closes it after
+// a pause, as a server with a short keep-alive does.
+func oneShot(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer nc.Close()
+				req, err := http.ReadRequest(bufio.NewReader(nc))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				time.Sleep(20 * time.Millisecond)
+			})
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestServerClosedIdleIsRetried(t *testing.T) {
+	addr := oneShot(t)
+	c := newClient(t, "http://"+addr)
+	for i := range 3 {
+		h := &collect{}
+		if _, err := c.Do(context.Background(), &Request{Raw: get("/", addr), Handler: h}); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if string(h.body) != "ok" {
+			t.Fatalf("request %d: body %q", i, h.body)
+		}
+		time.Sleep(50 * time.Millisecond) // the server has closed it by now
+	}
+}
+
+func TestFailures(t *testing.T) {
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer stall.Close()
+	c := newClient(t, stall.URL)
+	host := strings.TrimPrefix(stall.URL, "http://")
+
+	t.Run("idle timeout", func(t *testing.T) {
+		h := &collect{}
+		start := time.Now()
+		_, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h, IdleTimeout: 100 * time.Millisecond})
+		if !errors.Is(err, ErrIdleTimeout) || time.Since(start) > 5*time.Second {
+			t.Fatalf("error %v after %v, want idle timeout", err, time.Since(start))
+		}
+		if string(h.body) != "first\n" {
+			t.Fatalf("body %q", h.body)
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := c.Do(ctx, &Request{Raw: get("/", host), Handler: &collect{}})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("error %v, want the context's", err)
+		}
+	})
+	t.Run("handler error", func(t *testing.T) {
+		stop := errors.New("stop")
+		_, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: failing{stop}})
+		if !errors.Is(err, stop) {
+			t.Fatalf("error %v, want the handler's", err)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		addr := ln.Addr().String()
+		ln.Close()
+		c := newClient(t, "http://"+addr)
+		_, err := c.Do(context.Background(), &Request{Raw: get("/", addr), Handler: &collect{}})
+		var op *net.OpError
+		if !errors.As(err, &op) || op.Op != "dial" {
+			t.Fatalf("error %v, want a dial error", err)
+		}
+	})
+	t.Run("closed client", func(t *testing.T) {
+		c := newClient(t, stall.URL)
+		c.Close()
+		if _, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: &collect{}}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("error %v, want ErrClosed", err)
+		}
+	})
+}
+
+type failing struct{ err error }
+
+func (f failing) Header(int, Read) error  { return nil }
+func (f failing) Body([]byte, Read) error { return f.err }
+
+func TestLargeBodyWaitsForWritable(t *testing.T) {
+	got := make(chan int, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(50 * time.Millisecond) // let the client's socket buffer fill
+		n, _ := io.Copy(io.Discard, r.Body)
+		got <- int(n)
+		io.WriteString(w, "done")
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	body := strings.Repeat("x", 32<<20)
+	raw := append(AppendHead(nil, "POST", "/", host, len(body)), "\r\n"+body...)
+	h := &collect{}
+	if _, err := c.Do(context.Background(), &Request{Raw: raw, Handler: h}); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-got; n != len(body) || string(h.body) != "done" {
+		t.Fatalf("server read %d bytes, client got %q", n, h.body)
+	}
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package rawhttp
+
+import "context"
+
+// Available reports whether the reactor works here: not on this platform.
+func Available() bool { return false }
+
+// Client is unavailable on this platform: New fails with ErrUnsupported.
+type Client struct{}
+
+// New fails with ErrUnsupported on this platform.
+func New(Config) (*Client, error) { return nil, ErrUnsupported }
+
+// Do fails with ErrUnsupported on this platform.
+func (*Client) Do(context.Context, *Request) (Result, error) { return Result{}, ErrUnsupported }
+
+// Close does nothing on this platform.
+func (*Client) Close() error { return nil }

@@ -1,0 +1,405 @@
+//go:build linux
+
+package rawhttp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// reactor waits on one epoll set and serves its connections' reads.
+type reactor struct {
+	client  *Client
+	epfd    int
+	file    *os.File        // epfd, registered with the runtime's poller
+	rc      syscall.RawConn // to wait on it
+	wakeFD  int             // an eventfd that stop writes to
+	stopped atomic.Bool
+
+	mu    sync.RWMutex
+	conns map[int32]*conn
+
+	buf    []byte
+	oob    []byte // control messages (the receive time) of a read
+	events []unix.EpollEvent
+	// base is the earliest time the events of the current batch can have
+	// become ready (see loop).
+	base time.Time
+}
+
+func newReactor(c *Client) (*reactor, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll_create1: %w", err)
+	}
+	// The epoll set is itself pollable: the Go runtime's poller waits on
+	// it for the reactor, which so parks as any goroutine blocked on I/O
+	// does, rather than in a blocking system call (which costs a thread
+	// hand-off and keeps sysmon polling).
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	file := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := file.SyscallConn()
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}); err != nil {
+		file.Close()
+		unix.Close(wfd)
+		return nil, fmt.Errorf("epoll_ctl: %w", err)
+	}
+	return &reactor{client: c, epfd: epfd, file: file, rc: rc, wakeFD: wfd, conns: map[int32]*conn{},
+		buf: make([]byte, 64<<10), oob: make([]byte, 128), events: make([]unix.EpollEvent, 256)}, nil
+}
+
+// register adds cn to the epoll set, edge-triggered.
+func (r *reactor) register(cn *conn) error {
+	r.mu.Lock()
+	r.conns[int32(cn.fd)] = cn
+	r.mu.Unlock()
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(cn.fd)}
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, cn.fd, &ev); err != nil {
+		r.mu.Lock()
+		delete(r.conns, int32(cn.fd))
+		r.mu.Unlock()
+		return fmt.Errorf("epoll_ctl: %w", err)
+	}
+	return nil
+}
+
+// closeConn closes cn's socket (closing removes it from the epoll set).
+func (r *reactor) closeConn(cn *conn) {
+	r.mu.Lock()
+	if r.conns[int32(cn.fd)] == cn {
+		delete(r.conns, int32(cn.fd))
+	}
+	r.mu.Unlock()
+	cn.mu.Lock()
+	if !cn.closed {
+		cn.closed = true
+		unix.Close(cn.fd)
+	}
+	cn.mu.Unlock()
+}
+
+func (r *reactor) stop() {
+	r.stopped.Store(true)
+	var one = [8]byte{1}
+	_, _ = unix.Write(r.wakeFD, one[:])
+}
+
+func (r *reactor) close() {
+	r.mu.Lock()
+	conns := r.conns
+	r.conns = map[int32]*conn{}
+	r.mu.Unlock()
+	for _, cn := range conns {
+		cn.mu.Lock()
+		if !cn.closed {
+			cn.closed = true
+			unix.Close(cn.fd)
+		}
+		cn.mu.Unlock()
+	}
+	unix.Close(r.wakeFD)
+	r.file.Close()
+}
+
+// loop waits for ready sockets and serves them until stop.
+//
+// Waking costs more than reading (a context switch each time the process
+// goes idle), so when events come faster than Tick the reactor stops
+// waiting for each: it sleeps to the next tick and collects what became
+// ready meanwhile in one batch. Reads are still stamped one by one; what a
+// tick adds is the time data waited for it, which the read lag bounds.
+//
+// Read lag: the events of a batch became ready after the previous batch's
+// collecting epoll_wait scanned the ready list, unless that one was
+// truncated (it returned as many events as it had room for), in which case
+// they may be older still. So a batch's base, the earliest its events can
+// have become ready, is the previous base after a truncated batch, else the
+// start of the previous collecting call (its return, when it had parked:
+// it scanned as it woke). A batch collected after parking has its own
+// return as base: it woke on the arrival. Each read's lag bound is its
+// stamp minus its batch's base; the wake-up latency of the kernel and the
+// runtime, which every reader has, is not in it.
+func (r *reactor) loop() {
+	defer r.client.wg.Done()
+	prevScan, prevRet := time.Now(), time.Time{}
+	prevTrunc, dense := false, false
+	lastExpire := time.Now()
+	for !r.stopped.Load() {
+		if dense {
+			if d := r.client.cfg.Tick - time.Since(prevRet); d > 0 {
+				nanosleep(d)
+			}
+		}
+		start := time.Now()
+		n, parked, err := r.wait()
+		ret := time.Now()
+		if err != nil {
+			// The epoll set is broken: nothing more can be read.
+			r.failAll(fmt.Errorf("epoll_wait: %w", err))
+			return
+		}
+		switch {
+		case parked:
+			r.base = ret
+		case prevTrunc:
+		default:
+			r.base = prevScan
+		}
+		prevScan = start
+		if parked {
+			prevScan = ret
+		}
+		// Dense: this batch came within two ticks of the last (one tick
+		// and the work of a batch, when ticking).
+		dense = r.client.cfg.Tick > 0 && n > 0 && ret.Sub(prevRet) < 2*r.client.cfg.Tick
+		prevRet, prevTrunc = ret, n == len(r.events)
+		for i := range n {
+			ev := &r.events[i]
+			if ev.Fd == int32(r.wakeFD) {
+				continue
+			}
+			r.mu.RLock()
+			cn := r.conns[ev.Fd]
+			r.mu.RUnlock()
+			if cn != nil {
+				r.serve(cn, ev.Events)
+			}
+		}
+		if ret.Sub(lastExpire) > time.Second {
+			lastExpire = ret
+			r.client.expireIdle(r, ret)
+		}
+	}
+}
+
+// nanosleep sleeps the thread for d, holding its P (a tick is shorter than
+// the runtime's timers resolve when the process is idle).
+func nanosleep(d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, _ = unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0) // EINTR ends it early
+}
+
+// wait returns the next batch of events: at once if some are ready, else
+// once the runtime's poller says the set is ready (stop makes it so), with
+// parked true.
+func (r *reactor) wait() (n int, parked bool, err error) {
+	n, err = r.poll()
+	if n > 0 || err != nil {
+		return n, false, err
+	}
+	werr := r.rc.Read(func(uintptr) bool {
+		n, err = r.poll()
+		return n > 0 || err != nil
+	})
+	if werr != nil {
+		return 0, true, werr
+	}
+	return n, true, err
+}
+
+// poll is epoll_wait without waiting, as a raw system call (it never
+// blocks, so the runtime need not know).
+func (r *reactor) poll() (int, error) {
+	for {
+		n, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(r.epfd), uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), 0, 0, 0)
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, e
+	}
+}
+
+// write is write(2) as a raw system call: the socket never blocks, so the
+// runtime need not hand the thread's P over (which keeps sysmon polling).
+func write(fd int, p []byte) (int, error) {
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return -1, e
+	}
+	return int(n), nil
+}
+
+// recv reads fd into the reactor's buffer with recvmsg(2), as a raw
+// system call (the socket never blocks), and returns the kernel's receive
+// time of the last byte read (Unix nanoseconds), or 0 when the socket gave
+// none (see enableStamps).
+func (r *reactor) recv(fd int) (int, int64, error) {
+	iov := unix.Iovec{Base: &r.buf[0]}
+	iov.SetLen(len(r.buf))
+	msg := unix.Msghdr{Iov: &iov, Control: &r.oob[0]}
+	msg.SetIovlen(1)
+	msg.SetControllen(len(r.oob))
+	n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
+	if e != 0 {
+		return -1, 0, e
+	}
+	return int(n), stampOf(r.oob[:msg.Controllen]), nil
+}
+
+// stampOf finds an SCM_TIMESTAMPNS control message in oob.
+func stampOf(oob []byte) int64 {
+	const hdr = int(unsafe.Sizeof(unix.Cmsghdr{}))
+	for len(oob) >= hdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && l >= hdr+int(unsafe.Sizeof(unix.Timespec{})) {
+			ts := (*unix.Timespec)(unsafe.Pointer(&oob[hdr]))
+			return ts.Nano()
+		}
+		oob = oob[min(cmsgAlign(l), len(oob)):]
+	}
+	return 0
+}
+
+func cmsgAlign(n int) int {
+	const a = int(unsafe.Sizeof(uintptr(0)))
+	return (n + a - 1) &^ (a - 1)
+}
+
+// enableStamps asks the kernel for each read's receive time
+// (SO_TIMESTAMPNS); a socket that refuses is read with read-time stamps.
+func enableStamps(fd int) {
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+}
+
+const (
+	evRead = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
+	evEnd  = unix.EPOLLRDHUP | unix.EPOLLHUP | unix.EPOLLERR
+)
+
+// serve handles one readiness event of cn.
+func (r *reactor) serve(cn *conn, events uint32) {
+	cl := cn.call.Load()
+	if cl == nil {
+		if events&evRead == 0 {
+			return // an idle socket's send buffer drained
+		}
+		// Data or an end on an idle connection: the server closed it (or
+		// sent what nobody asked for). Unless a request took it meanwhile,
+		// it is done.
+		if r.client.takeIdle(cn) {
+			r.closeConn(cn)
+			return
+		}
+		if cl = cn.call.Load(); cl == nil {
+			return
+		}
+	}
+	if events&unix.EPOLLOUT != 0 && cn.blocked.Load() {
+		select {
+		case cn.writable <- struct{}{}:
+		default:
+		}
+	}
+	if events&evRead != 0 {
+		r.read(cn, cl, events&evEnd != 0)
+	}
+}
+
+// read reads cn once (more while reads fill the buffer, or when the peer
+// has hung up, so that the end is not missed) and parses what came.
+func (r *reactor) read(cn *conn, cl *call, ending bool) {
+	for {
+		n, kts, err := r.recv(cn.fd)
+		at := time.Now()
+		if n > 0 {
+			rd := Read{At: at, Bound: at.Sub(r.base)}
+			lag := rd.Bound
+			if w := at.UnixNano() - kts; kts > 0 && w >= 0 && w < int64(10*time.Second) {
+				// The kernel's receive time, on the monotonic clock: at
+				// less the wait it measured (a wall-clock step between
+				// the two would show as a wait out of range, and the
+				// read's own time is used).
+				rd.At, rd.Kernel, lag = at.Add(-time.Duration(w)), true, time.Duration(w)
+			}
+			cl.readLag = max(cl.readLag, lag)
+			cl.reads++
+			if lag > LateRead {
+				cl.late++
+			}
+			cl.lastRead.Store(int64(at.Sub(epoch)))
+			cl.gotBytes = true
+			used, done, perr := cn.p.feed(r.buf[:n], rd, cl.h)
+			switch {
+			case perr != nil:
+				r.finish(cn, cl, perr, false, at)
+				return
+			case done && used < n:
+				r.finish(cn, cl, ErrExtraData, false, at)
+				return
+			case done:
+				r.finish(cn, cl, nil, cn.p.keepAlive && !ending, at)
+				return
+			}
+			if n < len(r.buf) && !ending {
+				return // drained: a short read empties a stream socket
+			}
+			continue
+		}
+		switch {
+		case n == 0 && err == nil:
+			r.finish(cn, cl, cn.p.eof(), false, at)
+			return
+		case errors.Is(err, unix.EAGAIN):
+			return
+		case errors.Is(err, unix.EINTR):
+			continue
+		default:
+			r.finish(cn, cl, fmt.Errorf("reading response: %w", err), false, at)
+			return
+		}
+	}
+}
+
+// finish ends the call: its connection to the pool or closed (before Do
+// hears, so that Do's next request finds it), then its verdict to Do.
+func (r *reactor) finish(cn *conn, cl *call, err error, reuse bool, now time.Time) {
+	cn.mu.Lock() // against an abort of cl hitting the connection's next call
+	cn.call.Store(nil)
+	cn.mu.Unlock()
+	if !reuse || !r.client.putIdle(cn, now) {
+		r.closeConn(cn)
+	}
+	cl.done <- err
+}
+
+// failAll fails every call in flight.
+func (r *reactor) failAll(err error) {
+	r.mu.RLock()
+	var all []*conn
+	for _, cn := range r.conns {
+		all = append(all, cn)
+	}
+	r.mu.RUnlock()
+	for _, cn := range all {
+		if cl := cn.call.Load(); cl != nil {
+			r.finish(cn, cl, err, false, time.Now())
+		}
+	}
+}

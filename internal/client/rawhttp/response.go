@@ -1,0 +1,264 @@
+package rawhttp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
+// Handler receives one response as it arrives, on the reactor goroutine:
+// it must be quick and must not block. A Handler's error ends the response
+// (and its connection) and is returned by Do.
+type Handler interface {
+	// Header is called once the status line and headers have arrived, with
+	// the read that completed them.
+	Header(status int, rd Read) error
+	// Body is called with each piece of the body, de-chunked, with the
+	// read that delivered it. p is valid only during the call.
+	Body(p []byte, rd Read) error
+}
+
+// Read is what is known of when the bytes of one read arrived.
+type Read struct {
+	// At is when they arrived: the kernel's receive time of the last of
+	// them, where the socket reports it (Kernel), else when the read
+	// returned. It carries a monotonic reading.
+	At time.Time
+	// Kernel says At is the kernel's receive time.
+	Kernel bool
+	// Bound bounds how long any of the read's bytes waited before the
+	// read: since the reactor can last have seen the socket empty.
+	Bound time.Duration
+}
+
+// maxHeader bounds a response's status line and headers.
+const maxHeader = 64 << 10
+
+// ErrMalformed is returned (wrapped) for a response that is not HTTP/1.x.
+var ErrMalformed = errors.New("malformed HTTP response")
+
+// parser states.
+const (
+	stHeader = iota
+	stLength
+	stChunkSize
+	stChunkData
+	stChunkEnd
+	stTrailer
+	stUntilClose
+	stDone
+)
+
+// respParser is a push parser of one HTTP/1.1 response: fed the bytes of
+// each read, it hands the body to a Handler and says when the response is
+// complete. It keeps only a partial header or chunk-size line between
+// reads.
+type respParser struct {
+	state     int
+	line      []byte // partial header block, chunk-size or trailer line
+	status    int
+	left      int64 // bytes left in the body (stLength) or chunk (stChunkData)
+	keepAlive bool  // the connection may carry another request after this
+	head      bool  // the request was HEAD: no body whatever the headers say
+}
+
+func (p *respParser) reset(head bool) {
+	p.state, p.line, p.status, p.left, p.keepAlive, p.head = stHeader, p.line[:0], 0, 0, false, head
+}
+
+// feed parses b, read at at. It returns the number of bytes of b that
+// belong to this response: fewer than len(b) only when the response is
+// complete and b holds more (which the caller must treat as an error, as
+// a client that does not pipeline never expects it).
+func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, err error) {
+	n := len(b)
+	for len(b) > 0 && p.state != stDone {
+		switch p.state {
+		case stHeader:
+			start := max(len(p.line)-3, 0)
+			p.line = append(p.line, b...)
+			i := bytes.Index(p.line[start:], []byte("\r\n\r\n"))
+			end := 4
+			if j := bytes.Index(p.line[start:], []byte("\n\n")); j >= 0 && (i < 0 || j < i) {
+				i, end = j, 2
+			}
+			if i < 0 {
+				if len(p.line) > maxHeader {
+					return 0, false, fmt.Errorf("%w: headers longer than %d bytes", ErrMalformed, maxHeader)
+				}
+				return n, false, nil
+			}
+			hdrEnd := start + i + end
+			rest := len(p.line) - hdrEnd // bytes of b past the headers
+			b = b[len(b)-rest:]
+			if err := p.header(p.line[:hdrEnd]); err != nil {
+				return 0, false, err
+			}
+			p.line = p.line[:0]
+			if p.status >= 100 && p.status < 200 {
+				p.state = stHeader // an interim response: the real one follows
+				continue
+			}
+			if err := h.Header(p.status, rd); err != nil {
+				return 0, false, err
+			}
+		case stLength:
+			k := int(min(int64(len(b)), p.left))
+			if err := h.Body(b[:k], rd); err != nil {
+				return 0, false, err
+			}
+			b, p.left = b[k:], p.left-int64(k)
+			if p.left == 0 {
+				p.state = stDone
+			}
+		case stUntilClose:
+			if err := h.Body(b, rd); err != nil {
+				return 0, false, err
+			}
+			b = b[len(b):]
+		case stChunkSize, stTrailer, stChunkEnd:
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				if len(p.line)+len(b) > 4096 {
+					return 0, false, fmt.Errorf("%w: chunk line longer than 4096 bytes", ErrMalformed)
+				}
+				p.line = append(p.line, b...)
+				b = b[len(b):]
+				continue
+			}
+			l := b[:i]
+			if len(p.line) > 0 {
+				p.line = append(p.line, l...)
+				l = p.line
+			}
+			b = b[i+1:]
+			l = bytes.TrimSuffix(l, []byte("\r"))
+			if err := p.chunkLine(l); err != nil {
+				return 0, false, err
+			}
+			p.line = p.line[:0]
+		case stChunkData:
+			k := int(min(int64(len(b)), p.left))
+			if err := h.Body(b[:k], rd); err != nil {
+				return 0, false, err
+			}
+			b, p.left = b[k:], p.left-int64(k)
+			if p.left == 0 {
+				p.state = stChunkEnd
+			}
+		}
+	}
+	return n - len(b), p.state == stDone, nil
+}
+
+// chunkLine handles a complete line in the chunk-size, chunk-end or
+// trailer state.
+func (p *respParser) chunkLine(l []byte) error {
+	switch p.state {
+	case stChunkEnd:
+		if len(l) != 0 {
+			return fmt.Errorf("%w: chunk not followed by CRLF", ErrMalformed)
+		}
+		p.state = stChunkSize
+	case stTrailer:
+		if len(l) == 0 {
+			p.state = stDone
+		}
+	case stChunkSize:
+		if i := bytes.IndexAny(l, "; \t"); i >= 0 {
+			l = l[:i] // chunk extensions
+		}
+		size, err := strconv.ParseInt(string(l), 16, 64)
+		if err != nil || size < 0 || len(l) == 0 || len(l) > 16 {
+			return fmt.Errorf("%w: bad chunk size %.20q", ErrMalformed, l)
+		}
+		if size == 0 {
+			p.state = stTrailer
+		} else {
+			p.state, p.left = stChunkData, size
+		}
+	}
+	return nil
+}
+
+// header parses the status line and headers (block ends with a blank line)
+// and chooses how the body is delimited.
+func (p *respParser) header(block []byte) error {
+	line, rest, _ := bytes.Cut(block, []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	if !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(line) < 12 || line[8] != ' ' {
+		return fmt.Errorf("%w: status line %.40q", ErrMalformed, line)
+	}
+	http10 := line[7] == '0'
+	status, err := strconv.Atoi(string(line[9:12]))
+	if err != nil || status < 100 || status > 999 || (len(line) > 12 && line[12] != ' ') {
+		return fmt.Errorf("%w: status line %.40q", ErrMalformed, line)
+	}
+	p.status = status
+	length, chunked, closeConn, keepAlive := int64(-1), false, false, false
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return fmt.Errorf("%w: header line %.40q", ErrMalformed, line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			n, err := strconv.ParseInt(string(value), 10, 64)
+			if err != nil || n < 0 || (length >= 0 && n != length) {
+				return fmt.Errorf("%w: Content-Length %.40q", ErrMalformed, value)
+			}
+			length = n
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			if !bytes.EqualFold(value, []byte("chunked")) {
+				return fmt.Errorf("%w: unsupported Transfer-Encoding %.40q", ErrMalformed, value)
+			}
+			chunked = true
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, tok := range bytes.Split(value, []byte(",")) {
+				tok = bytes.TrimSpace(tok)
+				closeConn = closeConn || bytes.EqualFold(tok, []byte("close"))
+				keepAlive = keepAlive || bytes.EqualFold(tok, []byte("keep-alive"))
+			}
+		}
+	}
+	p.keepAlive = !closeConn && (!http10 || keepAlive)
+	switch {
+	case status < 200:
+		// An interim response has no body.
+	case p.head || status == 204 || status == 304:
+		p.state = stDone
+	case chunked:
+		p.state = stChunkSize
+	case length == 0:
+		p.state = stDone
+	case length > 0:
+		p.state, p.left = stLength, length
+	default:
+		p.state, p.keepAlive = stUntilClose, false
+	}
+	return nil
+}
+
+// eof is the end of the connection: it completes a body delimited by the
+// close, and is an error anywhere else.
+func (p *respParser) eof() error {
+	switch p.state {
+	case stDone, stUntilClose:
+		p.state = stDone
+		return nil
+	case stHeader:
+		if len(p.line) == 0 {
+			return io.EOF // nothing of a response
+		}
+	}
+	return io.ErrUnexpectedEOF
+}
