@@ -167,9 +167,16 @@ type Load struct {
 	SlotWaitMS     Dist    `json:"slot_wait_ms"`
 	SendDelayMS    Dist    `json:"send_delay_ms"`
 	LagBoundMS     float64 `json:"lag_bound_ms"`
-	Valid          bool    `json:"valid"`
-	InvalidCause   string  `json:"invalid_cause,omitempty"` // generator_saturated, concurrency_cap, server_backpressure
-	InvalidReason  string  `json:"invalid_reason,omitempty"`
+	// ReadLagMS is the distribution of requests' read lag (how late the
+	// client read responses after their data arrived, the largest of each
+	// request's reads), when the client measures it; LateEvents is the
+	// fraction of content events whose timestamp may be off by over 1 ms,
+	// over 1 % of which the stage is not valid.
+	ReadLagMS     *Dist    `json:"read_lag_ms,omitempty"`
+	LateEvents    *float64 `json:"late_events,omitempty"`
+	Valid         bool     `json:"valid"`
+	InvalidCause  string   `json:"invalid_cause,omitempty"` // generator_saturated, concurrency_cap, server_backpressure, reader_lag
+	InvalidReason string   `json:"invalid_reason,omitempty"`
 }
 
 // Requests counts outcomes. Warm-up requests are counted only in Warmup.

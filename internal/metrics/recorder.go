@@ -37,6 +37,11 @@ const (
 // measurement of its target.
 const DefaultLagBound = 10 * time.Millisecond
 
+// LateEventBound is the fraction of late events (record.Record.LateEvents:
+// content events whose timestamp may be off by over 1 ms) above which a
+// run's timestamps are not trusted, as their p99 error is then over 1 ms.
+const LateEventBound = 0.01
+
 // Config describes the load a Recorder measures.
 type Config struct {
 	Start          time.Time
@@ -61,6 +66,10 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	hists map[string]*Hist
+	// readLag holds each request's read lag, when its client measures it;
+	// events and lateEvents add up those requests' content events.
+	readLag            *Hist
+	events, lateEvents int64
 
 	total, succeeded, failed, cancelled, warmup, good int
 	errors                                            map[string]int
@@ -105,6 +114,7 @@ func New(cfg Config) *Recorder {
 		secE2E:       hdr.New(1, latencyMax, 2),
 		groups:       breakdown{},
 		byCheck:      map[string]*result.CheckCount{},
+		readLag:      newLatencyHist(),
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -240,6 +250,11 @@ func (r *Recorder) Record(rec *record.Record) {
 	r.hists[SlotWait].recordDuration(rec.SlotWait)
 	if !rec.Written.IsZero() {
 		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
+	}
+	if rec.ReadLag > 0 {
+		r.readLag.recordDuration(rec.ReadLag)
+		r.events += int64(rec.Chunks)
+		r.lateEvents += int64(rec.LateEvents)
 	}
 	if rec.Failed() {
 		if r.win != nil {
@@ -463,12 +478,24 @@ func (r *Recorder) load() result.Load {
 	if send > bound {
 		problems = append(problems, fmt.Sprintf("sending a request (connect and write) took %.1f ms at p99, over %.0f ms", send, bound))
 	}
+	lateEvents := false
+	if r.readLag.h.TotalCount() > 0 && r.events > 0 {
+		d := r.readLag.Summary()
+		f := float64(r.lateEvents) / float64(r.events)
+		l.ReadLagMS, l.LateEvents = &d, &f
+		if lateEvents = f > LateEventBound; lateEvents {
+			problems = append(problems, fmt.Sprintf("%.1f %% of token timestamps may be off by over 1 ms (read late), over %.0f %%", 100*f, 100*LateEventBound))
+		}
+	}
 	if len(problems) == 0 {
 		return l
 	}
 	l.Valid = false
 	gen := lag - slot
 	switch {
+	case lateEvents && lag <= bound && send <= bound:
+		l.InvalidCause = "reader_lag"
+		l.InvalidReason = "the load generator read responses late (CPU bound), so its token timestamps are not trusted: lower the load or shard it; "
 	case send >= slot && send >= gen:
 		l.InvalidCause = "server_backpressure"
 		l.InvalidReason = "the server was slow to accept connections or read requests, so sends were late: "

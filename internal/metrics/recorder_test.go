@@ -261,3 +261,42 @@ func TestDiscrepancyAndProgress(t *testing.T) {
 		t.Fatalf("discrepancy %v over %d", sc.Tokens.Discrepancy, sc.Tokens.DiscrepancySampled)
 	}
 }
+
+func TestReadLagMakesStageInvalid(t *testing.T) {
+	tests := []struct {
+		name      string
+		lag       time.Duration
+		wantValid bool
+		wantCause string
+	}{
+		{"not measured", 0, true, ""},
+		{"small", 200 * time.Microsecond, true, ""},
+		{"late reads", 20 * time.Millisecond, false, "reader_lag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			r := New(Config{Start: start, Mode: "open", TargetRate: 10})
+			for i := range 50 {
+				sent := start.Add(time.Duration(i) * 100 * time.Millisecond)
+				r.Sent(sent, sent, false)
+				rec := &record.Record{}
+				rec.Reset()
+				rec.Sent, rec.Intended = sent, sent
+				rec.FirstToken, rec.End = sent.Add(10*time.Millisecond), sent.Add(20*time.Millisecond)
+				rec.OutputTokens, rec.Chunks, rec.ReadLag = 1, 10, tt.lag
+				if tt.lag > time.Millisecond {
+					rec.LateEvents = 1
+				}
+				r.Record(rec)
+			}
+			l := r.load()
+			if l.Valid != tt.wantValid || l.InvalidCause != tt.wantCause {
+				t.Fatalf("valid %v cause %q, want %v %q (%s)", l.Valid, l.InvalidCause, tt.wantValid, tt.wantCause, l.InvalidReason)
+			}
+			if (l.ReadLagMS != nil) != (tt.lag > 0) {
+				t.Fatalf("read_lag_ms %+v with lag %v", l.ReadLagMS, tt.lag)
+			}
+		})
+	}
+}

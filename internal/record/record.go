@@ -96,6 +96,14 @@ type Record struct {
 	ChunkTokens []int32
 	// Chunks is the number of content-bearing events.
 	Chunks int
+	// ReadLag is how late the response's reads came after their data
+	// arrived, the largest (measured against the kernel's receive time, or
+	// bounded), when the client could tell (its reactor); 0 otherwise.
+	ReadLag time.Duration
+	// LateEvents counts the content events whose timestamp may be off by
+	// more than 1 ms (they shared a late read with a later event, or had
+	// no receive time and were read late), when ReadLag is measured.
+	LateEvents int
 
 	InputTokens     int
 	OutputTokens    int
