@@ -27,6 +27,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/client/sse"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
@@ -72,6 +73,13 @@ type Config struct {
 	// HTTP is the client to send with (nil: a Client tuned for load, see
 	// NewTransport).
 	HTTP *http.Client
+	// NetHTTP sends streamed requests with net/http even where the reactor
+	// (package rawhttp) could read them; it is used for streamed requests
+	// to http:// targets when HTTP is nil, on Linux.
+	NetHTTP bool
+	// ReactorTick is rawhttp.Config.Tick for the reactor path (0: its
+	// default).
+	ReactorTick time.Duration
 }
 
 // Client sends OpenAI API requests. It is safe for concurrent use.
@@ -80,6 +88,9 @@ type Client struct {
 	endpoint string
 	http     *http.Client
 	pool     sync.Pool // *stream
+	// raw is the reactor path's client, nil when net/http is used.
+	raw       *rawhttp.Client
+	rawTarget rawTarget
 }
 
 // NewTransport returns an HTTP transport for load generation: no
@@ -114,6 +125,9 @@ func New(cfg Config) (*Client, error) {
 		c.http = &http.Client{Transport: NewTransport()}
 	}
 	c.pool.New = func() any { return &stream{} }
+	if c.raw, c.rawTarget, err = newRaw(cfg, c.endpoint); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -135,8 +149,22 @@ type stream struct {
 	sse    sse.Reader
 	parser fastjson.Parser
 	ev     sse.Event
-	text   []byte // output text, for the tokenizer
-	bounds []int  // end offset in text of each content-bearing event
+	text   []byte    // output text, for the tokenizer
+	bounds []int     // end offset in text of each content-bearing event
+	last   time.Time // the last content-bearing event's arrival
+	// The reactor path's state (see reactor.go).
+	push   sse.Parser
+	raw    []byte
+	status int
+	errb   []byte
+	done   bool
+	rec    *record.Record
+	keep   bool
+	last2  time.Time // the last read's stamp
+	c      *Client
+	emit   func(*sse.Event) error
+	skim   chunkSkim
+	trace  *httptrace.ClientTrace // the request context's hooks
 }
 
 type chatBody struct {
@@ -205,6 +233,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		return
 	}
 	rec.RequestedOutput = req.MaxTokens
+	if c.raw != nil {
+		c.doRaw(ctx, req, rec, body)
+		return
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if c.cfg.Timeout > 0 {
@@ -326,7 +358,7 @@ var errNoDone = errors.New("stream ended without data: [DONE]")
 // in rec.Answer.
 func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep bool) error {
 	st.sse.Reset(body, c.cfg.MaxLine, nil)
-	var last time.Time
+	st.last = time.Time{}
 	for {
 		if err := st.sse.Next(&st.ev); err != nil {
 			if err == io.EOF {
@@ -334,88 +366,121 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 			}
 			return err
 		}
-		data := st.ev.Data
-		if len(data) == 6 && string(data) == "[DONE]" {
-			rec.End = st.ev.At
-			return nil
+		if done, err := c.event(st, st.ev.Data, st.ev.At, rec, keep); done || err != nil {
+			return err
 		}
-		v, err := st.parser.ParseBytes(data)
-		if err != nil {
-			return fmt.Errorf("bad event data %.80q: %w", data, err)
+	}
+}
+
+// event takes one server-sent event's data, which arrived at at, into rec;
+// done is the stream's [DONE].
+func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record, keep bool) (done bool, err error) {
+	if len(data) == 6 && string(data) == "[DONE]" {
+		rec.End = at
+		return true, nil
+	}
+	var reasoning, answer bool
+	if skim(data, &st.skim) {
+		// The common chunk, read in one pass (see skim.go).
+		if rec.Model == "" && len(st.skim.model) > 0 {
+			rec.Model = string(st.skim.model)
 		}
-		if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-			return fmt.Errorf("error event: %s", truncate(e.String(), 300))
-		}
-		if rec.Model == "" {
-			if m := v.GetStringBytes("model"); len(m) > 0 {
-				rec.Model = string(m)
-			}
-		}
-		if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-			readUsage(u, rec)
-		}
-		reasoning, answer := false, false
-		for _, ch := range v.GetArray("choices") {
-			d := ch.Get("delta")
-			if d == nil {
-				// /v1/completions chunks carry text directly.
-				if t := ch.GetStringBytes("text"); len(t) > 0 {
-					answer = true
-					st.text = append(st.text, t...)
-					if keep {
-						rec.Answer = append(rec.Answer, t...)
-					}
+		for _, p := range st.skim.parts {
+			if len(p.answer) > 0 {
+				answer = true
+				st.text = append(st.text, p.answer...)
+				if keep {
+					rec.Answer = append(rec.Answer, p.answer...)
 				}
-				continue
 			}
-			if t := d.GetStringBytes("content"); len(t) > 0 {
+			if len(p.reasoning) > 0 {
+				reasoning = true
+				st.text = append(st.text, p.reasoning...)
+			}
+		}
+	} else if reasoning, answer, err = c.parseEvent(st, data, rec, keep); err != nil {
+		return false, err
+	}
+	if !reasoning && !answer {
+		return false, nil // role-only, empty and usage-only chunks are not tokens
+	}
+	if rec.FirstToken.IsZero() {
+		rec.FirstToken = at
+	} else {
+		rec.Gaps = append(rec.Gaps, at.Sub(st.last))
+	}
+	st.last = at
+	if reasoning && rec.FirstReasoning.IsZero() {
+		rec.FirstReasoning = at
+	}
+	if answer && rec.FirstAnswer.IsZero() {
+		rec.FirstAnswer = at
+	}
+	rec.Chunks++
+	st.bounds = append(st.bounds, len(st.text))
+	return false, nil
+}
+
+// parseEvent reads an event's JSON in full (fastjson): what skim leaves.
+func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bool) (reasoning, answer bool, err error) {
+	v, err := st.parser.ParseBytes(data)
+	if err != nil {
+		return false, false, fmt.Errorf("bad event data %.80q: %w", data, err)
+	}
+	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
+		return false, false, fmt.Errorf("error event: %s", truncate(e.String(), 300))
+	}
+	if rec.Model == "" {
+		if m := v.GetStringBytes("model"); len(m) > 0 {
+			rec.Model = string(m)
+		}
+	}
+	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
+		readUsage(u, rec)
+	}
+	for _, ch := range v.GetArray("choices") {
+		d := ch.Get("delta")
+		if d == nil {
+			// /v1/completions chunks carry text directly.
+			if t := ch.GetStringBytes("text"); len(t) > 0 {
 				answer = true
 				st.text = append(st.text, t...)
 				if keep {
 					rec.Answer = append(rec.Answer, t...)
 				}
 			}
-			if t := d.GetStringBytes("reasoning_content"); len(t) > 0 {
-				reasoning = true
-				st.text = append(st.text, t...)
-			} else if t := d.GetStringBytes("reasoning"); len(t) > 0 {
-				reasoning = true
-				st.text = append(st.text, t...)
+			continue
+		}
+		if t := d.GetStringBytes("content"); len(t) > 0 {
+			answer = true
+			st.text = append(st.text, t...)
+			if keep {
+				rec.Answer = append(rec.Answer, t...)
 			}
-			if tc := d.GetArray("tool_calls"); len(tc) > 0 {
-				answer = true
-				for _, call := range tc {
-					name := call.GetStringBytes("function", "name")
-					if len(name) > 0 {
-						rec.ToolCalls++ // a call's name comes in its first delta
-					}
-					st.text = append(st.text, name...)
-					st.text = append(st.text, call.GetStringBytes("function", "arguments")...)
-					if keep {
-						rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
-					}
+		}
+		if t := d.GetStringBytes("reasoning_content"); len(t) > 0 {
+			reasoning = true
+			st.text = append(st.text, t...)
+		} else if t := d.GetStringBytes("reasoning"); len(t) > 0 {
+			reasoning = true
+			st.text = append(st.text, t...)
+		}
+		if tc := d.GetArray("tool_calls"); len(tc) > 0 {
+			answer = true
+			for _, call := range tc {
+				name := call.GetStringBytes("function", "name")
+				if len(name) > 0 {
+					rec.ToolCalls++ // a call's name comes in its first delta
+				}
+				st.text = append(st.text, name...)
+				st.text = append(st.text, call.GetStringBytes("function", "arguments")...)
+				if keep {
+					rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
 				}
 			}
 		}
-		if !reasoning && !answer {
-			continue // role-only, empty and usage-only chunks are not tokens
-		}
-		at := st.ev.At
-		if rec.FirstToken.IsZero() {
-			rec.FirstToken = at
-		} else {
-			rec.Gaps = append(rec.Gaps, at.Sub(last))
-		}
-		last = at
-		if reasoning && rec.FirstReasoning.IsZero() {
-			rec.FirstReasoning = at
-		}
-		if answer && rec.FirstAnswer.IsZero() {
-			rec.FirstAnswer = at
-		}
-		rec.Chunks++
-		st.bounds = append(st.bounds, len(st.text))
 	}
+	return reasoning, answer, nil
 }
 
 func readUsage(u *fastjson.Value, rec *record.Record) {

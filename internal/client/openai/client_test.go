@@ -82,7 +82,7 @@ func newClient(t *testing.T, url string, mod func(*Config)) *Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{BaseURL: url + "/v1", API: Chat, Model: "m1", Stream: true, Tokenizer: tok, TokenizerSample: 1, Timeout: 20 * time.Second}
+	cfg := Config{BaseURL: url + "/v1", API: Chat, Model: "m1", Stream: true, Tokenizer: tok, TokenizerSample: 1, Timeout: 20 * time.Second, NetHTTP: forceNetHTTP}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -446,14 +446,15 @@ func TestTraceAndAnswer(t *testing.T) {
 	if rec.Failed() {
 		t.Fatal(rec.ErrMsg)
 	}
-	if want := record.TraceParent(rec.TraceID, rec.SpanID); len(got) != 1 || got[0] != want {
+	sent := func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), got...) }
+	if want, got := record.TraceParent(rec.TraceID, rec.SpanID), sent(); len(got) != 1 || got[0] != want {
 		t.Fatalf("traceparent sent %q, record says %q", got, want)
 	}
 	if string(rec.Answer) != `Paris it is{"q":1}` || rec.ToolCalls != 1 {
 		t.Fatalf("answer %q, %d tool calls; want %q and 1", rec.Answer, rec.ToolCalls, `Paris it is{"q":1}`)
 	}
 	rec = do(newClient(t, srv.URL, func(c *Config) { c.Stream = false }), &workload.Request{Prompt: "p", KeepAnswer: true})
-	if string(rec.Answer) != "Oslo{}" || rec.ToolCalls != 1 || got[1] != "" {
+	if got := sent(); string(rec.Answer) != "Oslo{}" || rec.ToolCalls != 1 || got[1] != "" {
 		t.Fatalf("whole: answer %q, %d tool calls, traceparent %q", rec.Answer, rec.ToolCalls, got[1])
 	}
 	rec = do(newClient(t, srv.URL, nil), &workload.Request{Prompt: "p"})

@@ -46,6 +46,9 @@ type Config struct {
 	// TraceHeader sends a W3C traceparent header with a fresh trace on
 	// every request, kept in the record.
 	TraceHeader bool
+	// FastHTTP sends with fasthttp even where the reactor (package
+	// rawhttp) could: it is used for http:// targets on Linux.
+	FastHTTP bool
 }
 
 // Client sends plain HTTP requests. It is safe for concurrent use.
@@ -58,6 +61,8 @@ type Client struct {
 
 	watchMu sync.Mutex
 	watched atomic.Value // <-chan struct{} of the context watched
+
+	raw *rawPath // the reactor path, nil when fasthttp is used
 }
 
 // New returns a Client for cfg.
@@ -91,6 +96,9 @@ func New(cfg Config) (*Client, error) {
 		DisablePathNormalizing:        true,
 		ReadBufferSize:                16 << 10,
 		Dial:                          c.dial,
+	}
+	if c.raw, err = newRawPath(cfg, host); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -184,6 +192,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	if len(req.Body) > 0 {
 		body = req.Body
+	}
+	if c.raw != nil {
+		c.doRaw(ctx, method, path, body, rec)
+		return
 	}
 	c.watch(ctx)
 

@@ -36,7 +36,7 @@ func TestTimeToFirstByteAndEnd(t *testing.T) {
 		io.WriteString(w, "done")
 	}))
 	defer srv.Close()
-	c, err := New(Config{BaseURL: srv.URL, Headers: http.Header{"X-K": {"v"}}})
+	c, err := New(Config{BaseURL: srv.URL, Headers: http.Header{"X-K": {"v"}}, FastHTTP: forceFastHTTP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestErrors(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, _ := New(Config{BaseURL: srv.URL})
+	c, _ := New(Config{BaseURL: srv.URL, FastHTTP: forceFastHTTP})
 	if rec := do(t, c, context.Background(), &workload.Request{Path: "/429"}); rec.Err != record.RateLimited {
 		t.Errorf("429: %q", rec.Err)
 	}
@@ -81,7 +81,7 @@ func TestErrors(t *testing.T) {
 	if rec := do(t, c, ctx, &workload.Request{Path: "/hang"}); rec.Err != record.Cancelled || time.Since(t0) > 2*time.Second {
 		t.Errorf("cancel: %q after %v", rec.Err, time.Since(t0))
 	}
-	short, _ := New(Config{BaseURL: srv.URL, Timeout: 100 * time.Millisecond})
+	short, _ := New(Config{BaseURL: srv.URL, Timeout: 100 * time.Millisecond, FastHTTP: forceFastHTTP})
 	if rec := do(t, short, context.Background(), &workload.Request{Path: "/hang"}); rec.Err != record.Timeout {
 		t.Errorf("timeout: %q %s", rec.Err, rec.ErrMsg)
 	}
@@ -96,7 +96,7 @@ func TestTraceHeader(t *testing.T) {
 		got <- r.Header.Get("traceparent")
 	}))
 	defer srv.Close()
-	c, err := New(Config{BaseURL: srv.URL, TraceHeader: true})
+	c, err := New(Config{BaseURL: srv.URL, TraceHeader: true, FastHTTP: forceFastHTTP})
 	if err != nil {
 		t.Fatal(err)
 	}

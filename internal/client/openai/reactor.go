@@ -1,0 +1,196 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"time"
+
+	"github.com/spate-dev/spate/internal/client/rawhttp"
+	"github.com/spate-dev/spate/internal/client/sse"
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
+)
+
+// The reactor path: a streamed request to a plain http:// target is sent
+// with package rawhttp, whose reactor reads and stamps every read and runs
+// the SSE and JSON parsing right there, so a token costs one read and no
+// goroutine switch. Figures are the same as the net/http path's: each
+// event is stamped with the read that completed it.
+
+// rawTarget is what the reactor path needs of the endpoint URL.
+type rawTarget struct {
+	host, path string
+}
+
+// newRaw sets up the reactor path when cfg allows it: a streamed API, an
+// http:// target, no HTTP client of the caller's, and a platform with the
+// reactor. It returns nil otherwise (net/http is used).
+func newRaw(cfg Config, endpoint string) (*rawhttp.Client, rawTarget, error) {
+	if cfg.NetHTTP || cfg.HTTP != nil || !cfg.Stream || cfg.API == Embeddings || !rawhttp.Available() {
+		return nil, rawTarget{}, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "http" {
+		return nil, rawTarget{}, nil
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr += ":80"
+	}
+	rc, err := rawhttp.New(rawhttp.Config{Addr: addr, Tick: cfg.ReactorTick})
+	if err != nil {
+		return nil, rawTarget{}, fmt.Errorf("starting the reactor: %w", err)
+	}
+	return rc, rawTarget{host: u.Host, path: u.RequestURI()}, nil
+}
+
+// Close stops the reactor, if the Client has one, once every Do has
+// returned. A Client is usable until then.
+func (c *Client) Close() error {
+	if c.raw != nil {
+		return c.raw.Close()
+	}
+	return nil
+}
+
+// appendRequest formats the HTTP/1.1 request of body.
+func (c *Client) appendRequest(b []byte, body []byte, rec *record.Record) []byte {
+	b = rawhttp.AppendHead(b, http.MethodPost, c.rawTarget.path, c.rawTarget.host, len(body))
+	own := c.cfg.Headers
+	if _, ok := own["Content-Type"]; !ok {
+		b = append(b, "Content-Type: application/json\r\n"...)
+	}
+	if _, ok := own["Accept"]; !ok {
+		b = append(b, "Accept: text/event-stream\r\n"...)
+	}
+	if _, ok := own["User-Agent"]; !ok {
+		b = append(b, "User-Agent: spate\r\n"...)
+	}
+	if _, ok := own["Authorization"]; !ok && c.cfg.APIKey != "" {
+		b = append(b, "Authorization: Bearer "...)
+		b = append(b, c.cfg.APIKey...)
+		b = append(b, "\r\n"...)
+	}
+	if c.cfg.TraceHeader {
+		b = append(b, "Traceparent: "...)
+		b = append(b, rec.NewTrace()...)
+		b = append(b, "\r\n"...)
+	}
+	for k, vs := range own {
+		for _, v := range vs {
+			b = append(b, k...)
+			b = append(b, ": "...)
+			b = append(b, v...)
+			b = append(b, "\r\n"...)
+		}
+	}
+	b = append(b, "\r\n"...)
+	return append(b, body...)
+}
+
+// Header implements rawhttp.Handler. It calls the context's
+// httptrace.ClientTrace GotFirstResponseByte hook, as net/http does (a
+// failover attempt timeout stops there).
+func (st *stream) Header(status int, _ rawhttp.Read) error {
+	st.status = status
+	if st.trace != nil && st.trace.GotFirstResponseByte != nil {
+		st.trace.GotFirstResponseByte()
+	}
+	return nil
+}
+
+// Body implements rawhttp.Handler: the SSE parser is fed as bytes arrive,
+// and every event it completes is taken into the record at once, stamped
+// with the read's arrival time (the kernel's, where the socket gives it).
+//
+// A stamp is off by more than 1 ms only if the read's bytes may have waited
+// that long: with the kernel's receive time, for every content event of a
+// read but its last (they share the last one's time); with the read's own
+// time, for all of them. Those events are counted in rec.LateEvents.
+func (st *stream) Body(p []byte, rd rawhttp.Read) error {
+	if st.status != http.StatusOK {
+		if n := 2048 - len(st.errb); n > 0 {
+			st.errb = append(st.errb, p[:min(n, len(p))]...)
+		}
+		return nil
+	}
+	if st.done {
+		return nil // what follows [DONE] is not read by the other path either
+	}
+	st.last2 = rd.At
+	before := st.rec.Chunks
+	err := st.push.Feed(p, rd.At, st.emit)
+	if k := st.rec.Chunks - before; k > 0 && rd.Bound > rawhttp.LateRead {
+		if rd.Kernel {
+			k--
+		}
+		st.rec.LateEvents += k
+	}
+	return err
+}
+
+// onEvent is st.emit: one parsed event into the record.
+func (st *stream) onEvent(ev *sse.Event) error {
+	done, err := st.c.event(st, ev.Data, ev.At, st.rec, st.keep)
+	st.done = st.done || done
+	return err
+}
+
+// doRaw is Do on the reactor path; body is the request's JSON.
+func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.Record, body []byte) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if c.cfg.Timeout > 0 {
+		t := time.AfterFunc(c.cfg.Timeout, func() { cancel(errTimeout) })
+		defer t.Stop()
+	}
+	st := c.pool.Get().(*stream)
+	defer func() {
+		st.rec, st.trace = nil, nil
+		c.pool.Put(st)
+	}()
+	st.text, st.bounds, st.last, st.last2 = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}
+	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
+	st.trace = httptrace.ContextClientTrace(ctx)
+	if st.emit == nil {
+		st.emit = st.onEvent
+	}
+	st.push.Reset(c.cfg.MaxLine)
+	st.raw = c.appendRequest(st.raw[:0], body, rec)
+	res, err := c.raw.Do(ctx, &rawhttp.Request{Raw: st.raw, Handler: st, IdleTimeout: c.cfg.IdleTimeout})
+	if !res.Written.IsZero() {
+		rec.Written = res.Written
+	}
+	rec.ReadLag = max(res.ReadLag, 1) // measured, even when it rounds to 0
+	if st.status != 0 {
+		rec.Status = st.status
+	}
+	if err == nil && st.status == http.StatusOK && !st.done {
+		// The stream ended: an event without its blank line still counts.
+		err = st.push.End(st.last2, st.emit)
+		if err == nil && !st.done {
+			err = errNoDone
+		}
+	}
+	if err != nil {
+		if errors.Is(err, rawhttp.ErrIdleTimeout) {
+			cancel(errStalled)
+		}
+		kind, msg := classify(ctx, err)
+		if kind == record.RequestFailed && st.status != 0 {
+			kind = record.StreamBroken
+		}
+		rec.Fail(kind, msg, time.Now())
+		return
+	}
+	if st.status != http.StatusOK {
+		rec.Fail(record.HTTPStatus(st.status), fmt.Sprintf("HTTP %d: %s", st.status, bytes.TrimSpace(st.errb)), time.Now())
+		return
+	}
+	c.finish(st, req, rec)
+}

@@ -1,0 +1,132 @@
+package openai
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/client/rawhttp"
+	"github.com/spate-dev/spate/internal/workload"
+)
+
+// forceNetHTTP makes newClient use net/http for streams (see
+// TestNetHTTPPath); tests do not run in parallel.
+var forceNetHTTP bool
+
+// TestNetHTTPPath runs the stream tests again on the net/http path, which
+// serves where the reactor cannot (not Linux, https, a caller's client).
+func TestNetHTTPPath(t *testing.T) {
+	forceNetHTTP = true
+	defer func() { forceNetHTTP = false }()
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"timings", TestTimingsAgainstKnownServer},
+		{"shapes", TestStreamShapes},
+		{"failures", TestFailures},
+		{"connect and cancel", TestConnectErrorAndCancel},
+		{"trace and answer", TestTraceAndAnswer},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
+
+// stampServer streams n content events, the first after ttft and then one
+// every itl, and keeps when it wrote each (after the flush returned), per
+// request in order of arrival.
+type stampServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	writes [][]time.Time
+}
+
+func newStampServer(ttft, itl time.Duration, n int) *stampServer {
+	s := &stampServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		wrote := make([]time.Time, 0, n)
+		for i := range n {
+			time.Sleep(time.Until(start.Add(ttft + time.Duration(i)*itl)))
+			fmt.Fprintf(w, "data: %s\n\n", chunk(" the"))
+			fl.Flush()
+			wrote = append(wrote, time.Now())
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		s.mu.Lock()
+		s.writes = append(s.writes, wrote)
+		s.mu.Unlock()
+	}))
+	return s
+}
+
+func (s *stampServer) last() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes[len(s.writes)-1]
+}
+
+// TestReactorStampsMatchNetHTTP proves the reactor path's timestamps
+// honest at low load, against the same server as the net/http path's
+// per-read stamps. The server is in the test's process, so each event's
+// stamp is compared with when the server wrote it (same clock). The
+// reactor's stamps are the kernel's receive times: the first event's
+// (TTFT less the server's timing) is within 0.2 ms of the write, and not
+// later than net/http's by more than 0.2 ms (net/http's come a wake-up
+// later, about 0.1 ms here); the gaps (ITL less the server's gaps) agree
+// with net/http's within 0.2 ms. Medians; requests alternate between the
+// two paths so that both see the same machine.
+func TestReactorStampsMatchNetHTTP(t *testing.T) {
+	if !rawhttp.Available() {
+		t.Skip("no reactor on this platform")
+	}
+	const ttft, itl, n = 20 * time.Millisecond, 5 * time.Millisecond, 20
+	srv := newStampServer(ttft, itl, n)
+	defer srv.Close()
+	reactor := newClient(t, srv.URL, nil)
+	defer reactor.Close()
+	if reactor.raw == nil {
+		t.Fatal("the reactor path is not in use")
+	}
+	nethttp := newClient(t, srv.URL, func(c *Config) { c.NetHTTP = true })
+	if nethttp.raw != nil {
+		t.Fatal("NetHTTP did not select net/http")
+	}
+	// first: first event's stamp − its write; gap: ITL − the writes' gap.
+	var first, gap [2][]time.Duration
+	for i := range 15 {
+		for p, c := range []*Client{reactor, nethttp} {
+			rec := do(c, &workload.Request{Prompt: "hi", MaxTokens: n})
+			if rec.Failed() {
+				t.Fatalf("request %d: %s %s", i, rec.Err, rec.ErrMsg)
+			}
+			wrote := srv.last()
+			if rec.Chunks != n || len(wrote) != n {
+				t.Fatalf("request %d: %d chunks, %d written, want %d", i, rec.Chunks, len(wrote), n)
+			}
+			if p == 0 && rec.ReadLag <= 0 {
+				t.Fatalf("request %d: the reactor measured no read lag", i)
+			}
+			first[p] = append(first[p], rec.FirstToken.Sub(wrote[0]))
+			for j, g := range rec.Gaps {
+				gap[p] = append(gap[p], g-wrote[j+1].Sub(wrote[j]))
+			}
+		}
+	}
+	const tol = 200 * time.Microsecond
+	r, h := median(first[0]), median(first[1])
+	t.Logf("median first event's stamp − its write: reactor %v, net/http %v", r, h)
+	if r.Abs() > tol || r > h+tol {
+		t.Errorf("median first event's stamp − its write: reactor %v, net/http %v: want within 0.2 ms of the write, and not over 0.2 ms after net/http", r, h)
+	}
+	r, h = median(gap[0]), median(gap[1])
+	t.Logf("median ITL − the server's gap: reactor %v, net/http %v", r, h)
+	if (r - h).Abs() > tol {
+		t.Errorf("median ITL − the server's gap: reactor %v, net/http %v: over 0.2 ms apart", r, h)
+	}
+}

@@ -1,0 +1,88 @@
+package openai
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/spate-dev/spate/internal/record"
+)
+
+// FuzzSkimMatchesFastjson holds skim to the full parser: whatever chunk
+// skim accepts, fastjson accepts too, with the same model, answer text,
+// reasoning text and kinds of content.
+func FuzzSkimMatchesFastjson(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" the"},"logprobs":null,"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+		`{"choices":[{"delta":{"reasoning_content":"hmm"}}]}`,
+		`{"choices":[{"delta":{"reasoning":"r","content":"c"}}]}`,
+		`{"choices":[{"text":"t","index":0}],"model":"m2"}`,
+		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
+		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f"}}]}}]}`,
+		`{"error":{"message":"boom"}}`,
+		`{"choices":[{"delta":null,"text":"x"}],"model":5,"model":"m"}`,
+		`{"choices":[{"delta":{"content":"a\nb"}}]}`,
+		`{"a":[1,-2.5e+3,true,false,null,{"b":[]}],"choices":[{"delta":{"content":"x","content":"y"}}]}`,
+		` {"choices":[{"delta":{"content":"x"}}]} `,
+		`{"choices":[{"delta":{"content":"x"}}]}x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var sk chunkSkim
+		if !skim(data, &sk) {
+			return
+		}
+		st := &stream{}
+		rec := &record.Record{}
+		rec.Reset()
+		reasoning, answer, err := (&Client{}).parseEvent(st, data, rec, true)
+		if err != nil {
+			t.Fatalf("skim accepted %q, fastjson: %v", data, err)
+		}
+		var text, ans []byte
+		var r, a bool
+		for _, p := range sk.parts {
+			if len(p.answer) > 0 {
+				a = true
+				text = append(text, p.answer...)
+				ans = append(ans, p.answer...)
+			}
+			if len(p.reasoning) > 0 {
+				r = true
+				text = append(text, p.reasoning...)
+			}
+		}
+		model := ""
+		if len(sk.model) > 0 {
+			model = string(sk.model)
+		}
+		if r != reasoning || a != answer || !bytes.Equal(text, st.text) || !bytes.Equal(ans, rec.Answer) || model != rec.Model || rec.ToolCalls != 0 || rec.UsageTokens >= 0 {
+			t.Fatalf("%q: skim r=%v a=%v text=%q answer=%q model=%q; fastjson r=%v a=%v text=%q answer=%q model=%q tools=%d usage=%d",
+				data, r, a, text, ans, model, reasoning, answer, st.text, rec.Answer, rec.Model, rec.ToolCalls, rec.UsageTokens)
+		}
+	})
+}
+
+func BenchmarkSkim(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-27ceef8cb14bee2516a04b20a753228a","object":"chat.completion.chunk","created":1796141405,"model":"spate-sim","choices":[{"index":0,"delta":{"content":" would"},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("skim", func(b *testing.B) {
+		var sk chunkSkim
+		for b.Loop() {
+			if !skim(data, &sk) {
+				b.Fatal("not skimmed")
+			}
+		}
+	})
+	b.Run("fastjson", func(b *testing.B) {
+		st := &stream{}
+		rec := &record.Record{}
+		for b.Loop() {
+			rec.Reset()
+			st.text = st.text[:0]
+			if _, _, err := (&Client{}).parseEvent(st, data, rec, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,132 @@
+package plainhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spate-dev/spate/internal/client/rawhttp"
+	"github.com/spate-dev/spate/internal/record"
+)
+
+// The reactor path: requests to plain http:// targets are sent with
+// package rawhttp, whose reactor reads every response where it lands (one
+// read, no goroutine woken per read); the sending goroutine parks once per
+// request. TTFT is the time of the read that completed the headers.
+
+// rawState is the reactor path's per-request state, pooled.
+type rawState struct {
+	buf    []byte
+	status int
+	first  time.Time
+}
+
+// Header implements rawhttp.Handler.
+func (s *rawState) Header(status int, rd rawhttp.Read) error {
+	s.status, s.first = status, rd.At
+	return nil
+}
+
+// Body implements rawhttp.Handler: the body is read and dropped.
+func (s *rawState) Body([]byte, rawhttp.Read) error { return nil }
+
+type rawPath struct {
+	rc    *rawhttp.Client
+	host  string
+	base  string // path prefix of the base URL
+	pool  sync.Pool
+	heads []byte // the configured headers, formatted
+}
+
+// newRawPath sets up the reactor path for an http:// base URL on a
+// platform that has it; nil otherwise.
+func newRawPath(cfg Config, addr string) (*rawPath, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if cfg.FastHTTP || err != nil || u.Scheme != "http" || !rawhttp.Available() {
+		return nil, nil
+	}
+	rc, err := rawhttp.New(rawhttp.Config{Addr: addr})
+	if err != nil {
+		return nil, fmt.Errorf("starting the reactor: %w", err)
+	}
+	p := &rawPath{rc: rc, host: u.Host, base: strings.TrimRight(u.EscapedPath(), "/")}
+	p.pool.New = func() any { return &rawState{} }
+	for k, vs := range cfg.Headers {
+		for _, v := range vs {
+			p.heads = append(p.heads, k...)
+			p.heads = append(p.heads, ": "...)
+			p.heads = append(p.heads, v...)
+			p.heads = append(p.heads, "\r\n"...)
+		}
+	}
+	if _, ok := cfg.Headers["User-Agent"]; !ok {
+		p.heads = append(p.heads, "User-Agent: spate\r\n"...)
+	}
+	return p, nil
+}
+
+// doRaw is Do on the reactor path.
+func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, rec *record.Record) {
+	p := c.raw
+	if c.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
+		defer cancel()
+	}
+	st := p.pool.Get().(*rawState)
+	defer p.pool.Put(st)
+	st.status, st.first = 0, time.Time{}
+	target := p.base + path
+	if target == "" {
+		target = "/"
+	}
+	b := rawhttp.AppendHead(st.buf[:0], method, target, p.host, len(body))
+	b = append(b, p.heads...)
+	if c.cfg.TraceHeader {
+		b = append(b, "Traceparent: "...)
+		b = append(b, rec.NewTrace()...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "\r\n"...)
+	b = append(b, body...)
+	st.buf = b
+	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st})
+	rec.End = time.Now()
+	if !res.Written.IsZero() {
+		rec.Written = res.Written
+	}
+	if !st.first.IsZero() {
+		rec.FirstToken = st.first
+		rec.Status = st.status
+	}
+	if err != nil {
+		kind := classifyRaw(ctx, err)
+		rec.Fail(kind, err.Error(), rec.End)
+		return
+	}
+	if rec.Status >= 400 {
+		rec.Fail(record.HTTPStatus(rec.Status), fmt.Sprintf("HTTP %d", rec.Status), rec.End)
+	}
+}
+
+var errTimeout = errors.New("request timed out")
+
+func classifyRaw(ctx context.Context, err error) record.ErrorKind {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return record.Timeout
+	}
+	return classify(ctx, err)
+}
+
+// Close stops the reactor, if the Client has one, once every Do has
+// returned.
+func (c *Client) Close() error {
+	if c.raw != nil {
+		return c.raw.rc.Close()
+	}
+	return nil
+}
