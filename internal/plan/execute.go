@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spate-dev/spate/experiment"
@@ -44,6 +45,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		defer f.Close()
 		p.Records = f
 	}
+	settleHeap()
 	res, runErr := runner.Run(ctx, p)
 	if res == nil {
 		return nil, runErr
@@ -108,6 +110,12 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	}
 	return res, oerr
 }
+
+// settleHeap returns to the system what building the run left behind
+// (loading the tokenizer, building the workload) before the load starts,
+// so that the run's resident memory is its steady heap, not the peak of
+// its start (bench/mem.sh; docs/run.md).
+func settleHeap() { debug.FreeOSMemory() }
 
 // outcome is the error a finished run ends with.
 func outcome(res *result.Result, runErr error) error {

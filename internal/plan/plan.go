@@ -459,8 +459,30 @@ func (r *Run) source(spec experiment.Workload) (workload.Source, []time.Duration
 	return b.Source, b.Offsets, nil
 }
 
+// Benchmark knobs, read from the environment when a client is built
+// (docs/benchmarks.md): the paths the reactor (package rawhttp) replaced,
+// for side-by-side figures, and the reactor's tick.
+const (
+	// envNetHTTP set reads streamed responses with net/http instead of
+	// the reactor (openai.Config.NetHTTP).
+	envNetHTTP = "SPATE_NETHTTP"
+	// envFastHTTP set sends plain HTTP requests with fasthttp instead of
+	// the reactor (plainhttp.Config.FastHTTP).
+	envFastHTTP = "SPATE_FASTHTTP"
+	// envReactorTick is the reactor's tick, a duration (negative: none;
+	// unset: rawhttp.DefaultTick).
+	envReactorTick = "SPATE_REACTOR_TICK"
+)
+
+// reactorTick reads envReactorTick: 0 (the default) when unset or not a
+// duration.
+func reactorTick() time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(envReactorTick))
+	return d
+}
+
 // newClient builds the protocol client of one target URL: the target's,
-// or one more upstream's (target.urls).
+// or one more upstream's (target.urls). The run closes it (Close).
 func (r *Run) newClient(target string) (engine.Client, error) {
 	t := r.X.Target
 	headers := http.Header{}
@@ -478,10 +500,12 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 			BaseURL: target, API: t.API, Model: t.Model, APIKey: t.APIKey, Stream: *t.Stream,
 			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
 			Tokenizer: r.tok, TokenizerSample: *r.X.Measurement.TokenizerSample, Headers: headers, TraceHeader: *t.TraceHeader,
+			NetHTTP: os.Getenv(envNetHTTP) != "", ReactorTick: reactorTick(),
 		})
 		if err != nil {
 			return nil, invalidf("--target/--api %s: %v", openai.Redact(target), err)
 		}
+		r.onClose(func() { _ = c.Close() }) // stops its reactor (package rawhttp)
 		return c, nil
 	case "http":
 		var body []byte
@@ -491,10 +515,12 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		c, err := plainhttp.New(plainhttp.Config{
 			BaseURL: target, Method: strings.ToUpper(t.Method), Path: t.Path, Body: body,
 			Headers: headers, Timeout: t.Timeout, TraceHeader: *t.TraceHeader,
+			FastHTTP: os.Getenv(envFastHTTP) != "",
 		})
 		if err != nil {
 			return nil, invalidf("--target %s: %v", openai.Redact(target), err)
 		}
+		r.onClose(func() { _ = c.Close() })
 		return c, nil
 	}
 	return nil, invalidf("--api %q: use chat, completions, embeddings or http", t.API)
