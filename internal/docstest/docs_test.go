@@ -581,6 +581,7 @@ var otherPrograms = map[string]string{
 	"--window-size": "chromium", "--proxy-server": "chromium", "--host-resolver-rules": "chromium",
 	"--hide-scrollbars": "chromium", "--virtual-time-budget": "chromium",
 	"--for": "kubectl wait", "--tail": "kubectl logs", "--from-file": "kubectl",
+	"--streams": "bench/stream-cpu.sh",
 }
 
 // pendingFlags are flags the docs describe ahead of the code, each with
