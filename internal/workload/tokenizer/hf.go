@@ -10,8 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-
-	tiktoken "github.com/pkoukk/tiktoken-go"
 )
 
 //go:embed llama3/tokenizer.json.gz
@@ -73,27 +71,12 @@ var (
 // O200K returns the o200k_base tokenizer (GPT-4o's), shipped in the
 // binary and loaded on first use.
 func O200K() (*BPE, error) {
-	o200kOnce.Do(func() {
-		if _, err := CL100K(); err != nil { // installs the offline loader
-			o200kErr = err
-			return
-		}
-		enc, err := tiktoken.GetEncoding("o200k_base")
-		if err != nil {
-			o200kErr = fmt.Errorf("loading the o200k_base tokenizer: %w", err)
-			return
-		}
-		o200k = &BPE{name: "o200k_base", enc: enc}
-	})
+	o200kOnce.Do(func() { o200k, o200kErr = openAI("o200k_base", "o200k_base.tiktoken", o200kPattern) })
 	return o200k, o200kErr
 }
 
 // hfTokenizer is the part of a Hugging Face tokenizer.json spate reads.
 type hfTokenizer struct {
-	AddedTokens []struct {
-		ID      int    `json:"id"`
-		Content string `json:"content"`
-	} `json:"added_tokens"`
 	PreTokenizer *hfPre `json:"pre_tokenizer"`
 	Model        struct {
 		Type  string         `json:"type"`
@@ -125,7 +108,7 @@ func (p *hfPre) splitPattern() string {
 	return ""
 }
 
-// parseHF builds a tiktoken BPE from a byte-level BPE tokenizer.json whose
+// parseHF builds a BPE from a byte-level BPE tokenizer.json whose
 // token ids are merge ranks (true of Llama 3 and Qwen 2, which come from
 // tiktoken-style vocabularies).
 func parseHF(data []byte, name string) (*BPE, error) {
@@ -153,18 +136,9 @@ func parseHF(data []byte, name string) (*BPE, error) {
 		}
 		ranks[b.String()] = id
 	}
-	special := map[string]int{}
-	set := map[string]any{}
-	for _, a := range t.AddedTokens {
-		special[a.Content] = a.ID
-		set[a.Content] = true
-	}
-	enc := &tiktoken.Encoding{Name: name, PatStr: pattern, MergeableRanks: ranks, SpecialTokens: special}
-	core, err := tiktoken.NewCoreBPE(ranks, special, pattern)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer %s: %w", name, err)
-	}
-	return &BPE{name: name, enc: tiktoken.NewTiktoken(core, enc, set)}, nil
+	// Added (special) tokens are counted as text, as Count does for
+	// every vocabulary.
+	return newBPE(name, pattern, ranks)
 }
 
 // byteDecoder inverts GPT-2's byte-to-unicode map: printable bytes stand

@@ -1,5 +1,6 @@
 // Package tokenizer counts tokens with a BPE vocabulary shipped inside the
-// binary (OpenAI's cl100k_base), so nothing is downloaded at run time.
+// binary (OpenAI's cl100k_base and o200k_base, Llama 3's), so nothing is
+// downloaded at run time.
 //
 // Stage: workload (prompt lengths), and metrics (local token counts).
 // The data flow: experiment → workload → schedule → engine → client → record
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"sync"
 
-	tiktoken "github.com/pkoukk/tiktoken-go"
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
 
@@ -22,21 +22,23 @@ type Counter interface {
 	Name() string
 }
 
-// BPE is a Counter backed by a tiktoken vocabulary.
-type BPE struct {
-	name string
-	enc  *tiktoken.Tiktoken
+// The pre-tokenizer patterns of OpenAI's vocabularies (tiktoken's).
+const (
+	cl100kPattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	o200kPattern  = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?` +
+		`|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?` +
+		`|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// openAI loads one of OpenAI's vocabularies from the files shipped in the
+// binary.
+func openAI(name, file, pattern string) (*BPE, error) {
+	ranks, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(file)
+	if err != nil {
+		return nil, fmt.Errorf("loading the %s tokenizer: %w", name, err)
+	}
+	return newBPE(name, pattern, ranks)
 }
-
-var _ Counter = (*BPE)(nil)
-
-// Count implements Counter. Special tokens in text are counted as text.
-func (b *BPE) Count(text string) int {
-	return len(b.enc.EncodeOrdinary(text))
-}
-
-// Name implements Counter.
-func (b *BPE) Name() string { return b.name }
 
 var (
 	loadOnce sync.Once
@@ -47,14 +49,6 @@ var (
 // CL100K returns the cl100k_base tokenizer, loading it on first use (about
 // 100 ms). It is safe for concurrent use.
 func CL100K() (*BPE, error) {
-	loadOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-		enc, err := tiktoken.GetEncoding("cl100k_base")
-		if err != nil {
-			loadErr = fmt.Errorf("loading the cl100k_base tokenizer: %w", err)
-			return
-		}
-		cl100k = &BPE{name: "cl100k_base", enc: enc}
-	})
+	loadOnce.Do(func() { cl100k, loadErr = openAI("cl100k_base", "cl100k_base.tiktoken", cl100kPattern) })
 	return cl100k, loadErr
 }

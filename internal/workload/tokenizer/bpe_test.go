@@ -1,0 +1,151 @@
+package tokenizer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+)
+
+// reference is tiktoken-go's encoder over the same vocabulary and
+// pattern: the counts Count must equal.
+func reference(t testing.TB, b *BPE) *tiktoken.Tiktoken {
+	t.Helper()
+	core, err := tiktoken.NewCoreBPE(b.ranks, map[string]int{}, b.pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tiktoken.NewTiktoken(core, &tiktoken.Encoding{Name: b.name, PatStr: b.pattern, MergeableRanks: b.ranks}, nil)
+}
+
+func vocabularies(t testing.TB) []*BPE {
+	t.Helper()
+	var out []*BPE
+	for _, name := range []string{"cl100k_base", "o200k_base", "llama3"} {
+		b, err := Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// randomText draws text from pieces that make long runs, rare merges and
+// multi-byte runes likely.
+func randomText(r *rand.Rand, n int) string {
+	units := []string{"a", "b", "ab", "the", " ", "  ", "\n", "\r\n", "1", "23", "!", "?!", "é", "日本", "🎉", "'s", "\t", "\xff", "Z", "ﬁ"}
+	var sb strings.Builder
+	for sb.Len() < n {
+		u := units[r.IntN(len(units))]
+		for k := r.IntN(200) + 1; k > 0 && sb.Len() < n; k-- {
+			sb.WriteString(u)
+		}
+	}
+	return sb.String()
+}
+
+func TestCountMatchesTiktoken(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	texts := []string{
+		"", "a", "hello world", strings.Repeat("a", 5000), strings.Repeat(" ", 3000) + "x",
+		strings.Repeat("!", 2000), strings.Repeat("é", 1500), strings.Repeat("ab", 1200),
+		strings.Repeat("\n ", 1000), strings.Repeat("A", 4000), "<|endoftext|> is text",
+		"invalid \xff\xfe utf-8 \xc3", strings.Repeat("0123456789", 300),
+	}
+	for i := 0; i < 40; i++ {
+		texts = append(texts, randomText(r, 50+r.IntN(3000)))
+	}
+	for _, b := range vocabularies(t) {
+		ref := reference(t, b)
+		for i, text := range texts {
+			if got, want := b.Count(text), len(ref.EncodeOrdinary(text)); got != want {
+				t.Errorf("%s, text %d (%d bytes, %.40q…): %d tokens, tiktoken-go %d", b.name, i, len(text), text, got, want)
+			}
+		}
+	}
+}
+
+// TestMergeHeapMatchesScan merges long pieces both ways: the heap must
+// choose the same merges as the rescanning rule.
+func TestMergeHeapMatchesScan(t *testing.T) {
+	tok, err := CL100K()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabets := []string{"a", "ab", "abc", "ae io", "xyz xy", "th", "\xe6\x97\xa5\xe6\x9c\xac"}
+	s := new(scratch)
+	for i := 0; i < 300; i++ {
+		a := alphabets[r.IntN(len(alphabets))]
+		p := make([]byte, 2+r.IntN(600))
+		for j := range p {
+			p[j] = a[r.IntN(len(a))]
+		}
+		if got, want := tok.mergeHeap(p, s), tok.mergeScan(p, s); got != want {
+			t.Fatalf("piece %q: heap %d tokens, scan %d", p, got, want)
+		}
+	}
+}
+
+// TestCountIsNotQuadratic counts 1 MB words that took tiktoken-go's
+// quadratic merge about 10 min each (50k characters took 0.9 s): each must
+// finish far within the bound, which is about a hang, not speed (a count
+// takes about 0.3 s here).
+func TestCountIsNotQuadratic(t *testing.T) {
+	vs := vocabularies(t)
+	for _, c := range []struct {
+		b    *BPE
+		unit string
+	}{{vs[0], "a"}, {vs[0], " "}, {vs[1], "A"}} {
+		text := strings.Repeat(c.unit, 1<<20)
+		done := make(chan int, 1)
+		go func() { done <- c.b.Count(text) }()
+		select {
+		case n := <-done:
+			if n == 0 {
+				t.Errorf("%s: %q×: 0 tokens", c.b.name, c.unit)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: counting 1 MB of %q took over 60 s", c.b.name, c.unit)
+		}
+	}
+}
+
+func BenchmarkCountLongRun(b *testing.B) {
+	tok, err := CL100K()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{50_000, 200_000, 1_000_000} {
+		text := strings.Repeat("a", n)
+		b.Run(fmt.Sprintf("a×%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for i := 0; i < b.N; i++ {
+				tok.Count(text)
+			}
+		})
+	}
+}
+
+func FuzzCount(f *testing.F) {
+	f.Add("hello world")
+	f.Add(strings.Repeat("a", 300))
+	f.Add("  \n\n x!? 123456 é 🎉")
+	tok, err := CL100K()
+	if err != nil {
+		f.Fatal(err)
+	}
+	ref := reference(f, tok)
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			text = text[:4096] // the reference is quadratic
+		}
+		if got, want := tok.Count(text), len(ref.EncodeOrdinary(text)); got != want {
+			t.Fatalf("%q: %d tokens, tiktoken-go %d", text, got, want)
+		}
+	})
+}
