@@ -65,6 +65,8 @@ type Experiment struct {
 	// Actions maps a verdict (pass, fail, invalid or error) to what to do
 	// once the result is written: promote, roll back, notify.
 	Actions map[string][]Action `yaml:"actions"`
+	// Limits bound what the run keeps of responses and reads from files.
+	Limits Limits `yaml:"limits"`
 
 	// Path is the file the experiment was read from (Load), recorded in
 	// the result; "" when it was built in Go.
@@ -489,9 +491,10 @@ func parent(p string) string {
 // Problems reports what is wrong with the experiment's shape, as far as
 // this package can tell without the parsers of lengths, thresholds, SLOs
 // and arrivals (spate.Validate runs those too): enumerations, stages that
-// are neither open nor closed loop, negative values, actions.
+// are neither open nor closed loop, negative values, control characters
+// in headers, actions.
 func (e *Experiment) Problems() []Problem {
-	var ps []Problem
+	ps := valueProblems(e)
 	at := func(path, format string, a ...any) {
 		ps = append(ps, Problem{path, fmt.Sprintf(format, a...)})
 	}
@@ -513,9 +516,6 @@ func (e *Experiment) Problems() []Problem {
 		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) {
 			at(p, "delay and window only apply with abortOnFail: true")
 		}
-		if spec.Delay < 0 || spec.Window < 0 {
-			at(p, "delay and window must not be negative")
-		}
 	}
 	if len(e.Stages) == 0 {
 		at("$", "no stages: add at least one under stages:, e.g. {name: main, rate: 5, duration: 30s}")
@@ -534,14 +534,13 @@ func (e *Experiment) Problems() []Problem {
 		switch {
 		case trace && (s.Rate > 0 || s.Concurrency > 0):
 			at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate or concurrency", s.Name)
+		case s.Rate < 0 || s.Concurrency < 0:
+			// valueProblems names the negative value
 		case !trace && (s.Rate > 0) == (s.Concurrency > 0):
 			at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
 		}
 		if s.Rate <= 0 && s.MaxConcurrency > 0 {
 			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
-		}
-		if s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0 || s.Duration < 0 || s.Warmup < 0 {
-			at(p, "stage %q: negative values are not allowed", s.Name)
 		}
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&
 			!strings.HasPrefix(s.Faults.URL, "/") || len(s.Faults.Set) == 0) {

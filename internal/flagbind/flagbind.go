@@ -104,6 +104,8 @@ func Register(fs *pflag.FlagSet, table []Binding, defaults *experiment.Experimen
 			fs.VarP(headerValue{p}, n, sh, u)
 		case *[]experiment.ThresholdSpec:
 			fs.VarP(thresholdsValue{p}, n, sh, u)
+		case *experiment.Limits:
+			fs.VarP(&limitsValue{p: p}, n, sh, u)
 		default:
 			panic(fmt.Sprintf("flag --%s: no flag type for %T", n, p))
 		}
@@ -124,11 +126,22 @@ func (bf *Flags) Apply(fs *pflag.FlagSet, x *experiment.Experiment) error {
 		if fl := fs.Lookup(b.Name); src.Kind() != reflect.Pointer && !b.Join && src.IsZero() && !strings.Contains(" 0 0s false [] ", " "+fl.DefValue+" ") {
 			return fmt.Errorf("--%s %s: zero is not a value of this setting (default %s)", b.Name, fl.Value, fl.DefValue)
 		}
+		if negative(src) {
+			return fmt.Errorf("--%s %s: a negative value is not a value of this setting", b.Name, fs.Lookup(b.Name).Value)
+		}
 		set := func(dst reflect.Value) {
 			switch {
 			case b.Join && src.Kind() == reflect.Slice:
 				dst.Set(reflect.AppendSlice(dst, src))
-			case b.Join && src.Kind() == reflect.Map:
+			case b.Join && src.Kind() == reflect.Struct:
+			// Only the fields the flag gave (--limit): the others keep
+			// the file's values.
+			for i := 0; i < src.NumField(); i++ {
+				if !src.Field(i).IsZero() {
+					dst.Field(i).Set(src.Field(i))
+				}
+			}
+		case b.Join && src.Kind() == reflect.Map:
 				if dst.IsNil() {
 					dst.Set(reflect.MakeMap(dst.Type()))
 				}
@@ -151,6 +164,24 @@ func (bf *Flags) Apply(fs *pflag.FlagSet, x *experiment.Experiment) error {
 		}
 	}
 	return nil
+}
+
+// negative reports a negative number or duration (a pointer field's
+// too): no setting of the tables takes one.
+func negative(v reflect.Value) bool {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return false
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64:
+		return v.Int() < 0
+	case reflect.Float64:
+		return v.Float() < 0
+	}
+	return false
 }
 
 // optional is the flag of a pointer field, nil until the flag is given.
@@ -210,6 +241,9 @@ func (v headerValue) Set(s string) error {
 	if !ok || strings.TrimSpace(k) == "" {
 		return fmt.Errorf("%q: want 'Name: value'", s)
 	}
+	if strings.ContainsAny(s, "\r\n\x00") {
+		return fmt.Errorf("%q: a header is one line: no CR, LF or NUL", s)
+	}
 	if *v.p == nil {
 		*v.p = map[string]string{}
 	}
@@ -229,3 +263,25 @@ func (v thresholdsValue) Set(s string) error {
 }
 func (v thresholdsValue) String() string { return orNone(len(*v.p), *v.p) }
 func (v thresholdsValue) Type() string   { return "stringArray" }
+
+// limitsValue reads repeated --limit KEY=VALUE,... into the experiment's
+// limits. Its default shows the defaults; the first value given starts
+// from zero, so that only the keys given replace a file's (Join).
+type limitsValue struct {
+	p   *experiment.Limits
+	set bool
+}
+
+func (v *limitsValue) Set(s string) error {
+	if !v.set {
+		*v.p, v.set = experiment.Limits{}, true
+	}
+	for _, kv := range strings.Split(s, ",") {
+		if err := v.p.Set(kv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (v *limitsValue) String() string { return v.p.String() }
+func (v *limitsValue) Type() string   { return "KEY=VALUE" }

@@ -15,6 +15,9 @@ var table = []Binding{
 	{Name: "timeout", X: func(x *experiment.Experiment) any { return &x.Target.Timeout }},
 	{Name: "stream", X: func(x *experiment.Experiment) any { return &x.Target.Stream }},
 	{Name: "threshold", X: func(x *experiment.Experiment) any { return &x.Thresholds }, Join: true},
+	{Name: "header", X: func(x *experiment.Experiment) any { return &x.Target.Headers }, Join: true},
+	{Name: "limit", X: func(x *experiment.Experiment) any { return &x.Limits }, Join: true},
+	{Name: "progress", X: func(x *experiment.Experiment) any { return &x.Outputs.Progress }},
 	{Name: "rate", S: func(s *experiment.Stage) any { return &s.Rate }, Also: func(s *experiment.Stage, changed func(string) bool) {
 		if !changed("concurrency") {
 			s.Concurrency = 0
@@ -28,12 +31,64 @@ func parse(t *testing.T, own string, args ...string) (*pflag.FlagSet, *Flags) {
 	if own != "" {
 		fs.String(own, "", "the command's own")
 	}
-	defaults := &experiment.Experiment{Target: experiment.Target{Timeout: time.Minute, Stream: new(true)}, Stages: []experiment.Stage{{}}}
+	defaults := &experiment.Experiment{Target: experiment.Target{Timeout: time.Minute, Stream: new(true)}, Stages: []experiment.Stage{{}},
+		Limits: experiment.Limits{ResponseText: 4 << 20, ModelID: 1024}}
 	f := Register(fs, table, defaults)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
 	return fs, f
+}
+
+// parseErr is the error of parsing or applying args, "" for none.
+func parseErr(args ...string) string {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	f := Register(fs, table, &experiment.Experiment{Stages: []experiment.Stage{{}}})
+	if err := fs.Parse(args); err != nil {
+		return err.Error()
+	}
+	if err := f.Apply(fs, &experiment.Experiment{Stages: []experiment.Stage{{}}}); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// TestBadValuesNameTheFlag: negative durations and numbers, and a header
+// with a CR or LF, are refused with the flag's name.
+func TestBadValuesNameTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "-1s"}, "--timeout -1s: a negative value"},
+		{[]string{"--rate", "-5"}, "--rate -5: a negative value"},
+		{[]string{"--progress", "-2s"}, "--progress -2s: a negative value"},
+		{[]string{"--header", "X-A: v\r\nX-Evil: 1"}, "a header is one line"},
+		{[]string{"--header", "X-A: v\rX-Evil: 1"}, "--header"},
+		{[]string{"--header", "X-A: v\nX-Evil: 1"}, "a header is one line"},
+		{[]string{"--limit", "responseText=-1"}, "--limit"},
+		{[]string{"--limit", "bogus=1"}, "KEY one of"},
+	} {
+		if got := parseErr(c.args...); !strings.Contains(got, c.want) {
+			t.Errorf("%q: error %q, want it to contain %q", c.args, got, c.want)
+		}
+	}
+}
+
+// TestLimitsJoin: --limit replaces the keys it gives and keeps a file's
+// others; its default shows the defaults.
+func TestLimitsJoin(t *testing.T) {
+	fs, f := parse(t, "", "--limit", "responseText=8MiB", "--limit", "promptTokens=10")
+	if d := fs.Lookup("limit").DefValue; d != "modelId=1KiB,responseText=4MiB" {
+		t.Errorf("default %q", d)
+	}
+	x := &experiment.Experiment{Stages: []experiment.Stage{{}}, Limits: experiment.Limits{ModelID: 99, ResponseText: 1}}
+	if err := f.Apply(fs, x); err != nil {
+		t.Fatal(err)
+	}
+	if x.Limits.ResponseText != 8<<20 || x.Limits.PromptTokens != 10 || x.Limits.ModelID != 99 {
+		t.Errorf("limits %+v", x.Limits)
+	}
 }
 
 func TestApply(t *testing.T) {

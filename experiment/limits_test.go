@@ -1,0 +1,82 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValueProblems: negative durations and numbers, and headers with a
+// CR or LF, are problems at their file:line, each naming the key.
+func TestValueProblems(t *testing.T) {
+	head := "apiVersion: spate/v1\nkind: Experiment\n"
+	stage := "stages: [{name: a, rate: 1, duration: 1s}]\n"
+	tests := []struct{ name, body, want string }{
+		{"timeout", head + "target:\n  timeout: -1s\n" + stage, "x.yaml:4:12: timeout: -1s is negative"},
+		{"idle", head + "target: {idleTimeout: -5s}\n" + stage, "idleTimeout: -5s is negative"},
+		{"drain", head + "stages: [{name: a, rate: 1, duration: 1s, drainTimeout: -2s}]\n", "drainTimeout: -2s is negative"},
+		{"lag bound", head + "measurement: {lagBound: -1ms}\n" + stage, "lagBound: -1ms is negative"},
+		{"progress", head + "outputs: {progress: -1s}\n" + stage, "progress: -1s is negative"},
+		{"ramp", head + "stages: [{name: a, rate: 2, rampFrom: -1, duration: 1s}]\n", "rampFrom: -1 is not a number >= 0"},
+		// a negative rate names the rate, not "give exactly one of ..."
+		{"rate", head + "stages: [{name: a, rate: -5, duration: 1s}]\n", "x.yaml:3:26: rate: -5 is not a number >= 0"},
+		{"crlf header", head + "target: {headers: {X-A: \"v\\r\\nX-Evil: 1\"}}\n" + stage, "header \"X-A\" has a control character (\"\\r\")"},
+		{"limit", head + "limits: {responseText: -1}\n" + stage, "size -1"},
+		{"efSearch -1 is an exact search", head + "vector: {efSearch: [-1, 10]}\n" + stage, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.body), "x.yaml")
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "exactly one of") {
+				t.Errorf("a negative value reported as a loop problem: %v", err)
+			}
+		})
+	}
+}
+
+func TestSizeAndLimits(t *testing.T) {
+	for in, want := range map[string]Size{"65536": 65536, "64KiB": 64 << 10, "1.5 MiB": 3 << 19, "2GB": 2e9, "7B": 7} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "lots", "1e30GiB", "NaN"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+	var l Limits
+	for _, kv := range []string{"responseText=8MiB", "promptTokens=1000", "modelId=512"} {
+		if err := l.Set(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.String(); got != "modelId=512B,promptTokens=1000,responseText=8MiB" {
+		t.Errorf("String() = %q", got)
+	}
+	for _, bad := range []string{"responseTxt=1", "promptTokens=-3", "responseText=0", "fileSize"} {
+		if err := l.Set(bad); err == nil {
+			t.Errorf("Set(%q) accepted", bad)
+		}
+	}
+	full := l.Or(Limits{ResponseText: 1, ResponseBody: 2, FaultSetNodes: 3})
+	if full.ResponseText != 8<<20 || full.ResponseBody != 2 || full.FaultSetNodes != 3 {
+		t.Errorf("Or: %+v", full)
+	}
+	e, err := Parse([]byte("apiVersion: spate/v1\nkind: Experiment\nlimits: {responseText: 16MiB, lineSize: 1024}\nstages: [{name: a, rate: 1, duration: 1s}]\n"), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Limits.ResponseText != 16<<20 || e.Limits.LineSize != 1024 {
+		t.Errorf("limits %+v", e.Limits)
+	}
+}
