@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/spate-dev/spate/experiment"
 	"io"
@@ -56,15 +57,21 @@ func LoadDataset(path string) (*Dataset, error) {
 		return nil, fmt.Errorf("reading dataset: %w", err)
 	}
 	defer f.Close()
-	return ReadDataset(f, path)
+	return readDataset(bounded(nil, f, path, Limits{}), path, Limits{})
 }
 
 // ReadDataset parses a JSONL dataset from r; name is used in errors.
 // Blank lines are skipped. An error names the file and line.
 func ReadDataset(r io.Reader, name string) (*Dataset, error) {
+	return readDataset(r, name, Limits{})
+}
+
+// readDataset is ReadDataset with lim's line size limit.
+func readDataset(r io.Reader, name string, lim Limits) (*Dataset, error) {
 	var all bytes.Buffer
 	sc := bufio.NewScanner(io.TeeReader(r, &all))
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	maxLine := int(min(lim.orDefaults().LineSize, 1<<40))
+	sc.Buffer(make([]byte, min(64<<10, maxLine)), maxLine)
 	d := &Dataset{}
 	line := 0
 	for sc.Scan() {
@@ -83,6 +90,9 @@ func ReadDataset(r io.Reader, name string) (*Dataset, error) {
 		d.reqs = append(d.reqs, req)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, lineTooLong("dataset "+name, line+1, lim)
+		}
 		return nil, fmt.Errorf("dataset %s, after line %d: %w", name, line, err)
 	}
 	if len(d.reqs) == 0 {

@@ -2,12 +2,12 @@ package workload
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,11 +42,15 @@ type LoadOptions struct {
 	Turns bool
 	// Column is the CSV column holding the prompt (default "prompt").
 	Column string
+	// Limits bound the file and its lines (zero: the defaults).
+	Limits Limits
+	// Context stops the read when it is done (nil: never).
+	Context context.Context
 }
 
 // LoadFormat reads a dataset file in any of Formats.
 func LoadFormat(path string, o LoadOptions) (*Dataset, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(o.Context, path, o.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("reading dataset: %w", err)
 	}
@@ -57,13 +61,13 @@ func LoadFormat(path string, o LoadOptions) (*Dataset, error) {
 	var d *Dataset
 	switch format {
 	case FormatJSONL:
-		return ReadDataset(bytes.NewReader(b), path)
+		return readDataset(bytes.NewReader(b), path, o.Limits)
 	case FormatShareGPT:
 		d, err = readShareGPT(b, path, o)
 	case FormatBatch:
-		d, err = readBatch(b, path)
+		d, err = readBatch(b, path, o.Limits)
 	case FormatCSV:
-		d, err = readCSV(b, path, o.Column)
+		d, err = readCSV(b, path, o.Column, o.Limits)
 	default:
 		return nil, fmt.Errorf("dataset %s: format %q: use one of %s", path, format, Formats)
 	}
@@ -126,6 +130,9 @@ func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
+			if int64(len(line)) > o.Limits.orDefaults().LineSize {
+				return nil, lineTooLong("dataset "+path, i+1, o.Limits)
+			}
 			var c shareGPTConv
 			if err := json.Unmarshal(line, &c); err != nil {
 				return nil, fmt.Errorf("dataset %s, line %d: not a ShareGPT conversation: %w", path, i+1, err)
@@ -173,11 +180,14 @@ func isHuman(from string) bool { return from == "human" || from == "user" }
 
 // readBatch reads OpenAI batch input lines: the body's messages (or
 // prompt) and max_tokens make the request; custom_id is not kept.
-func readBatch(b []byte, path string) (*Dataset, error) {
+func readBatch(b []byte, path string, lim Limits) (*Dataset, error) {
 	d := &Dataset{}
 	for i, line := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
+		}
+		if int64(len(line)) > lim.orDefaults().LineSize {
+			return nil, lineTooLong("dataset "+path, i+1, lim)
 		}
 		var l struct {
 			CustomID string `json:"custom_id"`
@@ -208,6 +218,9 @@ func readBatch(b []byte, path string) (*Dataset, error) {
 		} else if l.Body.MaxTokens != nil {
 			req.MaxTokens = *l.Body.MaxTokens
 		}
+		if req.MaxTokens < 0 {
+			return nil, fmt.Errorf("dataset %s, line %d: max_tokens %d is not a count >= 0", path, i+1, req.MaxTokens)
+		}
 		d.reqs = append(d.reqs, req)
 	}
 	return d, nil
@@ -216,7 +229,7 @@ func readBatch(b []byte, path string) (*Dataset, error) {
 // readCSV reads a CSV file with a header row: the prompt column (column,
 // default "prompt"), and optional max_tokens (or output_tokens), intent
 // and timestamp (milliseconds) columns.
-func readCSV(b []byte, path, column string) (*Dataset, error) {
+func readCSV(b []byte, path, column string, lim Limits) (*Dataset, error) {
 	if column == "" {
 		column = "prompt"
 	}
@@ -243,13 +256,19 @@ func readCSV(b []byte, path, column string) (*Dataset, error) {
 	}
 	d := &Dataset{}
 	for {
+		start := r.InputOffset()
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			// A parse error names its line (csv.ParseError); FieldPos is
+			// only valid after a record was read.
 			return nil, fmt.Errorf("dataset %s: %w", path, err)
+		}
+		line, _ := r.FieldPos(0)
+		if r.InputOffset()-start > lim.orDefaults().LineSize {
+			return nil, lineTooLong("dataset "+path, line, lim)
 		}
 		if pi >= len(rec) || rec[pi] == "" {
 			return nil, fmt.Errorf("dataset %s, line %d: empty %q column", path, line, column)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"github.com/spate-dev/spate/experiment"
@@ -9,7 +10,6 @@ import (
 	"image/color"
 	"image/png"
 	"mime"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -34,13 +34,13 @@ func (im imageData) patches(patch int) int {
 
 // loadImages reads the image files, or makes one synthetic PNG of the
 // given size.
-func loadImages(spec experiment.Images, seed uint64) ([]imageData, error) {
+func loadImages(ctx context.Context, spec experiment.Images, seed uint64, lim Limits) ([]imageData, error) {
 	if spec.Count < 0 {
 		return nil, fmt.Errorf("images.count must be >= 0")
 	}
 	var out []imageData
 	for _, f := range spec.Files {
-		b, err := os.ReadFile(f)
+		b, err := readFile(ctx, f, lim)
 		if err != nil {
 			return nil, fmt.Errorf("images: %w", err)
 		}

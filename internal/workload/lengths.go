@@ -28,7 +28,9 @@ type Lengths struct {
 	Values   []int
 	Weights  []float64 // cumulative, normalised to end at 1 (choice)
 	Min      int
-	spec     string // as parsed, for the digest
+	// Max, when above 0, clips samples to at most Max (see Capped).
+	Max  int
+	spec string // as parsed, for the digest
 }
 
 // ParseLengths parses a length distribution as given to --input-tokens:
@@ -203,11 +205,38 @@ func (l Lengths) Sample(r *rand.Rand) int {
 			v += r.NormFloat64() * l.SD
 		}
 	}
+	if l.Max > 0 && !(v <= float64(l.Max)) {
+		v = float64(l.Max)
+	}
 	n := int(math.Round(v))
 	if n < l.Min {
 		n = l.Min
 	}
 	return n
+}
+
+// Capped returns l with its samples clipped to limit; a distribution whose
+// mean, or whose largest value, is over the limit is an error that says
+// so (only the tail of a normal or lognormal one is clipped). what names
+// the setting in the error.
+func (l Lengths) Capped(limit int, what string) (Lengths, error) {
+	if limit <= 0 {
+		return l, nil
+	}
+	top := l.Mean
+	switch l.Kind {
+	case "uniform":
+		top = float64(l.Hi)
+	case "choice", "empirical":
+		for _, v := range l.Values {
+			top = max(top, float64(v))
+		}
+	}
+	if top > float64(limit) {
+		return Lengths{}, fmt.Errorf("%s %s: %.0f tokens is over the promptTokens limit of %d: lower it, or raise the limit with --limit promptTokens=N (limits.promptTokens)", what, l.spec, top, limit)
+	}
+	l.Max = limit
+	return l, nil
 }
 
 // IsSet reports whether the distribution asks for anything (a mean above 0).

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/spate-dev/spate/experiment"
@@ -22,6 +23,16 @@ type BuildOptions struct {
 	Tokenizer Counter // counts dataset prompts (nil: unknown lengths)
 	// Turns reads ShareGPT datasets as multi-turn conversations.
 	Turns bool
+	// Limits bound the files read and the prompts made (zero: defaults).
+	Limits Limits
+	// Context stops reading files when it is done (nil: never).
+	Context context.Context
+}
+
+// load is LoadOptions of a dataset under o's limits and context.
+func (o BuildOptions) load(l LoadOptions) LoadOptions {
+	l.Limits, l.Context = o.Limits, o.Context
+	return l
 }
 
 // Built is a workload ready to run: its source, and for a timed trace the
@@ -39,7 +50,11 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	if s.Seed != nil {
 		seed = *s.Seed
 	}
+	promptLimit := o.Limits.orDefaults().PromptTokens
 	in, err := lengthsOr(s.InputTokens, "256")
+	if err == nil {
+		in, err = in.Capped(promptLimit, "inputTokens")
+	}
 	if err != nil {
 		return Built{}, fmt.Errorf("inputTokens %w", err)
 	}
@@ -64,7 +79,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		src = m
 	case s.Dataset != "":
-		d, err := LoadFormat(s.Dataset, LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn})
+		d, err := LoadFormat(s.Dataset, o.load(LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn}))
 		if err != nil {
 			return Built{}, err
 		}
@@ -90,6 +105,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		if err := checkSharedPrefix(s.SharedPrefix); err != nil {
 			return Built{}, err
 		}
+		if s.SharedPrefix.Tokens > promptLimit {
+			return Built{}, fmt.Errorf("sharedPrefix.tokens %d is over the promptTokens limit of %d: raise it with --limit promptTokens=N (limits.promptTokens)", s.SharedPrefix.Tokens, promptLimit)
+		}
 		if _, ok := src.(Synthetic); !ok && len(s.Intents) == 0 {
 			return Built{}, errors.New("sharedPrefix applies to synthetic prompts, not to a dataset")
 		}
@@ -100,13 +118,16 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 	}
 	if s.Turns != nil {
-		if src, err = withTurns(src, *s.Turns, out, seed); err != nil {
+		if src, err = withTurns(src, *s.Turns, out, seed, promptLimit); err != nil {
 			return Built{}, err
 		}
 	}
 	var system string
 	if sp := s.SystemPrompt; sp != nil {
 		system = sp.Text
+		if sp.Tokens > promptLimit {
+			return Built{}, fmt.Errorf("systemPrompt.tokens %d is over the promptTokens limit of %d: raise it with --limit promptTokens=N (limits.promptTokens)", sp.Tokens, promptLimit)
+		}
 		if system == "" && sp.Tokens > 0 {
 			system = Words(newRand(seed^0x5157, 0), sp.Tokens)
 		}
@@ -117,7 +138,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	}
 	var imgs []imageData
 	if s.Images != nil {
-		if imgs, err = loadImages(*s.Images, seed); err != nil {
+		if imgs, err = loadImages(o.Context, *s.Images, seed, o.Limits); err != nil {
 			return Built{}, err
 		}
 	}
@@ -193,7 +214,10 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions)
 		iin, iout := in, out
 		var err error
 		if it.InputTokens != "" {
-			if iin, err = ParseLengths(it.InputTokens); err != nil {
+			if iin, err = ParseLengths(it.InputTokens); err == nil {
+				iin, err = iin.Capped(o.Limits.orDefaults().PromptTokens, "inputTokens")
+			}
+			if err != nil {
 				return nil, fmt.Errorf("%s: inputTokens %w", where, err)
 			}
 		}
@@ -210,7 +234,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions)
 		var src Source
 		switch {
 		case it.Dataset != "":
-			d, err := LoadFormat(it.Dataset, LoadOptions{Tokenizer: o.Tokenizer})
+			d, err := LoadFormat(it.Dataset, o.load(LoadOptions{Tokenizer: o.Tokenizer}))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", where, err)
 			}
@@ -340,12 +364,15 @@ func popularityClass(p experiment.Popularity, n, k uint64) string {
 
 // withTurns makes every request a conversation: the source's request is
 // the first turn; later turns are synthetic user messages.
-func withTurns(src Source, t experiment.Turns, out Lengths, seed uint64) (Source, error) {
+func withTurns(src Source, t experiment.Turns, out Lengths, seed uint64, promptLimit int) (Source, error) {
 	count, err := ParseLengths(t.Count)
 	if err != nil {
 		return nil, fmt.Errorf("turns.count %w", err)
 	}
 	turnIn, err := lengthsOr(t.TurnTokens, "64")
+	if err == nil {
+		turnIn, err = turnIn.Capped(promptLimit, "turns.turnTokens")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("turns.turnTokens %w", err)
 	}

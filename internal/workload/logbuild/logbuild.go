@@ -95,6 +95,7 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 		summaryPath = strings.TrimSuffix(o.Out, filepath.Ext(o.Out)) + ".summary.json"
 	}
 	name := o.Log
+	o.Read.Context = ctx
 	var qs []querylog.Query
 	var err error
 	if name == "-" {

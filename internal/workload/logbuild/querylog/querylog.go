@@ -9,6 +9,7 @@ package querylog
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // Formats a log can be read in.
@@ -40,7 +43,14 @@ type Options struct {
 	// Column is the CSV column (by header name) holding the query
 	// (default "prompt").
 	Column string
+	// MaxSize bounds the log's size (0: DefaultMaxSize).
+	MaxSize int64
+	// Context stops the read when it is done (nil: never).
+	Context context.Context
 }
+
+// DefaultMaxSize bounds a log when Options.MaxSize is 0.
+const DefaultMaxSize = 1 << 30
 
 // Query is one query of a log.
 type Query struct {
@@ -92,6 +102,11 @@ func Read(r io.Reader, name string, o Options) ([]Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := o.MaxSize
+	if limit <= 0 {
+		limit = DefaultMaxSize
+	}
+	r = capread.Reader(o.Context, r, limit, "query log "+name, "")
 	var qs []Query
 	switch format {
 	case Text:
@@ -130,8 +145,8 @@ func readText(r io.Reader, name string) ([]Query, error) {
 			qs = append(qs, Query{Text: t, Line: line})
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("query log %s, line %d: %w", name, line+1, err)
+	if err := scanErr(sc.Err(), name, line); err != nil {
+		return nil, err
 	}
 	return qs, nil
 }
@@ -163,8 +178,8 @@ func readJSONL(r io.Reader, name, field string) ([]Query, error) {
 			qs = append(qs, Query{Text: t, Line: line})
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("query log %s, line %d: %w", name, line+1, err)
+	if err := scanErr(sc.Err(), name, line); err != nil {
+		return nil, err
 	}
 	return qs, nil
 }
@@ -242,12 +257,17 @@ func readCSV(r io.Reader, name, column string) ([]Query, error) {
 	}
 	var qs []Query
 	for {
+		start := cr.InputOffset()
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("query log %s: %w", name, err)
+		}
+		if cr.InputOffset()-start > maxLine {
+			line, _ := cr.FieldPos(0)
+			return nil, fmt.Errorf("query log %s, line %d: the record is over the line limit of %d MiB", name, line, maxLine>>20)
 		}
 		line, _ := cr.FieldPos(0)
 		if col >= len(rec) {
@@ -259,4 +279,16 @@ func readCSV(r io.Reader, name, column string) ([]Query, error) {
 		}
 	}
 	return qs, nil
+}
+
+// scanErr is a scanner's error as the log's: a line over the limit says
+// so with its number.
+func scanErr(err error, name string, line int) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("query log %s, line %d: the line is over the line limit of %d MiB", name, line+1, maxLine>>20)
+	}
+	return fmt.Errorf("query log %s, line %d: %w", name, line+1, err)
 }

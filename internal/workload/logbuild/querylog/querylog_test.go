@@ -1,6 +1,9 @@
 package querylog
 
 import (
+	"context"
+	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,6 +38,11 @@ func TestRead(t *testing.T) {
 		{name: "csv bad quote", file: "l.csv", in: "prompt\n\"abc\n", err: "l.csv"},
 		{name: "forced text on jsonl name", file: "l.jsonl", opt: Options{Format: Text}, in: `{"prompt":"a"}`, want: []Query{{`{"prompt":"a"}`, 1}}},
 		{name: "bad format", file: "l", opt: Options{Format: "xml"}, in: "a", err: `log format "xml"`},
+		{name: "over the size limit", file: "l.txt", opt: Options{MaxSize: 8}, in: "a\nb\nc\nd\ne\n", err: "query log l.txt is over the size limit of 8 bytes"},
+		{name: "size limit exactly", file: "l.txt", opt: Options{MaxSize: 4}, in: "a\nb\n", want: []Query{{"a", 1}, {"b", 2}}},
+		{name: "text line over the limit", file: "l.txt", in: "a\n" + strings.Repeat("x", maxLine+1), err: "l.txt, line 2: the line is over the line limit of 16 MiB"},
+		{name: "jsonl line over the limit", file: "l.jsonl", in: strings.Repeat("x", maxLine+1), err: "l.jsonl, line 1: the line is over the line limit"},
+		{name: "csv record over the limit", file: "l.csv", in: "prompt\n" + strings.Repeat("x", maxLine+1), err: "l.csv, line 2: the record is over the line limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +60,24 @@ func TestRead(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestEndlessLog reads /dev/zero: the read stops at the size limit, and
+// at once when cancelled.
+func TestEndlessLog(t *testing.T) {
+	f, err := os.Open("/dev/zero")
+	if err != nil {
+		t.Skip("no /dev/zero")
+	}
+	defer f.Close()
+	if _, err := Read(f, "zero.csv", Options{MaxSize: 1 << 20}); err == nil || !strings.Contains(err.Error(), "over the size limit of 1 MiB") {
+		t.Errorf("csv: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Read(f, "zero.csv", Options{Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
 	}
 }
 

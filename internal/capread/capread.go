@@ -1,0 +1,103 @@
+// Package capread reads bytes from outside (datasets, query logs, length
+// files, images) under a size limit, and stops when its context is
+// cancelled, so that a file that never ends (/dev/zero, a FIFO) can neither
+// take the machine's memory nor keep Ctrl-C from working.
+//
+// Stage: workload (its readers).
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
+package capread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// ErrTooLarge is the error (errors.Is) of input over its limit.
+var ErrTooLarge = errors.New("over its size limit")
+
+// LimitError says which input went over which limit, and how to raise it.
+type LimitError struct {
+	Name  string // the file
+	Limit int64  // bytes
+	Key   string // the --limit key that sets it, e.g. fileSize ("": none)
+}
+
+func (e *LimitError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s is over the size limit of %s", e.Name, size(e.Limit))
+	}
+	return fmt.Sprintf("%s is over the %s limit of %s: raise it with --limit %s=SIZE (limits.%s in an experiment file) if the file is right",
+		e.Name, e.Key, size(e.Limit), e.Key, e.Key)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *LimitError) Is(target error) bool { return target == ErrTooLarge }
+
+func size(n int64) string {
+	for _, u := range []struct {
+		s string
+		n int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.n && n%u.n == 0 {
+			return strconv.FormatInt(n/u.n, 10) + " " + u.s
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// Reader returns r bounded to limit bytes (0: no limit) and to ctx: a read
+// past the limit fails with a *LimitError naming name and key, a read after
+// ctx is done with ctx's error.
+func Reader(ctx context.Context, r io.Reader, limit int64, name, key string) io.Reader {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &reader{ctx: ctx, r: r, left: limit, limit: limit, name: name, key: key}
+}
+
+type reader struct {
+	ctx         context.Context
+	r           io.Reader
+	left, limit int64
+	name, key   string
+}
+
+func (c *reader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", c.name, err)
+	}
+	if c.limit > 0 {
+		if c.left <= 0 {
+			// One byte more tells a file of exactly limit bytes from a
+			// longer one.
+			var one [1]byte
+			n, err := c.r.Read(one[:])
+			if n > 0 {
+				return 0, &LimitError{Name: c.name, Limit: c.limit, Key: c.key}
+			}
+			return 0, err
+		}
+		if int64(len(p)) > c.left {
+			p = p[:c.left]
+		}
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// ReadFile reads the file at path whole, under limit bytes (0: none) and
+// ctx; key names the limit in the error.
+func ReadFile(ctx context.Context, path string, limit int64, key string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(Reader(ctx, f, limit, path, key))
+}
