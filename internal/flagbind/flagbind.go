@@ -134,14 +134,14 @@ func (bf *Flags) Apply(fs *pflag.FlagSet, x *experiment.Experiment) error {
 			case b.Join && src.Kind() == reflect.Slice:
 				dst.Set(reflect.AppendSlice(dst, src))
 			case b.Join && src.Kind() == reflect.Struct:
-			// Only the fields the flag gave (--limit): the others keep
-			// the file's values.
-			for i := 0; i < src.NumField(); i++ {
-				if !src.Field(i).IsZero() {
-					dst.Field(i).Set(src.Field(i))
+				// Only the fields the flag gave (--limit): the others keep
+				// the file's values.
+				for i := 0; i < src.NumField(); i++ {
+					if !src.Field(i).IsZero() {
+						dst.Field(i).Set(src.Field(i))
+					}
 				}
-			}
-		case b.Join && src.Kind() == reflect.Map:
+			case b.Join && src.Kind() == reflect.Map:
 				if dst.IsNil() {
 					dst.Set(reflect.MakeMap(dst.Type()))
 				}
