@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -47,7 +48,8 @@ func FuzzDecodeSet(f *testing.F) {
 }
 
 func FuzzParseLatency(f *testing.F) {
-	for _, s := range []string{"fixed:50ms", "uniform:10ms:50ms", "lognormal:3.2:0.5", "lognormal:1e308:1", ""} {
+	for _, s := range []string{"fixed:50ms", "uniform:10ms:50ms", "lognormal:3.2:0.5", "lognormal:1e308:1", "",
+		"fixed:20m", "uniform:1s:11m"} { // found: drew 20 min, over maxLatency
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -93,4 +95,20 @@ func FuzzParseMix(f *testing.F) {
 			t.Fatalf("accepted invalid %q", s)
 		}
 	})
+}
+
+// TestLatencyBound: a fixed or uniform latency over the 10-minute bound is
+// refused (fixed:20m drew 20 minutes: FuzzParseLatency found it); the
+// bound itself is a latency.
+func TestLatencyBound(t *testing.T) {
+	for _, s := range []string{"fixed:20m", "uniform:1s:11m", "fixed:10m1s"} {
+		if _, err := ParseLatency(s); err == nil || !strings.Contains(err.Error(), "10m0s") {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	for _, s := range []string{"fixed:10m", "uniform:0s:10m"} {
+		if _, err := ParseLatency(s); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
 }

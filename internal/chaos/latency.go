@@ -46,8 +46,8 @@ func ParseLatency(s string) (Latency, error) {
 		if err != nil {
 			return bad(err)
 		}
-		if d < 0 {
-			return bad(fmt.Errorf("negative duration"))
+		if d < 0 || d > maxLatency {
+			return bad(fmt.Errorf("want 0 <= D <= %v", maxLatency))
 		}
 		return Latency{Kind: "fixed", Min: d, Max: d}, nil
 	case "uniform":
@@ -62,8 +62,8 @@ func ParseLatency(s string) (Latency, error) {
 		if err != nil {
 			return bad(err)
 		}
-		if lo < 0 || hi < lo {
-			return bad(fmt.Errorf("want 0 <= D1 <= D2"))
+		if lo < 0 || hi < lo || hi > maxLatency {
+			return bad(fmt.Errorf("want 0 <= D1 <= D2 <= %v", maxLatency))
 		}
 		return Latency{Kind: "uniform", Min: lo, Max: hi}, nil
 	case "lognormal":
@@ -116,7 +116,9 @@ func (l *Latency) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// maxLatency bounds one drawn latency, so a heavy tail cannot hang a run.
+// maxLatency bounds one latency, so that a heavy tail cannot hang a run:
+// a lognormal draw is clipped to it, a fixed or uniform latency over it
+// is refused.
 const maxLatency = 10 * time.Minute
 
 // draw returns one latency from the distribution.
