@@ -273,9 +273,11 @@ func Write(path string, r *Result) error {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing result %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp) // never left behind
 		return fmt.Errorf("writing result %s: %w", path, err)
 	}
 	return nil

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -271,22 +273,41 @@ func (w faultsWire) faults() (Faults, error) {
 	return f, nil
 }
 
+// MaxFaultsBody bounds the JSON /admin/faults reads.
+const MaxFaultsBody = 1 << 16
+
+// DecodeFaults reads faults as /admin/faults takes them: JSON with the
+// snake_case field names (error_rate, spike_delay: "300ms", ...), unknown
+// fields refused, values checked (Validate). spate validate checks a
+// stage's faults.set with it.
+func DecodeFaults(b []byte) (Faults, error) {
+	var in faultsWire
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return Faults{}, fmt.Errorf("invalid faults JSON: %w", err)
+	}
+	f, err := in.faults()
+	if err != nil {
+		return Faults{}, fmt.Errorf("invalid faults: %w", err)
+	}
+	return f, nil
+}
+
 // handleAdminFaults serves GET (current faults), PUT/POST (replace them; an
 // omitted field is zero) and DELETE (clear them) on /admin/faults.
 func (s *Server) handleAdminFaults(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 	case http.MethodPut, http.MethodPost:
-		var in faultsWire
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxFaultsBody))
+		if err != nil {
 			writeError(w, http.StatusBadRequest, "invalid faults JSON: "+err.Error(), "invalid_request_error", "", "")
 			return
 		}
-		f, err := in.faults()
+		f, err := DecodeFaults(b)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid faults: "+err.Error(), "invalid_request_error", "", "")
+			writeError(w, http.StatusBadRequest, err.Error(), "invalid_request_error", "", "")
 			return
 		}
 		s.SetFaults(f)

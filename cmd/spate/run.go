@@ -89,6 +89,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "lag-bound", Usage: "schedule-lag p99 above which the run is marked invalid", X: func(x *xp) any { return &x.Measurement.LagBound }},
 	{Name: "tokenizer", Usage: "tokenizer of synthetic prompt lengths and local token counts: cl100k_base, o200k_base, llama3 or a tokenizer.json path", X: func(x *xp) any { return &x.Measurement.Tokenizer }},
 	{Name: "tokenizer-sample", Usage: "count output tokens locally on every Nth request to check the server's usage (0: only when usage is missing)", X: func(x *xp) any { return &x.Measurement.TokenizerSample }},
+	{Name: "limit", Usage: "change a limit on what is kept of responses and read from files, KEY=VALUE (repeatable): responseText, responseBody, modelId, modelList, fileSize, lineSize (sizes, e.g. 16MiB), promptTokens, faultSetNodes", X: func(x *xp) any { return &x.Limits }, Join: true},
 	{Name: "resilience", Usage: "compute resilience figures (P99 slope, recovery time after a load step or faults) for each stage", X: func(x *xp) any { return &x.Resilience.Enabled }},
 	{Name: "resilience-window", Usage: "sliding window of the resilience slope (whole seconds, ≥ 2s)", X: func(x *xp) any { return &x.Resilience.Window }},
 	{Name: "recovery-window", Usage: "window of the windowed P99 that recovery time is measured on (whole seconds)", X: func(x *xp) any { return &x.Resilience.RecoveryWindow }},

@@ -59,6 +59,8 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 		}
 	}
 	lengths("$.workload", x.Workload)
+	promptProblems(x, at)
+	faultSetProblems(x, at)
 	for k, v := range x.SLO {
 		if _, err := metrics.ParseSLO(k + "=" + v.String()); err != nil {
 			at("$.slo."+k, "%v", err)

@@ -25,6 +25,17 @@ func TestCheckNamesLineAndColumn(t *testing.T) {
 		{"abort on a count", head + "stages: [{name: a, rate: 1, duration: 1s}]\nthresholds: [{expr: \"achieved_rate > 1\", abortOnFail: true}]\n", "cannot abort"},
 		{"ramp with concurrency", head + "stages: [{name: a, concurrency: 1, rampFrom: 2, duration: 1s}]\n", "ramp"},
 		{"probe fraction", head + "stages: [{name: a, rate: 1, duration: 1s}]\nprobes: {suites: [benign], fraction: 2}\n", "--probe-fraction 2"},
+		// A 1 KB alias bomb passed validate and took 1.4 GB and 16 s in run.
+		{"faults alias bomb", head + "stages:\n  - name: a\n    rate: 1\n    duration: 1s\n    faults:\n      url: /admin/faults\n      set:\n        a: &a [x, x, x, x, x, x, x, x, x, x]\n        b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n        c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n        d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n        e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n        f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n        g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n        h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g, *g]\n", "x.yaml:11:10: stage \"a\": faults.set has over 10000 values once its YAML aliases are expanded"},
+		// validate passed what the injector then refused in run, without
+		// file:line.
+		{"faults unknown key", head + "stages:\n  - name: a\n    rate: 1\n    duration: 1s\n    faults:\n      url: /admin/faults\n      set: {error_rat: 0.1}\n", "x.yaml:10:12: stage \"a\": faults.set is neither the simulator's faults"},
+		{"faults bad value", head + "stages:\n  - name: a\n    rate: 1\n    duration: 1s\n    faults:\n      url: /admin/faults\n      set: {error_rate: 3}\n", "error_rate must be in [0, 1]"},
+		{"faults of the proxy", head + "chaos: {proxy: true}\nstages:\n  - name: a\n    rate: 1\n    duration: 1s\n    faults:\n      url: /admin/faults\n      set: {max_context: 10}\n", "not a fault set of the chaos proxy"},
+		{"sim faults", head + "stages:\n  - name: a\n    rate: 1\n    duration: 1s\n    faults:\n      url: /admin/faults\n      set: {error_rate: 0.05, spike_rate: 0.1, spike_delay: 300ms}\n", ""},
+		{"proxy faults", head + "stages:\n  - name: a\n    rate: 1\n    duration: 1s\n    faults:\n      url: /admin/faults\n      set: {reset_rate: 0.1, latency: \"fixed:5ms\"}\n", ""},
+		{"prompt over the limit", head + "workload: {inputTokens: 1e8}\nstages: [{name: a, rate: 1, duration: 1s}]\n", "x.yaml:4:25: inputTokens 1e8: 100000000 tokens is over the promptTokens limit"},
+		{"prompt limit raised", head + "limits: {promptTokens: 200000000}\nworkload: {inputTokens: 1e8}\nstages: [{name: a, rate: 1, duration: 1s}]\n", ""},
 		{"fine", head + "stages: [{name: a, rate: 1, duration: 1s}]\n", ""},
 	}
 	for _, tc := range tests {

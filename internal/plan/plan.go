@@ -122,6 +122,7 @@ func Defaults() *experiment.Experiment {
 		Vector:     vectorDefaults(),
 		Resilience: resilienceDefaults(),
 		Shard:      experiment.Shard{StartLateMax: 10 * time.Second, ClockCheck: new(true)},
+		Limits:     limitDefaults(),
 	}
 }
 
@@ -216,6 +217,7 @@ func withDefaults(e *experiment.Experiment) *experiment.Experiment {
 	}
 	dur(&r.Window, d.Resilience.Window)
 	dur(&r.RecoveryWindow, d.Resilience.RecoveryWindow)
+	x.Limits = x.Limits.Or(d.Limits)
 	sh := &x.Shard
 	dur(&sh.StartLateMax, d.Shard.StartLateMax)
 	if sh.ClockCheck == nil {
@@ -239,6 +241,9 @@ func Build(ctx context.Context, e *experiment.Experiment, env Env) (_ *Run, err 
 			r.Close()
 		}
 	}()
+	if err := checkOutputs(ctx, r.X); err != nil {
+		return nil, err
+	}
 	for _, f := range r.features {
 		if err := f.start(ctx, r); err != nil {
 			return nil, err
@@ -318,7 +323,7 @@ func (r *Run) build(ctx context.Context) error {
 			return invalidf("--tokenizer: %v", err)
 		}
 	}
-	src, offsets, err := r.source(spec)
+	src, offsets, err := r.source(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -326,7 +331,7 @@ func (r *Run) build(ctx context.Context) error {
 		st := &stages[i]
 		soffsets := offsets
 		if w := x.Stages[i].Workload; w != nil {
-			ssrc, soff, err := r.source(spec.Merge(*w))
+			ssrc, soff, err := r.source(ctx, spec.Merge(*w))
 			if err != nil {
 				return fmt.Errorf("stage %s: %w", st.Name, err)
 			}
@@ -437,7 +442,7 @@ func sloString(m map[string]time.Duration) string {
 // source builds the workload from its spec: the fixed request of a plain
 // HTTP run, or a dataset, intents or synthetic prompts with everything the
 // spec adds; offsets are a timed dataset's send times.
-func (r *Run) source(spec experiment.Workload) (workload.Source, []time.Duration, error) {
+func (r *Run) source(ctx context.Context, spec experiment.Workload) (workload.Source, []time.Duration, error) {
 	t := r.X.Target
 	if t.API == "http" && spec.Dataset == "" {
 		// A plain HTTP run sends the target's method, path and body every
@@ -452,7 +457,7 @@ func (r *Run) source(spec experiment.Workload) (workload.Source, []time.Duration
 		}
 		return fixed, nil, nil
 	}
-	b, err := workload.Build(spec, workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok})
+	b, err := workload.Build(spec, workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx})
 	if err != nil {
 		return nil, nil, fmt.Errorf("workload: %w", err)
 	}

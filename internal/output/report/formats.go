@@ -127,9 +127,11 @@ func WriteFile(path string, b []byte) error {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing report %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp) // never left behind
 		return fmt.Errorf("writing report %s: %w", path, err)
 	}
 	return nil
