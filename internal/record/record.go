@@ -127,6 +127,9 @@ type Record struct {
 	// Upstream names the target that gave the final answer, when a run has
 	// several ("" when one).
 	Upstream string
+	// RetryAfter is the wait a failed response asked for (its
+	// Retry-After header, on a 429 or 503), 0 when none.
+	RetryAfter time.Duration
 	// Answer holds the response text (answer, or tool call arguments) when
 	// the request asked for it to be kept (workload.Request.KeepAnswer),
 	// for answer checks and probes.

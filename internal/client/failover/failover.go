@@ -59,6 +59,8 @@ const (
 	DefaultBackoff    = 100 * time.Millisecond
 	DefaultMaxBackoff = 5 * time.Second
 	DefaultBudget     = 0.2
+	// DefaultMaxRetryAfter bounds the Retry-After a retry honours.
+	DefaultMaxRetryAfter = time.Minute
 )
 
 // Config describes the client.
@@ -73,7 +75,9 @@ type Config struct {
 	Retries int
 	// Backoff is the base wait before retry k (k from 1):
 	// Backoff·2^(k−1), capped at MaxBackoff, with equal jitter (half of
-	// it fixed, half drawn). Moving on to an untried upstream waits not.
+	// it fixed, half drawn), or the response's Retry-After when that is
+	// longer and the retry goes to the same upstream. Moving on to an
+	// untried upstream waits not.
 	Backoff, MaxBackoff time.Duration
 	// Budget caps extra attempts (failovers and retries) at this fraction
 	// of the requests sent so far, plus one: 0.2 allows 20 % more.
@@ -85,6 +89,10 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// Seed fixes the jitter draws.
 	Seed uint64
+	// MaxRetryAfter is the longest Retry-After a retry waits for
+	// (default DefaultMaxRetryAfter): a response that asks for longer is
+	// not retried.
+	MaxRetryAfter time.Duration
 }
 
 // Client sends each request under the policy. Safe for concurrent use.
@@ -126,6 +134,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	return &Client{cfg: cfg, sleep: sleep}, nil
 }
@@ -176,7 +187,8 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	keep := *rec // the engine's fields, restored before every retry
 	retries := 0
-	var written time.Time // when the first attempt was written
+	var notBefore []time.Time // per upstream, from its Retry-After
+	var written time.Time     // when the first attempt was written
 	for k := 0; ; k++ {
 		u := c.cfg.Upstreams[(first+k)%n]
 		c.attempt(ctx, u, req, rec)
@@ -192,13 +204,30 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		if k+1 >= maxAttempts || !retryable(ctx, rec) {
 			return
 		}
-		if !c.spend() {
-			return
+		// An upstream's Retry-After is the least wait before it is tried
+		// again; a wait longer than MaxRetryAfter ends the retries.
+		if rec.RetryAfter > 0 {
+			if notBefore == nil {
+				notBefore = make([]time.Time, n)
+			}
+			notBefore[(first+k)%n] = time.Now().Add(rec.RetryAfter)
 		}
 		var wait time.Duration
 		if c.cfg.Policy == RoundRobin || k+1 >= n {
+			wait = c.backoff(rec.Seq, retries+1)
+		}
+		if notBefore != nil {
+			ra := time.Until(notBefore[(first+k+1)%n])
+			if ra > c.cfg.MaxRetryAfter {
+				return
+			}
+			wait = max(wait, ra)
+		}
+		if !c.spend() {
+			return
+		}
+		if c.cfg.Policy == RoundRobin || k+1 >= n {
 			retries++
-			wait = c.backoff(rec.Seq, retries)
 		}
 		if !c.sleep(ctx, wait) {
 			return

@@ -20,6 +20,8 @@ type fake struct {
 	name     string
 	outcomes []record.ErrorKind
 	streamed bool // set a first token before failing
+	// retryAfter is set on every failed attempt's record.
+	retryAfter time.Duration
 	mu       sync.Mutex
 	calls    int
 	log      *[]string
@@ -42,6 +44,46 @@ func (f *fake) Do(ctx context.Context, req *workload.Request, rec *record.Record
 	}
 	if o != record.OK {
 		rec.Fail(o, string(o), time.Now())
+		rec.RetryAfter = f.retryAfter
+	}
+}
+
+// TestRetryAfter: a 429's Retry-After is the least wait before the same
+// upstream is tried again (retries ignored it); one over MaxRetryAfter
+// ends the retries; another upstream is not held back by it.
+func TestRetryAfter(t *testing.T) {
+	run := func(cfg Config) ([]time.Duration, record.Record) {
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var waits []time.Duration
+		c.sleep = func(_ context.Context, d time.Duration) bool { waits = append(waits, d); return true }
+		var rec record.Record
+		rec.Reset()
+		c.Do(context.Background(), &workload.Request{}, &rec)
+		return waits, rec
+	}
+	var log []string
+	limited := &fake{name: "a", outcomes: []record.ErrorKind{record.RateLimited, record.OK}, retryAfter: 3 * time.Second, log: &log}
+	waits, rec := run(Config{Upstreams: []Upstream{{"a", limited}}, Retries: 2, Budget: 10, Backoff: 10 * time.Millisecond})
+	if len(waits) != 1 || waits[0] < 2900*time.Millisecond || waits[0] > 3*time.Second || rec.Failed() || rec.Attempts != 2 {
+		t.Errorf("one upstream: waits %v, attempts %d, error %q; want one wait of about 3s, then success", waits, rec.Attempts, rec.Err)
+	}
+	tooLong := &fake{name: "a", outcomes: []record.ErrorKind{record.RateLimited}, retryAfter: 2 * time.Minute, log: &log}
+	waits, rec = run(Config{Upstreams: []Upstream{{"a", tooLong}}, Retries: 2, Budget: 10})
+	if len(waits) != 0 || rec.Err != record.RateLimited || rec.Attempts != 1 {
+		t.Errorf("over MaxRetryAfter: waits %v, attempts %d, error %q; want no retry", waits, rec.Attempts, rec.Err)
+	}
+	waits, rec = run(Config{Upstreams: []Upstream{{"a", tooLong}}, Retries: 2, Budget: 10, MaxRetryAfter: 3 * time.Minute})
+	if len(waits) != 2 || waits[0] < 119*time.Second || rec.Attempts != 3 {
+		t.Errorf("MaxRetryAfter raised: waits %v, attempts %d", waits, rec.Attempts)
+	}
+	other := &fake{name: "b", outcomes: []record.ErrorKind{record.OK}, log: &log}
+	a := &fake{name: "a", outcomes: []record.ErrorKind{record.RateLimited}, retryAfter: 30 * time.Second, log: &log}
+	waits, rec = run(Config{Upstreams: []Upstream{{"a", a}, {"b", other}}, Policy: Failover, Budget: 10})
+	if len(waits) != 1 || waits[0] != 0 || rec.Failed() || rec.Upstream != "b" {
+		t.Errorf("failover to another upstream: waits %v, upstream %s, error %q", waits, rec.Upstream, rec.Err)
 	}
 }
 
