@@ -22,9 +22,9 @@ type fake struct {
 	streamed bool // set a first token before failing
 	// retryAfter is set on every failed attempt's record.
 	retryAfter time.Duration
-	mu       sync.Mutex
-	calls    int
-	log      *[]string
+	mu         sync.Mutex
+	calls      int
+	log        *[]string
 }
 
 func (f *fake) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
