@@ -20,6 +20,7 @@ import (
 
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/internal/output/report"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/internal/verdict/compare"
 	"github.com/spate-dev/spate/internal/workload/logbuild"
@@ -71,15 +72,20 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ee.code == exitThreshold {
 			return exitThreshold
 		}
-		fmt.Fprintf(stderr, "spate: %v\n", ee.err)
+		fmt.Fprintf(stderr, "spate: %v\n", redact(ee.err))
 		return ee.code
 	case errors.Is(err, spate.ErrInvalid), errors.Is(err, report.ErrUsage), errors.Is(err, capacity.ErrUsage), errors.Is(err, compare.ErrUsage), errors.Is(err, logbuild.ErrUsage):
-		fmt.Fprintf(stderr, "spate: %v\n", err)
+		fmt.Fprintf(stderr, "spate: %v\n", redact(err))
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "spate: %v\n", err)
+	fmt.Fprintf(stderr, "spate: %v\n", redact(err))
 	return exitError
 }
+
+// redact masks what looks secret in an error of any command (URL
+// userinfo and queries, password= parameters, bearer tokens); spate run's
+// errors are redacted of its key and headers already.
+func redact(err error) string { return (*scrub.Redactor)(nil).String(err.Error()) }
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{

@@ -32,7 +32,8 @@ func Execute(ctx context.Context, e *experiment.Experiment, env Env) (*result.Re
 // the result with the run's outcome: nil, ErrThresholdsFailed (the result
 // is complete), or what went wrong. A result is returned whenever one was
 // measured, even with an error.
-func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
+func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
+	defer func() { err = r.red.Error(err) }()
 	x, p := r.X, r.Plan
 	if x.Outputs.Records != "" {
 		if err := os.MkdirAll(filepath.Dir(x.Outputs.Records), 0o755); err != nil {
@@ -50,6 +51,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	if res == nil {
 		return nil, runErr
 	}
+	redactResult(r.red, res)
 	out := x.Outputs.Result
 	if r.summary() {
 		if err := report.Console(r.stdout(), res); err != nil {

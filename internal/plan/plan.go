@@ -30,6 +30,7 @@ import (
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/internal/schedule"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/payload"
@@ -66,6 +67,8 @@ type Run struct {
 	X   *experiment.Experiment
 	env Env
 	tok *tokenizer.BPE
+	// red is the run's redaction (redact.go).
+	red *scrub.Redactor
 	// features are this run's instances of the features, in order.
 	features []feature
 	closers  []func()
@@ -232,10 +235,13 @@ func withDefaults(e *experiment.Experiment) *experiment.Experiment {
 // workload, protocol client, provenance) and lets each feature add to it.
 // The caller must Close the run.
 func Build(ctx context.Context, e *experiment.Experiment, env Env) (_ *Run, err error) {
+	red := redactor(e)
+	defer func() { err = red.Error(err) }()
 	if err := Check(e); err != nil {
 		return nil, err
 	}
-	r := &Run{X: withDefaults(e), env: env, features: features()}
+	r := &Run{X: withDefaults(e), env: redactEnv(env, red), features: features(), red: red}
+	r.Plan.Redact = red.String
 	defer func() {
 		if err != nil {
 			r.Close()

@@ -124,6 +124,9 @@ type Plan struct {
 	// Shard, when Count > 1, makes this process send one shard of the load
 	// (see shard.go).
 	Shard Shard
+	// Redact, when set, masks secrets in every record's message before
+	// the recorder, the records file and the observers see it.
+	Redact func(string) string
 }
 
 // ProgressFunc receives a stage's progress: the time since it began, the
@@ -283,10 +286,11 @@ func (s source) Lookup(agg string, pct float64, metric string) (float64, bool) {
 
 // sink tees records to the recorder, the records file and the observers.
 type sink struct {
-	rec   *metrics.Recorder
-	rw    *record.Writer
-	stage string
-	obs   []Observer
+	rec    *metrics.Recorder
+	rw     *record.Writer
+	stage  string
+	obs    []Observer
+	redact func(string) string
 }
 
 func (s sink) Sent(at, intended time.Time, warmup bool) {
@@ -297,6 +301,9 @@ func (s sink) Sent(at, intended time.Time, warmup bool) {
 }
 
 func (s sink) Record(r *record.Record) {
+	if r.ErrMsg != "" && s.redact != nil {
+		r.ErrMsg = s.redact(r.ErrMsg)
+	}
 	s.rec.Record(r)
 	if s.rw != nil {
 		s.rw.Write(s.stage, r)
@@ -352,7 +359,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, LagBound: st.LagBound,
 		Tokenizer: p.Provenance.Tokenizer, Window: window,
 	})
-	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name, obs: p.Observers}
+	ecfg.Sink = sink{rec: rec, rw: rw, stage: st.Name, obs: p.Observers, redact: p.Redact}
 	// faultsOff clears the stage's faults once, on every way out.
 	faultsOff := func() error { return nil }
 	if st.Faults != nil {

@@ -1,0 +1,75 @@
+package scrub
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spate-dev/spate/internal/golden"
+)
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor("sk-planted-key-123", "Bearer sk-other-key-456", "hv-secret-789", "ab", "")
+	for _, c := range []struct{ in, want string }{
+		{"key sk-planted-key-123 here", "key <redacted> here"},
+		{"escaped sk-planted-key-123%20x", "escaped <redacted>%20x"},
+		{"echo: Authorization: Bearer sk-other-key-456", "echo: Authorization: <redacted>"},
+		{"bare sk-other-key-456", "bare <redacted>"},
+		{"X-Api-Key: hv-secret-789", "X-Api-Key: <redacted>"},
+		{"short ab stays", "short ab stays"},
+		{`Post "http://u:p4ss@h:1/v1/chat/completions?api-version=2024&key=zz": dial tcp`, `Post "http://<redacted>@h:1/v1/chat/completions?<redacted>": dial tcp`},
+		{"pgvector://user:hunter22@db:5432/x?table=t connect failed", "pgvector://<redacted>@db:5432/x?<redacted> connect failed"},
+		{"host=db user=u password=hunter22 dbname=x", "host=db user=u password=<redacted> dbname=x"},
+		{`{"api_key": "abc123xyz"}`, `{"api_key": "<redacted>"}`},
+		{"Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic <redacted>"},
+		{"nothing secret at http://h/v1", "nothing secret at http://h/v1"},
+	} {
+		if got := r.String(c.in); got != c.want {
+			t.Errorf("String(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+	var nilR *Redactor
+	if got := nilR.String("password=x1"); got != "password=<redacted>" {
+		t.Errorf("nil redactor: %q", got)
+	}
+	base := errors.New("base")
+	err := r.Error(fmt.Errorf("calling sk-planted-key-123: %w", base))
+	if !errors.Is(err, base) || strings.Contains(err.Error(), "sk-planted") {
+		t.Errorf("Error: %v", err)
+	}
+	if r.Error(nil) != nil {
+		t.Error("Error(nil) is not nil")
+	}
+}
+
+func TestURLSecrets(t *testing.T) {
+	got := URLSecrets("pgvector://u:hunter22@db/x?table=t&token=tk1")
+	want := map[string]bool{"hunter22": true, "t": true, "tk1": true}
+	if len(got) != 3 {
+		t.Fatalf("%q", got)
+	}
+	for _, g := range got {
+		if !want[g] {
+			t.Errorf("unexpected %q", g)
+		}
+	}
+}
+
+// TestText: what a server sends is printed with its control characters
+// escaped (golden: a model id with escape codes that would forge a
+// "thresholds: PASS" line, bidi overrides, invalid UTF-8) and clipped.
+func TestText(t *testing.T) {
+	var b strings.Builder
+	for _, in := range []string{
+		"llama-3-8b",
+		"evil\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m\nmodel fine",
+		"\x9b31mC1 CSI\x07bell\x7fdel \u009b32m",
+		"rtl \u202egnp.exe\u202c tab\there",
+		"bad \xff\xfe utf8 ok é",
+		strings.Repeat("long ", 30),
+	} {
+		fmt.Fprintf(&b, "%q\n  → %s\n", in, Text(in, 80))
+	}
+	golden.Check(t, "text.golden", []byte(b.String()))
+}
