@@ -35,6 +35,11 @@ var ErrInvalid = plan.ErrInvalid
 // it.
 var ErrThresholdsFailed = plan.ErrThresholdsFailed
 
+// ErrNoneSucceeded is Run's error when a stage ended with no request
+// succeeded, whatever the reason; the result is written. spate exits 1 on
+// it.
+var ErrNoneSucceeded = plan.ErrNoneSucceeded
+
 // An Option changes how Run reports as it goes.
 type Option func(*options)
 
@@ -62,10 +67,10 @@ func WithoutSummary() Option { return func(o *options) { o.env.NoSummary = true 
 // it and the other outputs the experiment names (exp.Outputs; none by
 // default) and running the gate actions its verdict maps to (exp.Actions).
 //
-// The error is nil, ErrThresholdsFailed, an ErrInvalid, or what stopped
-// the run; a result is returned whenever one was measured, even with an
-// error (an interrupted run's is partial: cancel ctx to stop a run). exp is
-// not changed.
+// The error is nil, ErrThresholdsFailed, ErrNoneSucceeded, an ErrInvalid,
+// or what stopped the run; a result is returned whenever one was
+// measured, even with an error (an interrupted run's is partial: cancel
+// ctx to stop a run). exp is not changed.
 func Run(ctx context.Context, exp *experiment.Experiment, opts ...Option) (*result.Result, error) {
 	o := options{env: plan.Env{Version: Version}}
 	for _, opt := range opts {

@@ -127,13 +127,17 @@ func outcome(res *result.Result, runErr error) error {
 	if res.Interrupted {
 		return errors.New("interrupted: partial result written")
 	}
-	ok, failed := 0, 0
+	// A stage in which no request completed is an error whatever the
+	// reason (failures, requests cancelled at the end of the drain,
+	// nothing sent): its figures measure nothing.
+	var empty []string
 	for _, sc := range res.Scenarios {
-		ok += sc.Requests.Succeeded
-		failed += sc.Requests.Failed
+		if rq := sc.Requests; rq.Succeeded == 0 {
+			empty = append(empty, fmt.Sprintf("stage %s (%d failed, %d cancelled at the end of the drain)", sc.Name, rq.Failed, rq.Cancelled))
+		}
 	}
-	if ok == 0 && failed > 0 {
-		return fmt.Errorf("no request succeeded (%d failed): see requests.errors in the result", failed)
+	if len(empty) > 0 {
+		return fmt.Errorf("%w in %s: see requests.errors in the result", ErrNoneSucceeded, strings.Join(empty, "; "))
 	}
 	if !res.ThresholdsPassed {
 		return ErrThresholdsFailed

@@ -57,3 +57,14 @@ func TestOutputsCheckedBeforeLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultsAgree: a stream that stalls is a timeout of its own before
+// the drain runs out and cancels it (the idle default was 1 min against a
+// 30 s drain: every stalled request ended "cancelled" and the run exited
+// 0).
+func TestDefaultsAgree(t *testing.T) {
+	d := Defaults()
+	if idle, drain := d.Target.IdleTimeout, d.Stages[0].DrainTimeout; idle <= 0 || idle >= drain {
+		t.Fatalf("idle timeout %v, drain %v: want 0 < idle < drain", idle, drain)
+	}
+}

@@ -82,6 +82,18 @@ var ErrInvalid = errors.New("invalid experiment")
 // result is complete and written (spate exits 3).
 var ErrThresholdsFailed = errors.New("thresholds failed")
 
+// DefaultIdleTimeout is the default stall limit of a streamed response.
+// It is shorter than the default drain (engine.DefaultDrainTimeout), so
+// that a stream that stalls before sending ends is a timeout error of its
+// own, not a request cancelled when the drain runs out.
+const DefaultIdleTimeout = 20 * time.Second
+
+// ErrNoneSucceeded is the outcome of a run with a stage in which no
+// request succeeded, whatever the reason (errors, requests cancelled at
+// the end of the drain, nothing sent): the result is written, but its
+// figures measure nothing (spate exits 1).
+var ErrNoneSucceeded = errors.New("no request succeeded")
+
 // invalidError is an ErrInvalid with its own message.
 type invalidError struct{ err error }
 
@@ -109,7 +121,7 @@ func Defaults() *experiment.Experiment {
 	seed := uint64(1)
 	return &experiment.Experiment{
 		Target: experiment.Target{
-			API: openai.Chat, IgnoreEOS: "auto", Timeout: 10 * time.Minute, IdleTimeout: time.Minute,
+			API: openai.Chat, IgnoreEOS: "auto", Timeout: 10 * time.Minute, IdleTimeout: DefaultIdleTimeout,
 			Stream: new(true), TraceHeader: new(true),
 			Policy: "round-robin", RetryBackoff: defaultBackoff, RetryBudget: defaultBudget,
 		},

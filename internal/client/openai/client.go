@@ -56,8 +56,10 @@ type Config struct {
 	IgnoreEOS bool
 	// Timeout bounds a whole request (0: none).
 	Timeout time.Duration
-	// IdleTimeout bounds the silence between two reads of a response
-	// (0: none); a stalled stream fails with record.Timeout.
+	// IdleTimeout bounds the silence between two reads of a streamed
+	// response (0: none); a stalled stream fails with record.Timeout. A
+	// whole (non-streamed) response is silent until it is done: Timeout
+	// bounds it.
 	IdleTimeout time.Duration
 	// MaxLine bounds one SSE line (0: sse.DefaultMaxLine).
 	MaxLine int
@@ -244,7 +246,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		defer t.Stop()
 	}
 	var idle *time.Timer
-	if c.cfg.IdleTimeout > 0 {
+	if c.cfg.IdleTimeout > 0 && c.cfg.Stream && c.cfg.API != Embeddings {
 		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errStalled) })
 		defer idle.Stop()
 	}
