@@ -10,6 +10,7 @@ import (
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/chaos"
+	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/sim"
 )
@@ -18,10 +19,10 @@ import (
 // client.
 const (
 	DefaultFaultSetNodes = 10_000
-	defaultResponseText  = 4 << 20
-	defaultResponseBody  = 64 << 20
-	defaultModelID       = 1 << 10
-	defaultModelList     = 4 << 20
+	defaultResponseText  = openai.DefaultMaxText
+	defaultResponseBody  = openai.DefaultMaxBody
+	defaultModelID       = openai.DefaultMaxModelID
+	defaultModelList     = openai.DefaultMaxModelList
 )
 
 // limitDefaults are the defaults of experiment.Limits (docs/run.md lists

@@ -524,6 +524,8 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
 			Tokenizer: r.tok, TokenizerSample: *r.X.Measurement.TokenizerSample, Headers: headers, TraceHeader: *t.TraceHeader,
 			NetHTTP: os.Getenv(envNetHTTP) != "", ReactorTick: reactorTick(),
+			MaxText: int64(r.X.Limits.ResponseText), MaxBody: int64(r.X.Limits.ResponseBody),
+			MaxModelID: int64(r.X.Limits.ModelID), MaxModelList: int64(r.X.Limits.ModelList),
 		})
 		if err != nil {
 			return nil, invalidf("--target/--api %s: %v", openai.Redact(target), err)

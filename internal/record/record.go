@@ -8,6 +8,7 @@
 package record
 
 import (
+	"errors"
 	"strconv"
 	"time"
 )
@@ -27,7 +28,23 @@ const (
 	BadResponse   ErrorKind = "bad_response"
 	Cancelled     ErrorKind = "cancelled"
 	RequestFailed ErrorKind = "request_failed"
+	// ConnectReset is a connection that died (reset, closed) before any
+	// response.
+	ConnectReset ErrorKind = "connect_reset"
+	// RedirectLoop is a request redirected too many times.
+	RedirectLoop ErrorKind = "redirect_loop"
+	// BadUsage is a response whose usage counts are negative or absurd:
+	// they are not summed.
+	BadUsage ErrorKind = "bad_usage"
+	// TooLarge is a response over one of the run's limits (its kept text,
+	// its body, its model id).
+	TooLarge ErrorKind = "too_large"
 )
+
+// ErrDrained is the cause (context.Cause) the engine cancels requests
+// with when its drain timeout runs out: a client records such a request
+// as a Timeout, not as Cancelled, which is for an interrupted run.
+var ErrDrained = errors.New("still running when the drain timeout ended")
 
 // HTTPStatus returns the error kind of an HTTP error status.
 func HTTPStatus(code int) ErrorKind {

@@ -301,7 +301,7 @@ func retryable(ctx context.Context, rec *record.Record) bool {
 		return false
 	}
 	switch rec.Err {
-	case record.Connect, record.Timeout, record.RateLimited, record.StreamBroken, record.RequestFailed:
+	case record.Connect, record.ConnectReset, record.Timeout, record.RateLimited, record.StreamBroken, record.RequestFailed:
 		return true
 	}
 	return strings.HasPrefix(string(rec.Err), "http_5")

@@ -21,8 +21,10 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -30,6 +32,7 @@ import (
 	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/client/sse"
 	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/tokenizer"
 )
@@ -82,6 +85,12 @@ type Config struct {
 	// ReactorTick is rawhttp.Config.Tick for the reactor path (0: its
 	// default).
 	ReactorTick time.Duration
+	// MaxText bounds the text of one response kept for the tokenizer and
+	// answer checks (0: DefaultMaxText); MaxBody a non-streamed response
+	// (0: DefaultMaxBody); MaxModelID the model id a response names (0:
+	// DefaultMaxModelID); MaxModelList the /models listing (0:
+	// DefaultMaxModelList). Over one, a request fails with record.TooLarge.
+	MaxText, MaxBody, MaxModelID, MaxModelList int64
 }
 
 // Client sends OpenAI API requests. It is safe for concurrent use.
@@ -122,15 +131,63 @@ func New(cfg Config) (*Client, error) {
 	if path == "" {
 		return nil, fmt.Errorf("api %q: use chat, completions or embeddings", cfg.API)
 	}
-	c := &Client{cfg: cfg, endpoint: strings.TrimRight(cfg.BaseURL, "/") + path, http: cfg.HTTP}
+	for k, vs := range cfg.Headers {
+		for _, v := range vs {
+			if strings.ContainsAny(k+v, "\r\n\x00") {
+				return nil, fmt.Errorf("header %q: a header is one line: no CR, LF or NUL", k)
+			}
+		}
+	}
+	c := &Client{cfg: cfg, endpoint: Endpoint(cfg.BaseURL, path), http: cfg.HTTP}
 	if c.http == nil {
-		c.http = &http.Client{Transport: NewTransport()}
+		c.http = &http.Client{Transport: NewTransport(), CheckRedirect: checkRedirect(cfg.Headers)}
 	}
 	c.pool.New = func() any { return &stream{} }
 	if c.raw, c.rawTarget, err = newRaw(cfg, c.endpoint); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// Endpoint returns the URL of path under the API base URL: the path goes
+// before the base's query (http://h/v1?api-version=1 and /chat/completions
+// give http://h/v1/chat/completions?api-version=1).
+func Endpoint(base, path string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimRight(base, "/") + path
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimRight(u.RawPath, "/") + path
+	}
+	return u.String()
+}
+
+// maxRedirects is how many redirects a request follows before it fails
+// with record.RedirectLoop.
+const maxRedirects = 5
+
+// errRedirectLoop is a request redirected more than maxRedirects times.
+var errRedirectLoop = fmt.Errorf("redirected more than %d times", maxRedirects)
+
+// checkRedirect is the redirect policy: at most maxRedirects, and on a
+// redirect to another host none of the configured headers (custom key
+// headers such as X-Api-Key or api-key among them) is sent there;
+// net/http already drops Authorization and cookies there.
+func checkRedirect(own http.Header) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > maxRedirects {
+			return errRedirectLoop
+		}
+		if req.URL.Host != via[0].URL.Host {
+			for k := range own {
+				req.Header.Del(k)
+			}
+			req.Header.Del("Authorization")
+		}
+		return nil
+	}
 }
 
 // Redact removes credentials and query values from a URL for display.
@@ -280,6 +337,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	resp, err := c.http.Do(hreq)
 	if err != nil {
 		kind, msg := classify(ctx, err)
+		if kind == record.StreamBroken || kind == record.RequestFailed && reset(err) {
+			// No response at all: the connection died before headers.
+			kind = record.ConnectReset
+		}
 		rec.Fail(kind, msg, time.Now())
 		return
 	}
@@ -287,7 +348,8 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	rec.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-		rec.Fail(record.HTTPStatus(resp.StatusCode), fmt.Sprintf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(snippet)), time.Now())
+		rec.Fail(record.HTTPStatus(resp.StatusCode), statusMessage(resp.StatusCode, snippet), time.Now())
+		rec.RetryAfter = RetryAfter(resp.StatusCode, resp.Header.Get("Retry-After"), time.Now())
 		return
 	}
 	var src io.Reader = resp.Body
@@ -328,10 +390,41 @@ func (i idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// statusMessage is the message of an HTTP error: the status and the
+// start of the body, its control characters escaped (a server's text is
+// printed).
+func statusMessage(status int, body []byte) string {
+	return fmt.Sprintf("HTTP %d: %s", status, scrub.Text(string(bytes.TrimSpace(body)), 300))
+}
+
+// RetryAfter reads a Retry-After header (seconds, or an HTTP date after
+// now) of a 429 or 503 response; 0 when there is none or it does not
+// parse.
+func RetryAfter(status int, v string, now time.Time) time.Duration {
+	if v == "" || status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		return 0
+	}
+	if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+		if n <= 0 || n > 1e6 || n != n {
+			return 0
+		}
+		return time.Duration(n * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// reset reports a connection reset by the peer.
+func reset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
 // classify maps a transport error to an error kind and a message.
 func classify(ctx context.Context, err error) (record.ErrorKind, string) {
 	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errTimeout), errors.Is(cause, errStalled):
+	case errors.Is(cause, errTimeout), errors.Is(cause, errStalled), errors.Is(cause, record.ErrDrained):
 		return record.Timeout, cause.Error()
 	case cause != nil:
 		return record.Cancelled, "cancelled: the run was stopping"
@@ -339,6 +432,9 @@ func classify(ctx context.Context, err error) (record.ErrorKind, string) {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return record.Connect, err.Error()
+	}
+	if errors.Is(err, errRedirectLoop) {
+		return record.RedirectLoop, err.Error()
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -500,6 +596,12 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Defaults of Config's limits.
+const (
+	DefaultMaxText = 4 << 20
+	DefaultMaxBody = 64 << 20
+)
 
 // maxWholeBody bounds a non-streamed response.
 const maxWholeBody = 256 << 20

@@ -2,48 +2,99 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
+// DefaultMaxModelList bounds the /models listing (Config.MaxModelList).
+const DefaultMaxModelList = 4 << 20
+
 // Models lists the model ids the server serves (GET /models). It fails
-// within 10 s when the server is unreachable.
+// within 10 s when the server is unreachable, and when the listing is over
+// the limit (Config.MaxModelList) or names an id that is not printable
+// text or over Config.MaxModelID.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	base := strings.TrimRight(c.cfg.BaseURL, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/models", nil)
+	where := Redact(base) + "/models"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, Endpoint(c.cfg.BaseURL, "/models"), nil)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range c.cfg.Headers {
+		req.Header[k] = v
 	}
 	if c.cfg.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("target %s is unreachable: %w", Redact(base), err)
+		_, msg := classify(ctx, err)
+		return nil, fmt.Errorf("target %s is unreachable: %s", Redact(base), msg)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("listing models at %s: HTTP %d", Redact(base)+"/models", resp.StatusCode)
+		return nil, fmt.Errorf("listing models at %s: HTTP %d", where, resp.StatusCode)
 	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+	limit := c.cfg.MaxModelList
+	if limit <= 0 {
+		limit = DefaultMaxModelList
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&list); err != nil {
-		return nil, fmt.Errorf("listing models at %s: %w", Redact(base)+"/models", err)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("listing models at %s: %w", where, err)
 	}
-	ids := make([]string, 0, len(list.Data))
-	for _, m := range list.Data {
-		ids = append(ids, m.ID)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("listing models at %s: the listing is over the modelList limit of %d bytes (pass --model, or raise --limit modelList=SIZE)", where, limit)
+	}
+	var p fastjson.Parser
+	v, err := p.ParseBytes(b)
+	if err != nil {
+		return nil, fmt.Errorf("listing models at %s: not JSON: %s", where, scrub.Text(err.Error(), 200))
+	}
+	ids := make([]string, 0, 8)
+	for _, m := range v.GetArray("data") {
+		id := string(m.GetStringBytes("id"))
+		if err := c.checkModel(id); err != nil {
+			return nil, fmt.Errorf("listing models at %s: %w (pass --model)", where, err)
+		}
+		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// errModelID is a model id a server named that spate does not keep.
+var errModelID = errors.New("model id")
+
+// checkModel refuses a model id over the limit or with characters that
+// are not printable text.
+func (c *Client) checkModel(id string) error {
+	if n := int64(len(id)); n > c.maxModelID() {
+		return fmt.Errorf("%w of %d bytes is over the modelId limit of %d bytes (raise it with --limit modelId=SIZE)", errModelID, n, c.maxModelID())
+	}
+	if clean := scrub.Text(id, 0); clean != id {
+		return fmt.Errorf("%w %q is not printable text", errModelID, clean)
+	}
+	return nil
+}
+
+// DefaultMaxModelID bounds a model id (Config.MaxModelID).
+const DefaultMaxModelID = 1 << 10
+
+func (c *Client) maxModelID() int64 {
+	if c.cfg.MaxModelID > 0 {
+		return c.cfg.MaxModelID
+	}
+	return DefaultMaxModelID
 }
 
 // Check fails when the target is unreachable. A server that does not list

@@ -1,0 +1,149 @@
+package openai
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/llmtest"
+)
+
+// TestHostileConnections: a reset before headers, a redirect loop and a
+// redirect to another host, each against the hostile test server.
+func TestHostileConnections(t *testing.T) {
+	h := llmtest.NewHostile()
+	defer h.Close()
+	for _, tc := range []struct {
+		behaviour string
+		want      record.ErrorKind
+		msg       string
+	}{
+		{llmtest.Reset, record.ConnectReset, ""},           // was request_failed
+		{llmtest.RedirectLoop, record.RedirectLoop, ""},    // was request_failed
+		{llmtest.RedirectElsewhere, record.OK, ""},         // answered by the other host
+		{llmtest.Echo, "http_400", "bad request to /echo"}, // the body, escaped
+	} {
+		t.Run(tc.behaviour, func(t *testing.T) {
+			c := newClient(t, strings.TrimSuffix(h.BaseURL(tc.behaviour), "/v1"), func(c *Config) {
+				c.Headers = http.Header{"X-Api-Key": {"hv-custom-key"}, "Api-Key": {"hv-azure-key"}}
+				c.APIKey = "sk-bearer-key"
+			})
+			rec := do(c, &workload.Request{Prompt: "p"})
+			if rec.Err != tc.want || !strings.Contains(rec.ErrMsg, tc.msg) {
+				t.Fatalf("err %q %q, want %q containing %q", rec.Err, rec.ErrMsg, tc.want, tc.msg)
+			}
+		})
+	}
+	for _, hd := range h.OtherHeaders() {
+		for _, k := range []string{"X-Api-Key", "Api-Key", "Authorization"} {
+			if v := hd.Get(k); v != "" {
+				t.Errorf("the redirect sent %s: %s to another host", k, v)
+			}
+		}
+	}
+	if len(h.OtherHeaders()) == 0 {
+		t.Error("the other host got no request")
+	}
+}
+
+// TestEndpointKeepsQuery: a target with a query string (Azure's
+// api-version) gets the API path before the query (it built
+// /v1?api-version=…/chat/completions).
+func TestEndpointKeepsQuery(t *testing.T) {
+	for _, c := range []struct{ base, path, want string }{
+		{"http://h/v1", "/chat/completions", "http://h/v1/chat/completions"},
+		{"http://h/v1/", "/models", "http://h/v1/models"},
+		{"https://h/openai/deployments/d?api-version=2024-02-01", "/chat/completions", "https://h/openai/deployments/d/chat/completions?api-version=2024-02-01"},
+	} {
+		if got := Endpoint(c.base, c.path); got != c.want {
+			t.Errorf("Endpoint(%q, %q) = %q, want %q", c.base, c.path, got, c.want)
+		}
+	}
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.URL.RequestURI())
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			w.Write([]byte(`{"data":[{"id":"m1"}]}`))
+			return
+		}
+		script(regular(0, 0, 2, true)...)(w, r)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, func(c *Config) { c.BaseURL = srv.URL + "/v1?api-version=7" })
+	if rec := do(c, &workload.Request{Prompt: "p"}); rec.Failed() {
+		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+	}
+	if ids, err := c.Models(context.Background()); err != nil || len(ids) != 1 {
+		t.Fatalf("models %v %v", ids, err)
+	}
+	if len(got) != 2 || got[0] != "/v1/chat/completions?api-version=7" || got[1] != "/v1/models?api-version=7" {
+		t.Fatalf("requests %q", got)
+	}
+}
+
+// TestModelsListingChecked: a listing over its limit, or naming an id
+// with escape codes, is an error that says to pass --model.
+func TestModelsListingChecked(t *testing.T) {
+	h := llmtest.NewHostile()
+	defer h.Close()
+	for _, tc := range []struct{ behaviour, want string }{
+		{llmtest.HugeModels, "over the modelList limit"},
+		{llmtest.EscapeModel, `not printable text`},
+	} {
+		c := newClient(t, strings.TrimSuffix(h.BaseURL(tc.behaviour), "/v1"), nil)
+		_, err := c.Models(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--model") || strings.Contains(err.Error(), "\x1b") {
+			t.Errorf("%s: %v", tc.behaviour, err)
+		}
+	}
+}
+
+func TestRetryAfterHeader(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		status int
+		v      string
+		want   time.Duration
+	}{
+		{429, "2", 2 * time.Second},
+		{503, "0.5", 500 * time.Millisecond},
+		{429, now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{429, "soon", 0},
+		{429, "-3", 0},
+		{500, "2", 0},
+		{429, "", 0},
+	} {
+		if got := RetryAfter(c.status, c.v, now); got != c.want {
+			t.Errorf("RetryAfter(%d, %q) = %v, want %v", c.status, c.v, got, c.want)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3")
+		http.Error(w, "slow", 429)
+	}))
+	defer srv.Close()
+	if rec := do(newClient(t, srv.URL, nil), &workload.Request{Prompt: "p"}); rec.RetryAfter != 3*time.Second {
+		t.Errorf("record RetryAfter %v", rec.RetryAfter)
+	}
+}
+
+// TestDrainedIsATimeout: a request still running when the engine's drain
+// runs out is a timeout, not a cancellation (which is for Ctrl-C).
+func TestDrainedIsATimeout(t *testing.T) {
+	srv := httptest.NewServer(script(step{data: chunk(" a")}, step{at: 5 * time.Second, data: "[DONE]"}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(100*time.Millisecond, func() { cancel(record.ErrDrained) })
+	rec := &record.Record{}
+	rec.Reset()
+	rec.Sent = time.Now()
+	newClient(t, srv.URL, nil).Do(ctx, &workload.Request{Prompt: "p"}, rec)
+	if rec.Err != record.Timeout || !strings.Contains(rec.ErrMsg, "drain") {
+		t.Fatalf("err %q %q", rec.Err, rec.ErrMsg)
+	}
+}
