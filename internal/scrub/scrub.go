@@ -135,13 +135,24 @@ func (e *redacted) Unwrap() error { return e.err }
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" && u.User == nil {
-		if i := strings.Index(raw, "://"); i >= 0 {
-			rest := raw[i+3:]
-			if at := strings.IndexByte(rest, '@'); at >= 0 && !strings.ContainsAny(rest[:at], "/?#") {
-				return raw[:i+3] + Mask + rest[at:]
-			}
+		// Not a URL Go reads (a password with a bad escape, say): mask
+		// what is before the last @ of its authority, and its query.
+		i := strings.Index(raw, "://")
+		if i < 0 {
+			return raw
 		}
-		return raw
+		rest := raw[i+3:]
+		end := len(rest)
+		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+			end = j
+		}
+		if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+			rest = Mask + rest[at:]
+		}
+		if q := strings.IndexByte(rest, '?'); q >= 0 {
+			rest = rest[:q+1] + Mask
+		}
+		return raw[:i+3] + rest
 	}
 	if u.User == nil && u.RawQuery == "" && !strings.Contains(u.Fragment, "=") {
 		return raw

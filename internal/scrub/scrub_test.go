@@ -24,6 +24,7 @@ func TestRedactor(t *testing.T) {
 		{`{"api_key": "abc123xyz"}`, `{"api_key": "<redacted>"}`},
 		{"Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic <redacted>"},
 		{"nothing secret at http://h/v1", "nothing secret at http://h/v1"},
+		{`target "pgvector://u:hun%zz@te@db:5432/x?table=t" bad`, `target "pgvector://<redacted>@db:5432/x?<redacted>" bad`},
 	} {
 		if got := r.String(c.in); got != c.want {
 			t.Errorf("String(%q)\n = %q\nwant %q", c.in, got, c.want)

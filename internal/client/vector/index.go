@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // Index is a collection of vectors in a vector database: spate fills it
@@ -35,7 +37,8 @@ const Exact = -1
 func Open(ctx context.Context, raw string) (Index, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("vector target %q: %w", Redact(raw), err)
+		// url.Error repeats the URL, password and all.
+		return nil, fmt.Errorf("vector target %q is not a URL: escape %% and @ in its password (%%25, %%40)", Redact(raw))
 	}
 	name := strings.Trim(u.Path, "/")
 	switch u.Scheme {
@@ -71,10 +74,14 @@ func httpBase(u *url.URL, secure string) string {
 	return scheme + "://" + u.Host
 }
 
-// Redact removes the password from a target URL, for results and logs.
+// Redact removes the password from a target URL, for results and logs; a
+// URL that does not parse loses its userinfo and query.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return scrub.URL(raw)
+	}
+	if u.User == nil {
 		return raw
 	}
 	if _, ok := u.User.Password(); ok {
