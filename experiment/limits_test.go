@@ -80,3 +80,22 @@ func TestSizeAndLimits(t *testing.T) {
 		t.Errorf("limits %+v", e.Limits)
 	}
 }
+
+// FuzzParseSize: a size that parses is >= 0 and survives its own String.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"64MiB", "1.5 GB", "7", "1e30GiB", "-1B", " 3 KiB "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if v < 0 {
+			t.Fatalf("%q → %d", s, v)
+		}
+		if w, err := ParseSize(v.String()); err != nil || w != v {
+			t.Fatalf("%q → %d → %q → %d, %v", s, v, v.String(), w, err)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/spate-dev/spate/internal/golden"
 )
@@ -73,4 +74,51 @@ func TestText(t *testing.T) {
 		fmt.Fprintf(&b, "%q\n  → %s\n", in, Text(in, 80))
 	}
 	golden.Check(t, "text.golden", []byte(b.String()))
+}
+
+// FuzzText: whatever a server sends, the printed text has no control
+// character, is valid UTF-8 and is clipped.
+func FuzzText(f *testing.F) {
+	f.Add(EscapeSample, 80)
+	f.Add("\xff\xfe\u202e\u009b", 3)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		max = max % 1000
+		got := Text(s, max)
+		if !utf8.ValidString(got) {
+			t.Fatalf("%q → invalid UTF-8 %q", s, got)
+		}
+		for _, c := range got {
+			if unsafeRune(c) {
+				t.Fatalf("%q → %q keeps %U", s, got, c)
+			}
+		}
+		if max > 0 && len(got) > max+len("…")+6 {
+			t.Fatalf("%q clipped at %d → %d bytes", s, max, len(got))
+		}
+	})
+}
+
+// EscapeSample is a model id that would forge a summary line.
+const EscapeSample = "evil\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m"
+
+// FuzzRedact: a planted secret never survives redaction, wherever it sits
+// in the text.
+func FuzzRedact(f *testing.F) {
+	f.Add("error from http://u:p@h/v1?k=", "sk-planted-1")
+	f.Add("password=", "hunter22")
+	f.Fuzz(func(t *testing.T, text, secret string) {
+		secret = strings.TrimSpace(secret)
+		if len(secret) < minSecret || strings.ContainsAny(secret, "<>") {
+			return
+		}
+		r := NewRedactor(secret)
+		for _, s := range []string{text + secret, secret + text, text + secret + text} {
+			got := r.String(s)
+			for _, piece := range strings.Split(got, Mask) {
+				if strings.Contains(piece, secret) {
+					t.Fatalf("secret %q survives in %q", secret, got)
+				}
+			}
+		}
+	})
 }

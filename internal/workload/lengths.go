@@ -3,6 +3,7 @@ package workload
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -42,6 +43,9 @@ type Lengths struct {
 //	lognormal:512:256       lognormal with mean 512 and standard deviation 256
 //	choice:4096@0.5,16384@0.3,65536@0.2   weighted values
 //	empirical:FILE          lengths drawn from FILE: one integer a line
+// maxLength bounds every number of a distribution.
+const maxLength = 1e12
+
 func ParseLengths(s string) (Lengths, error) {
 	s = strings.TrimSpace(s)
 	kind, rest, hasKind := strings.Cut(s, ":")
@@ -51,7 +55,9 @@ func ParseLengths(s string) (Lengths, error) {
 	l := Lengths{Kind: kind, Min: 1, spec: s}
 	num := func(v string) (float64, bool) {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		return f, err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f)
+		// Above maxLength a length is no length (and would overflow an
+		// int: uniform:0:1e30 panicked; FuzzParseLengths found it).
+		return f, err == nil && f >= 0 && f <= maxLength && !math.IsNaN(f)
 	}
 	bad := func(want string) (Lengths, error) {
 		return Lengths{}, fmt.Errorf("%q: want %s", s, want)
@@ -156,8 +162,13 @@ func readLengths(path string) ([]int, error) {
 		return nil, fmt.Errorf("reading lengths: %w", err)
 	}
 	defer f.Close()
+	return readLengthsFrom(bounded(nil, f, path, Limits{}), path)
+}
+
+// readLengthsFrom reads one integer a line from r; name is in errors.
+func readLengthsFrom(r io.Reader, path string) ([]int, error) {
 	var vals []int
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	line := 0
 	for sc.Scan() {
 		line++

@@ -147,3 +147,16 @@ func TestDrainedIsATimeout(t *testing.T) {
 		t.Fatalf("err %q %q", rec.Err, rec.ErrMsg)
 	}
 }
+
+// FuzzRetryAfter: whatever the header, the wait is >= 0 and bounded.
+func FuzzRetryAfter(f *testing.F) {
+	for _, s := range []string{"1", "0.5", "Fri, 02 Jan 2026 03:05:35 GMT", "1e400", "NaN", "-1", ""} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		if d := RetryAfter(429, v, now); d < 0 || d > 1e6*time.Second+time.Second && !strings.Contains(v, ",") {
+			t.Fatalf("%q → %v", v, d)
+		}
+	})
+}

@@ -149,3 +149,23 @@ func FuzzCount(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHF reads tokenizer.json files as a user may hand one: no input
+// makes it panic, and a tokenizer it accepts counts any text.
+func FuzzParseHF(f *testing.F) {
+	f.Add([]byte(`{"pre_tokenizer":{"type":"Split","pattern":{"Regex":" ?\\p{L}+|\\s+"}},"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2,"Ġ":3}}}`), "ab ba")
+	f.Add([]byte(`{"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"("}}]},"model":{"type":"BPE","vocab":{"a":0}}}`), "a")
+	f.Add([]byte(`{"model":{"type":"WordPiece"}}`), "")
+	f.Fuzz(func(t *testing.T, data []byte, text string) {
+		b, err := parseHF(data, "f.json")
+		if err != nil {
+			return
+		}
+		if len(text) > 256 {
+			text = text[:256]
+		}
+		if n := b.Count(text); n < 0 || n > 4*len(text)+4 {
+			t.Fatalf("%q: %d tokens", text, n)
+		}
+	})
+}
