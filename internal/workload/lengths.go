@@ -43,6 +43,7 @@ type Lengths struct {
 //	lognormal:512:256       lognormal with mean 512 and standard deviation 256
 //	choice:4096@0.5,16384@0.3,65536@0.2   weighted values
 //	empirical:FILE          lengths drawn from FILE: one integer a line
+//
 // maxLength bounds every number of a distribution.
 const maxLength = 1e12
 
