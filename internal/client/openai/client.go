@@ -152,14 +152,20 @@ func New(cfg Config) (*Client, error) {
 // Endpoint returns the URL of path under the API base URL: the path goes
 // before the base's query (http://h/v1?api-version=1 and /chat/completions
 // give http://h/v1/chat/completions?api-version=1).
+// A path with its own query adds it after the base's.
 func Endpoint(base, path string) string {
 	u, err := url.Parse(base)
-	if err != nil {
+	if err != nil || u.RawQuery == "" && u.Fragment == "" {
 		return strings.TrimRight(base, "/") + path
 	}
-	u.Path = strings.TrimRight(u.Path, "/") + path
-	if u.RawPath != "" {
-		u.RawPath = strings.TrimRight(u.RawPath, "/") + path
+	p, q, _ := strings.Cut(path, "?")
+	u.Fragment, u.RawFragment = "", ""
+	u.RawPath = strings.TrimRight(u.EscapedPath(), "/") + p
+	if dec, err := url.PathUnescape(u.RawPath); err == nil {
+		u.Path = dec
+	}
+	if q != "" {
+		u.RawQuery += "&" + q
 	}
 	return u.String()
 }

@@ -59,6 +59,8 @@ func TestEndpointKeepsQuery(t *testing.T) {
 		{"http://h/v1", "/chat/completions", "http://h/v1/chat/completions"},
 		{"http://h/v1/", "/models", "http://h/v1/models"},
 		{"https://h/openai/deployments/d?api-version=2024-02-01", "/chat/completions", "https://h/openai/deployments/d/chat/completions?api-version=2024-02-01"},
+		{"http://h/api?key=1", "/search?q=a%20b", "http://h/api/search?key=1&q=a%20b"},
+		{"http://h/a%2Fb?k=1", "/x", "http://h/a%2Fb/x?k=1"},
 	} {
 		if got := Endpoint(c.base, c.path); got != c.want {
 			t.Errorf("Endpoint(%q, %q) = %q, want %q", c.base, c.path, got, c.want)

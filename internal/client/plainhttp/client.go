@@ -55,6 +55,7 @@ type Config struct {
 type Client struct {
 	cfg   Config
 	base  string
+	query bool   // the target has a query string
 	host  string // host:port to dial
 	fc    *fasthttp.Client
 	conns conns
@@ -84,7 +85,7 @@ func New(cfg Config) (*Client, error) {
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
-	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), host: host}
+	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), host: host, query: u.RawQuery != "" || u.Fragment != ""}
 	c.conns.m = map[*conn]struct{}{}
 	c.fc = &fasthttp.Client{
 		MaxConnsPerHost: 1 << 20,
@@ -203,7 +204,11 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(hreq)
 	defer fasthttp.ReleaseResponse(resp)
-	hreq.SetRequestURI(c.base + path)
+	if c.query {
+		hreq.SetRequestURI(openai.Endpoint(c.cfg.BaseURL, path)) // the path before the target's query
+	} else {
+		hreq.SetRequestURI(c.base + path)
+	}
 	hreq.Header.SetMethod(method)
 	if c.cfg.TraceHeader {
 		hreq.Header.Set("traceparent", rec.NewTrace())

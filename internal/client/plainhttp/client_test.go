@@ -105,3 +105,21 @@ func TestTraceHeader(t *testing.T) {
 		t.Fatalf("traceparent %q, record trace %x/%x (%s)", h, rec.TraceID, rec.SpanID, rec.ErrMsg)
 	}
 }
+
+// TestTargetWithQuery: a target with a query string gets the request's
+// path before it (it was appended after the query).
+func TestTargetWithQuery(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.URL.RequestURI() }))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL + "/api?key=k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := do(t, c, context.Background(), &workload.Request{Path: "/search?q=a"}); rec.Failed() {
+		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+	}
+	if got != "/api/search?key=k1&q=a" {
+		t.Fatalf("request URI %q", got)
+	}
+}
