@@ -35,7 +35,8 @@ const (
 	HugeWord = "huge-word"
 	// BigBody answers a non-streamed request with a 300 MB body.
 	BigBody = "big-body"
-	// LongModel names a 5 MB model id in its chunks.
+	// LongModel names a 512 KiB model id in its chunks (a stream's lines
+	// are bounded at 1 MiB).
 	LongModel = "long-model"
 	// EscapeModel names a model id with terminal escape codes that would
 	// forge a "thresholds: PASS" line.
@@ -186,7 +187,7 @@ func (h *Hostile) serve(w http.ResponseWriter, r *http.Request, b string) {
 		model := "m"
 		switch b {
 		case LongModel:
-			model = strings.Repeat("m", 5<<20)
+			model = strings.Repeat("m", 512<<10)
 		case EscapeModel:
 			model = EscapeModelID
 		}
