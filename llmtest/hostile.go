@@ -60,11 +60,16 @@ const (
 	// RetryAfter answers every other request 429 with Retry-After: 1.
 	RetryAfter = "retry-after"
 	// Echo answers 400 with an error body that repeats the request's URL
-	// and every header it received (the Authorization header among them).
+	// and every header it received (the Authorization header among them),
+	// and a password= parameter (EchoPassword).
 	Echo = "echo"
 	// HugeModels lists models in a 100 MB /models body.
 	HugeModels = "huge-models"
 )
+
+// EchoPassword is the password Echo's error body names (in a
+// password=... parameter), for redaction tests.
+const EchoPassword = "pw-planted-in-body"
 
 // EscapeModelID is the model id EscapeModel names.
 const EscapeModelID = "m\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m"
@@ -306,7 +311,7 @@ func (h *Hostile) serve(w http.ResponseWriter, r *http.Request, b string) {
 		fmt.Fprint(w, "<html><body>Welcome to nginx!</body></html>\n")
 	case Echo:
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "bad request to %s:", r.URL.String())
+		fmt.Fprintf(&sb, "bad request to %s (upstream dsn host=db password=%s):", r.URL.String(), EchoPassword)
 		for k, vs := range r.Header {
 			fmt.Fprintf(&sb, " %s: %s;", k, strings.Join(vs, ","))
 		}
