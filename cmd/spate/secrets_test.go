@@ -60,3 +60,19 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorPasswordNotEchoed: a vector database's password is masked in
+// connect errors and in the error of a URL that does not parse (which
+// repeated it whole).
+func TestVectorPasswordNotEchoed(t *testing.T) {
+	for _, target := range []string{"pgvector://u:pw-planted-vector@127.0.0.1:1/db?table=t", "pgvector://u:pw%zzplanted@127.0.0.1:1/db"} {
+		code, stdout, stderr := cli(t, context.Background(), "run", "--vector", target, "--rate", "5", "--requests", "2",
+			"--out", filepath.Join(t.TempDir(), "r.json"))
+		if code == 0 || !strings.Contains(stderr, "<redacted>") {
+			t.Errorf("%s: exit %d, stderr %q", target, code, stderr)
+		}
+		if strings.Contains(stdout+stderr, "planted") {
+			t.Errorf("%s: the password is printed:\n%s", target, stderr)
+		}
+	}
+}
