@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // Faults switches a fault injector on for one stage: its settings are PUT
@@ -37,7 +39,7 @@ func (f *Faults) call(ctx context.Context, method string, body []byte) error {
 	if resp.StatusCode/100 != 2 {
 		var msg bytes.Buffer
 		msg.ReadFrom(http.MaxBytesReader(nil, resp.Body, 1024))
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg.Bytes()))
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, scrub.Text(string(bytes.TrimSpace(msg.Bytes())), 300))
 	}
 	return nil
 }

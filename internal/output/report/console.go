@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -52,12 +53,13 @@ func Console(w io.Writer, r *result.Result) error {
 		b.WriteString("interrupted: the result holds what was measured until then\n")
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", w)
+		fmt.Fprintf(&b, "warning: %s\n", scrub.Text(w, 2000))
 	}
 	if r.Aborted != "" {
 		fmt.Fprintf(&b, "aborted: %s\n", r.Aborted)
 	}
-	fmt.Fprintf(&b, "model %s · fingerprint %s\n", orDash(r.Provenance.Model), r.Fingerprint)
+	// The model id is the server's: printed escaped, never raw.
+	fmt.Fprintf(&b, "model %s · fingerprint %s\n", scrub.Text(orDash(r.Provenance.Model), 200), r.Fingerprint)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -150,7 +152,7 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		}
 	}
 	for _, w := range sc.Warnings {
-		fmt.Fprintf(b, "warning: %s\n", w)
+		fmt.Fprintf(b, "warning: %s\n", scrub.Text(w, 2000))
 	}
 	b.WriteString("\n")
 }
@@ -238,6 +240,6 @@ func server(b *strings.Builder, s *result.Server) {
 		fmt.Fprintf(b, "server     %s\n", strings.Join(parts, " · "))
 	}
 	for _, w := range s.Warnings {
-		fmt.Fprintf(b, "warning: server metrics: %s\n", w)
+		fmt.Fprintf(b, "warning: server metrics: %s\n", scrub.Text(w, 2000))
 	}
 }

@@ -78,3 +78,21 @@ func TestSweepGolden(t *testing.T) {
 	}
 	golden.Check(t, "sweep.golden", b.Bytes())
 }
+
+// TestConsoleEscapesServerText: a model id and warnings with terminal
+// escape codes (a server's text) are printed escaped: no server can forge
+// a "thresholds: PASS" line or redraw the terminal (golden).
+func TestConsoleEscapesServerText(t *testing.T) {
+	r := sample()
+	r.Scenarios = r.Scenarios[:1]
+	r.Provenance.Model = "m\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m"
+	r.Warnings = []string{"stage peak: setting faults at http://h/admin/faults: HTTP 400: \x1b]0;owned\x07bad\nline"}
+	var b bytes.Buffer
+	if err := Console(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(b.Bytes(), "\x1b\x07\r") {
+		t.Errorf("a control character reached the console:\n%q", b.String())
+	}
+	golden.Check(t, "console-escapes.golden", b.Bytes())
+}
