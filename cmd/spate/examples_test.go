@@ -70,7 +70,9 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 	}
 }
 
-// TestStageFaults: a stage's faults are on for that stage only.
+// TestStageFaults: a stage's faults are on for that stage only. The chaos
+// stage fails every request: the result is written, and the run exits 1
+// (a stage in which no request succeeded is an error).
 func TestStageFaults(t *testing.T) {
 	srv, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 2))
 
@@ -86,7 +88,7 @@ stages:
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
 	code, stdout, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
-	if code != 0 {
+	if code != 1 || !strings.Contains(stderr, "no request succeeded in stage chaos (6 failed") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	r := readResult(t, out)

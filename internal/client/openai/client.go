@@ -216,6 +216,7 @@ type stream struct {
 	ev     sse.Event
 	text   []byte    // output text, for the tokenizer
 	bounds []int     // end offset in text of each content-bearing event
+	events int       // events read (bad_response when a stream has none)
 	last   time.Time // the last content-bearing event's arrival
 	// The reactor path's state (see reactor.go).
 	push   sse.Parser
@@ -230,6 +231,10 @@ type stream struct {
 	emit   func(*sse.Event) error
 	skim   chunkSkim
 	trace  *httptrace.ClientTrace // the request context's hooks
+	// retryAfter and location are header fields of the reactor path's
+	// response (see Field).
+	retryAfter string
+	location   bool
 }
 
 type chatBody struct {
@@ -298,8 +303,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		return
 	}
 	rec.RequestedOutput = req.MaxTokens
-	if c.raw != nil {
-		c.doRaw(ctx, req, rec, body)
+	if c.raw != nil && c.doRaw(ctx, req, rec, body) {
 		return
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -364,7 +368,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	st := c.pool.Get().(*stream)
 	defer c.pool.Put(st)
-	st.text, st.bounds = st.text[:0], st.bounds[:0]
+	st.text, st.bounds, st.events = st.text[:0], st.bounds[:0], 0
 	if c.cfg.Stream && c.cfg.API != Embeddings {
 		err = c.readStream(st, src, rec, req.KeepAnswer)
 	} else {
@@ -435,6 +439,9 @@ func classify(ctx context.Context, err error) (record.ErrorKind, string) {
 	case cause != nil:
 		return record.Cancelled, "cancelled: the run was stopping"
 	}
+	if kind, msg, ok := kindOf(err); ok {
+		return kind, msg
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return record.Connect, err.Error()
@@ -466,7 +473,7 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 	for {
 		if err := st.sse.Next(&st.ev); err != nil {
 			if err == io.EOF {
-				return errNoDone
+				return endOfStream(st)
 			}
 			return err
 		}
@@ -479,6 +486,7 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 // event takes one server-sent event's data, which arrived at at, into rec;
 // done is the stream's [DONE].
 func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record, keep bool) (done bool, err error) {
+	st.events++
 	if len(data) == 6 && string(data) == "[DONE]" {
 		rec.End = at
 		return true, nil
@@ -486,8 +494,8 @@ func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record
 	var reasoning, answer bool
 	if skim(data, &st.skim) {
 		// The common chunk, read in one pass (see skim.go).
-		if rec.Model == "" && len(st.skim.model) > 0 {
-			rec.Model = string(st.skim.model)
+		if err := c.model(rec, st.skim.model); err != nil {
+			return false, err
 		}
 		for _, p := range st.skim.parts {
 			if len(p.answer) > 0 {
@@ -507,6 +515,9 @@ func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record
 	}
 	if !reasoning && !answer {
 		return false, nil // role-only, empty and usage-only chunks are not tokens
+	}
+	if err := c.checkText(st); err != nil {
+		return false, err
 	}
 	if rec.FirstToken.IsZero() {
 		rec.FirstToken = at
@@ -529,18 +540,18 @@ func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record
 func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bool) (reasoning, answer bool, err error) {
 	v, err := st.parser.ParseBytes(data)
 	if err != nil {
-		return false, false, fmt.Errorf("bad event data %.80q: %w", data, err)
+		return false, false, failure(record.BadResponse, "bad event data %s: %s", scrub.Text(string(data), 80), err)
 	}
 	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return false, false, fmt.Errorf("error event: %s", truncate(e.String(), 300))
+		return false, false, fmt.Errorf("error event: %s", scrub.Text(e.String(), 300))
 	}
-	if rec.Model == "" {
-		if m := v.GetStringBytes("model"); len(m) > 0 {
-			rec.Model = string(m)
-		}
+	if err := c.model(rec, v.GetStringBytes("model")); err != nil {
+		return false, false, err
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		readUsage(u, rec)
+		if err := readUsage(u, rec); err != nil {
+			return false, false, err
+		}
 	}
 	for _, ch := range v.GetArray("choices") {
 		d := ch.Get("delta")
@@ -587,14 +598,6 @@ func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bo
 	return reasoning, answer, nil
 }
 
-func readUsage(u *fastjson.Value, rec *record.Record) {
-	if p := u.Get("prompt_tokens"); p != nil {
-		rec.InputTokens = p.GetInt()
-	}
-	if ct := u.Get("completion_tokens"); ct != nil {
-		rec.UsageTokens = ct.GetInt()
-	}
-}
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -609,29 +612,29 @@ const (
 	DefaultMaxBody = 64 << 20
 )
 
-// maxWholeBody bounds a non-streamed response.
-const maxWholeBody = 256 << 20
-
 // readWhole reads a non-streamed response into rec; keep keeps the answer
 // text in rec.Answer.
 func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep bool) error {
-	b, err := io.ReadAll(io.LimitReader(body, maxWholeBody+1))
+	limit := c.maxBody()
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if err != nil {
 		return err
 	}
 	rec.End = time.Now()
-	if len(b) > maxWholeBody {
-		return fmt.Errorf("response longer than %d bytes", maxWholeBody)
+	if int64(len(b)) > limit {
+		return failure(record.TooLarge, "the response body is over the responseBody limit of %d bytes (raise it with --limit responseBody=SIZE)", limit)
 	}
 	v, err := st.parser.ParseBytes(b)
 	if err != nil {
-		return fmt.Errorf("bad response body %.80q: %w", b, err)
+		return failure(record.BadResponse, "bad response body %s: %s", scrub.Text(string(b), 80), err)
 	}
-	if m := v.GetStringBytes("model"); len(m) > 0 {
-		rec.Model = string(m)
+	if err := c.model(rec, v.GetStringBytes("model")); err != nil {
+		return err
 	}
 	if u := v.Get("usage"); u != nil && u.Type() == fastjson.TypeObject {
-		readUsage(u, rec)
+		if err := readUsage(u, rec); err != nil {
+			return err
+		}
 	}
 	if c.cfg.API == Embeddings {
 		if len(v.GetArray("data")) == 0 {
@@ -659,6 +662,9 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 				rec.Answer = append(rec.Answer, call.GetStringBytes("function", "arguments")...)
 			}
 		}
+	}
+	if err := c.checkText(st); err != nil {
+		return err
 	}
 	if len(st.text) > 0 {
 		// The whole answer arrives at once: its first token is its end.

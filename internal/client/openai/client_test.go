@@ -274,7 +274,7 @@ func TestFailures(t *testing.T) {
 		want    record.ErrorKind
 		msg     string
 	}{
-		{"garbage", script(step{data: "not json"}), nil, record.StreamBroken, "bad event data"},
+		{"garbage", script(step{data: "not json"}), nil, record.BadResponse, "bad event data"},
 		{"10 MB line", script(step{raw: true, data: huge}), nil, record.StreamBroken, "line too long"},
 		{"no DONE", script(step{data: chunk(" a")}), nil, record.StreamBroken, "[DONE]"},
 		{"error event", script(step{data: `{"error":{"message":"boom"}}`}), nil, record.StreamBroken, "boom"},

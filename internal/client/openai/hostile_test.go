@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -161,4 +162,47 @@ func FuzzRetryAfter(f *testing.F) {
 			t.Fatalf("%q → %v", v, d)
 		}
 	})
+}
+
+// TestHostileReads: what a server sends that is over a limit, not what
+// the API sends, or a usage that cannot be true fails the request with
+// its own kind (they were stream_broken "stream ended without data:
+// [DONE]", a 256 MB read, or summed).
+func TestHostileReads(t *testing.T) {
+	h := llmtest.NewHostile()
+	defer h.Close()
+	for _, tc := range []struct {
+		behaviour string
+		stream    bool
+		want      record.ErrorKind
+		msg       string
+	}{
+		{llmtest.Garbage, true, record.BadResponse, "not a server-sent event stream"},
+		{llmtest.NotSSE, true, record.BadResponse, "not a server-sent event stream"},
+		{llmtest.NegativeUsage, true, record.BadUsage, "usage.prompt_tokens is -96"},
+		{llmtest.NegativeUsage, false, record.BadUsage, "usage.prompt_tokens is -96"},
+		{llmtest.AbsurdUsage, true, record.BadUsage, "usage.completion_tokens is 9000000000000000000"},
+		{llmtest.Endless, true, record.TooLarge, "responseText limit of 1048576 bytes"},
+		{llmtest.BigBody, false, record.TooLarge, "responseBody limit of 1048576 bytes"},
+		{llmtest.LongModel, true, record.TooLarge, "modelId limit of 1024 bytes"},
+		{llmtest.LongModel, false, record.TooLarge, "modelId limit"},
+		{llmtest.EscapeModel, true, record.OK, ""},
+		{llmtest.HugeWord, true, record.OK, ""},
+	} {
+		t.Run(fmt.Sprintf("%s stream=%v", tc.behaviour, tc.stream), func(t *testing.T) {
+			c := newClient(t, strings.TrimSuffix(h.BaseURL(tc.behaviour), "/v1"), func(c *Config) {
+				c.Stream, c.MaxText, c.MaxBody = tc.stream, 1<<20, 1<<20
+			})
+			rec := do(c, &workload.Request{Prompt: "p"})
+			if rec.Err != tc.want || !strings.Contains(rec.ErrMsg, tc.msg) {
+				t.Fatalf("err %q %q, want %q containing %q", rec.Err, rec.ErrMsg, tc.want, tc.msg)
+			}
+			if strings.ContainsAny(rec.Model+rec.ErrMsg, "\x1b\r") {
+				t.Errorf("a control character kept: model %q, message %q", rec.Model, rec.ErrMsg)
+			}
+			if tc.behaviour == llmtest.HugeWord && (rec.OutputSource != record.TokensTokenizer || rec.OutputTokens < 1000) {
+				t.Errorf("a 300 KB word counted as %d tokens from %s", rec.OutputTokens, rec.OutputSource)
+			}
+		})
+	}
 }

@@ -93,11 +93,29 @@ func (c *Client) appendRequest(b []byte, body []byte, rec *record.Record) []byte
 	return append(b, body...)
 }
 
+// Field implements rawhttp.FieldHandler: it keeps the Retry-After of an
+// error response and notes a redirect.
+func (st *stream) Field(name, value []byte) {
+	switch {
+	case bytes.EqualFold(name, []byte("Retry-After")):
+		st.retryAfter = string(value)
+	case bytes.EqualFold(name, []byte("Location")):
+		st.location = true
+	}
+}
+
+// errRedirected stops the reactor path at a redirect: net/http follows it
+// (with the redirect policy).
+var errRedirected = errors.New("redirected")
+
 // Header implements rawhttp.Handler. It calls the context's
 // httptrace.ClientTrace GotFirstResponseByte hook, as net/http does (a
 // failover attempt timeout stops there).
 func (st *stream) Header(status int, _ rawhttp.Read) error {
 	st.status = status
+	if status >= 300 && status < 400 && st.location {
+		return errRedirected
+	}
 	if st.trace != nil && st.trace.GotFirstResponseByte != nil {
 		st.trace.GotFirstResponseByte()
 	}
@@ -141,8 +159,10 @@ func (st *stream) onEvent(ev *sse.Event) error {
 	return err
 }
 
-// doRaw is Do on the reactor path; body is the request's JSON.
-func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.Record, body []byte) {
+// doRaw is Do on the reactor path; body is the request's JSON. It returns
+// false, with rec untouched, for a redirected request, which Do then sends
+// with net/http (which follows redirects under the redirect policy).
+func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.Record, body []byte) bool {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if c.cfg.Timeout > 0 {
@@ -154,7 +174,8 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		st.rec, st.trace = nil, nil
 		c.pool.Put(st)
 	}()
-	st.text, st.bounds, st.last, st.last2 = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}
+	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
+	st.retryAfter, st.location = "", false
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
 	st.trace = httptrace.ContextClientTrace(ctx)
 	if st.emit == nil {
@@ -163,6 +184,9 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	st.push.Reset(c.cfg.MaxLine)
 	st.raw = c.appendRequest(st.raw[:0], body, rec)
 	res, err := c.raw.Do(ctx, &rawhttp.Request{Raw: st.raw, Handler: st, IdleTimeout: c.cfg.IdleTimeout})
+	if errors.Is(err, errRedirected) && ctx.Err() == nil {
+		return false
+	}
 	if !res.Written.IsZero() {
 		rec.Written = res.Written
 	}
@@ -174,7 +198,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		// The stream ended: an event without its blank line still counts.
 		err = st.push.End(st.last2, st.emit)
 		if err == nil && !st.done {
-			err = errNoDone
+			err = endOfStream(st)
 		}
 	}
 	if err != nil {
@@ -182,15 +206,22 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 			cancel(errStalled)
 		}
 		kind, msg := classify(ctx, err)
-		if kind == record.RequestFailed && st.status != 0 {
+		switch {
+		case st.status == 0 && (kind == record.RequestFailed || kind == record.StreamBroken) && !errors.Is(err, rawhttp.ErrMalformed):
+			kind = record.ConnectReset // no response at all
+		case errors.Is(err, rawhttp.ErrMalformed):
+			kind = record.BadResponse
+		case kind == record.RequestFailed && st.status != 0:
 			kind = record.StreamBroken
 		}
 		rec.Fail(kind, msg, time.Now())
-		return
+		return true
 	}
 	if st.status != http.StatusOK {
-		rec.Fail(record.HTTPStatus(st.status), fmt.Sprintf("HTTP %d: %s", st.status, bytes.TrimSpace(st.errb)), time.Now())
-		return
+		rec.Fail(record.HTTPStatus(st.status), statusMessage(st.status, st.errb), time.Now())
+		rec.RetryAfter = RetryAfter(st.status, st.retryAfter, time.Now())
+		return true
 	}
 	c.finish(st, req, rec)
+	return true
 }

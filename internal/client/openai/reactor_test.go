@@ -30,6 +30,9 @@ func TestNetHTTPPath(t *testing.T) {
 		{"failures", TestFailures},
 		{"connect and cancel", TestConnectErrorAndCancel},
 		{"trace and answer", TestTraceAndAnswer},
+		{"hostile connections", TestHostileConnections},
+		{"hostile reads", TestHostileReads},
+		{"retry-after", TestRetryAfterHeader},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -21,6 +21,14 @@ type Handler interface {
 	Body(p []byte, rd Read) error
 }
 
+// FieldHandler is a Handler that also reads the response's header
+// fields: Field is called with each (name as sent, value trimmed) before
+// Header; name and value are valid only during the call.
+type FieldHandler interface {
+	Handler
+	Field(name, value []byte)
+}
+
 // Read is what is known of when the bytes of one read arrived.
 type Read struct {
 	// At is when they arrived: the kernel's receive time of the last of
@@ -94,7 +102,7 @@ func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, er
 			hdrEnd := start + i + end
 			rest := len(p.line) - hdrEnd // bytes of b past the headers
 			b = b[len(b)-rest:]
-			if err := p.header(p.line[:hdrEnd]); err != nil {
+			if err := p.header(p.line[:hdrEnd], h); err != nil {
 				return 0, false, err
 			}
 			p.line = p.line[:0]
@@ -186,7 +194,8 @@ func (p *respParser) chunkLine(l []byte) error {
 
 // header parses the status line and headers (block ends with a blank line)
 // and chooses how the body is delimited.
-func (p *respParser) header(block []byte) error {
+func (p *respParser) header(block []byte, h Handler) error {
+	fh, _ := h.(FieldHandler)
 	line, rest, _ := bytes.Cut(block, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	if !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(line) < 12 || line[8] != ' ' {
@@ -210,6 +219,9 @@ func (p *respParser) header(block []byte) error {
 			return fmt.Errorf("%w: header line %.40q", ErrMalformed, line)
 		}
 		value = bytes.TrimSpace(value)
+		if fh != nil && p.status >= 200 {
+			fh.Field(name, value)
+		}
 		switch {
 		case bytes.EqualFold(name, []byte("Content-Length")):
 			n, err := strconv.ParseInt(string(value), 10, 64)

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/llmtest"
+)
+
+// heapPeak samples the heap in use every 20 ms until stop is called, and
+// returns the largest sample.
+func heapPeak() (stop func() uint64) {
+	var (
+		peak uint64
+		wg   sync.WaitGroup
+	)
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); wg.Wait(); return peak }
+}
+
+// TestHostileServers runs spate against a server that misbehaves in one
+// way per row (llmtest.Hostile): every row ends with its own error kind
+// on every request (or succeeds), the exit code that says so, a written
+// result, within timeout + drain + slack, and with the heap far below
+// what the bug took (each bound is generous: a busy machine stays far
+// inside it; the bugs were seconds to minutes and 1-4 GB).
+func TestHostileServers(t *testing.T) {
+	h := llmtest.NewHostile()
+	defer h.Close()
+	const heapCap = 512 << 20
+	for _, tc := range []struct {
+		name      string
+		behaviour string
+		args      []string // more flags, after the defaults (which they override)
+		load      []string // the load flags (nil: 20 req/s, 2 requests)
+		kind      string   // every request's error kind ("": every one succeeds)
+		exit      int
+		limit     time.Duration // the run's bound: its timeout + drain + slack
+	}{
+		{"control", llmtest.HostileOK, nil, nil, "", 0, 10 * time.Second},
+		// A dead server gave exit 0 and "measurement: valid".
+		{"stall after the first token", llmtest.StallAfterFirst, nil, nil, "timeout", 1, 10 * time.Second},
+		{"stall, cancelled at the drain", llmtest.StallAfterFirst, []string{"--idle-timeout", "1m", "--drain-timeout", "1s"}, nil, "cancelled", 1, 10 * time.Second},
+		{"no headers", llmtest.NoHeaders, nil, nil, "timeout", 1, 10 * time.Second},
+		{"a byte every 100 ms", llmtest.Drip, []string{"--drain-timeout", "4s"}, nil, "timeout", 1, 10 * time.Second},
+		// An endless stream grew ~30 MB/s per request until the timeout.
+		{"endless stream", llmtest.Endless, []string{"--timeout", "10s", "--drain-timeout", "8s"}, nil, "too_large", 1, 20 * time.Second},
+		// Counting was quadratic: 100k chunks kept spate busy past 300 s,
+		// one 300 KB word took 91 s with --timeout 2s.
+		{"100k tiny chunks", llmtest.ManyChunks, nil, nil, "", 0, 15 * time.Second},
+		{"one 300 KB word", llmtest.HugeWord, nil, nil, "", 0, 10 * time.Second},
+		// Four 200 MB bodies reached 3.8 GB.
+		{"300 MB body", llmtest.BigBody, []string{"--stream=false"}, nil, "too_large", 1, 15 * time.Second},
+		{"512 KiB model id", llmtest.LongModel, nil, nil, "too_large", 1, 10 * time.Second},
+		{"escape codes in the model id", llmtest.EscapeModel, nil, nil, "", 0, 10 * time.Second},
+		{"reset before headers", llmtest.Reset, nil, nil, "connect_reset", 1, 10 * time.Second},
+		{"redirect loop", llmtest.RedirectLoop, nil, nil, "redirect_loop", 1, 10 * time.Second},
+		{"redirect to another host", llmtest.RedirectElsewhere, []string{"--header", "X-Api-Key: hv-custom-key"}, nil, "", 0, 10 * time.Second},
+		// Random bytes read as "stream ended without data: [DONE]".
+		{"random bytes", llmtest.Garbage, nil, nil, "bad_response", 1, 10 * time.Second},
+		{"html, not SSE", llmtest.NotSSE, nil, nil, "bad_response", 1, 10 * time.Second},
+		// Negative usage was summed: input total -96, "-19 in tok/s".
+		{"negative usage", llmtest.NegativeUsage, nil, nil, "bad_usage", 1, 10 * time.Second},
+		{"absurd usage", llmtest.AbsurdUsage, nil, nil, "bad_usage", 1, 10 * time.Second},
+		{"429 with Retry-After", llmtest.RetryAfter, []string{"--retries", "1", "--retry-budget", "1"}, []string{"--concurrency", "1", "--requests", "2"}, "", 0, 15 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "r.json")
+			args := append([]string{"run", "--target", h.BaseURL(tc.behaviour), "--model", "m", "--output-tokens", "8",
+				"--timeout", "2s", "--idle-timeout", "500ms", "--drain-timeout", "2s", "--progress", "0",
+				"--limit", "responseText=1MiB", "--limit", "responseBody=1MiB", "--out", out}, tc.args...)
+			if tc.load == nil {
+				tc.load = []string{"--rate", "20", "--requests", "2"}
+			}
+			args = append(args, tc.load...)
+			runtime.GC()
+			stop := heapPeak()
+			start := time.Now()
+			code, stdout, stderr := cli(t, context.Background(), args...)
+			took := time.Since(start)
+			peak := stop()
+			t.Logf("exit %d in %v, heap peak %d MiB; stderr %q", code, took.Round(time.Millisecond), peak>>20, firstLine(stderr))
+			if code != tc.exit {
+				t.Errorf("exit %d, want %d; stderr %s", code, tc.exit, stderr)
+			}
+			if took > tc.limit {
+				t.Errorf("the run took %v, over its bound %v", took, tc.limit)
+			}
+			if peak > heapCap {
+				t.Errorf("heap peak %d MiB, over %d MiB", peak>>20, heapCap>>20)
+			}
+			if strings.Contains(stdout+stderr, "\x1b") {
+				t.Errorf("a server's escape code reached the terminal:\n%q", stdout)
+			}
+			if _, err := os.Stat(out + ".tmp"); err == nil {
+				t.Error("<out>.tmp left behind")
+			}
+			r := readResult(t, out)
+			rq := r.Scenarios[0].Requests
+			switch tc.kind {
+			case "":
+				if rq.Succeeded != rq.Total || rq.Total == 0 {
+					t.Errorf("requests %+v, want every one to succeed", rq)
+				}
+			case "cancelled":
+				if rq.Succeeded != 0 || rq.Cancelled == 0 {
+					t.Errorf("requests %+v, want every one cancelled", rq)
+				}
+			default:
+				if rq.Succeeded != 0 || rq.Errors[tc.kind] != rq.Failed || rq.Failed == 0 {
+					t.Errorf("requests %+v (%v), want every one to fail with %s", rq, rq.ErrorSamples, tc.kind)
+				}
+			}
+			switch tc.behaviour {
+			case llmtest.RedirectElsewhere:
+				for _, hd := range h.OtherHeaders() {
+					if hd.Get("X-Api-Key") != "" {
+						t.Errorf("X-Api-Key followed the redirect to another host: %v", hd)
+					}
+				}
+			case llmtest.RetryAfter:
+				// Two requests, each told to wait 1 s once: the run
+				// cannot have taken less (it took about 0.2 s).
+				if took < 2*time.Second {
+					t.Errorf("the run took %v: the 1 s Retry-After was not waited for", took)
+				}
+			case llmtest.EscapeModel:
+				if !strings.Contains(stdout, `model m\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m`) {
+					t.Errorf("the model id is not shown escaped:\n%s", stdout)
+				}
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
