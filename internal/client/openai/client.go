@@ -598,7 +598,6 @@ func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bo
 	return reasoning, answer, nil
 }
 
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
