@@ -38,6 +38,7 @@ type rawPath struct {
 	rc    *rawhttp.Client
 	host  string
 	base  string // path prefix of the base URL
+	query string // query of the base URL, after every request's path
 	pool  sync.Pool
 	heads []byte // the configured headers, formatted
 }
@@ -53,7 +54,7 @@ func newRawPath(cfg Config, addr string) (*rawPath, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the reactor: %w", err)
 	}
-	p := &rawPath{rc: rc, host: u.Host, base: strings.TrimRight(u.EscapedPath(), "/")}
+	p := &rawPath{rc: rc, host: u.Host, base: strings.TrimRight(u.EscapedPath(), "/"), query: u.RawQuery}
 	p.pool.New = func() any { return &rawState{} }
 	for k, vs := range cfg.Headers {
 		for _, v := range vs {
@@ -81,6 +82,17 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	defer p.pool.Put(st)
 	st.status, st.first = 0, time.Time{}
 	target := p.base + path
+	if p.query != "" {
+		// The path (and its own query) before the target's query.
+		pp, q, _ := strings.Cut(path, "?")
+		if target = p.base + pp; target == "" {
+			target = "/"
+		}
+		target += "?" + p.query
+		if q != "" {
+			target += "&" + q
+		}
+	}
 	if target == "" {
 		target = "/"
 	}
