@@ -206,3 +206,10 @@ func TestHostileReads(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderInjection: a header value with a CR or LF is refused.
+func TestHeaderInjection(t *testing.T) {
+	if _, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", API: Chat, Headers: http.Header{"X-A": {"v\r\nX-Evil: 1"}}}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Fatalf("err %v", err)
+	}
+}

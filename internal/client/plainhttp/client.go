@@ -72,6 +72,13 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8080", openai.Redact(cfg.BaseURL))
 	}
+	for k, vs := range cfg.Headers {
+		for _, v := range vs {
+			if strings.ContainsAny(k+v, "\r\n\x00") {
+				return nil, fmt.Errorf("header %q: a header is one line: no CR, LF or NUL", k)
+			}
+		}
+	}
 	if cfg.Method == "" {
 		cfg.Method = http.MethodGet
 		if len(cfg.Body) > 0 {

@@ -123,3 +123,11 @@ func TestTargetWithQuery(t *testing.T) {
 		t.Fatalf("request URI %q", got)
 	}
 }
+
+// TestHeaderInjection: a header value with a CR or LF (which the reactor
+// would write as it is, splitting the request) is refused.
+func TestHeaderInjection(t *testing.T) {
+	if _, err := New(Config{BaseURL: "http://127.0.0.1:1", Headers: http.Header{"X-A": {"v\r\nX-Evil: 1"}}}); err == nil || !strings.Contains(err.Error(), "one line") {
+		t.Fatalf("err %v", err)
+	}
+}
