@@ -674,6 +674,9 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 	return nil
 }
 
+// maxChunkCounts bounds the chunks of one response counted one by one.
+const maxChunkCounts = 1 << 16
+
 // finish settles token counts and empty output once a response is read.
 func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
 	if c.cfg.API == Embeddings {
@@ -703,8 +706,10 @@ func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
 		rec.OutputTokens, rec.OutputSource = rec.Chunks, record.TokensNone
 	}
 	// Tokens per chunk: one each when the counts agree; otherwise count
-	// each chunk's text when a tokenizer is at hand.
-	if rec.OutputTokens != rec.Chunks && tok != nil && c.cfg.Stream {
+	// each chunk's text when a tokenizer is at hand, for up to
+	// maxChunkCounts chunks (a count costs a few µs: a stream of millions
+	// of one-byte chunks would outlast its timeout).
+	if rec.OutputTokens != rec.Chunks && tok != nil && c.cfg.Stream && len(st.bounds) <= maxChunkCounts {
 		prev := 0
 		for _, end := range st.bounds {
 			rec.ChunkTokens = append(rec.ChunkTokens, int32(tok.Count(string(st.text[prev:end]))))
