@@ -197,6 +197,11 @@ type Throughput struct {
 	InputTokensPerS  float64 `json:"input_tokens_per_s"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	TotalTokensPerS  float64 `json:"total_tokens_per_s"`
+	// STPS is semantic tasks per second, as the seed defines sTPS: tasks
+	// completed per second of the window, a task being a request (a
+	// workflow, a conversation's turn) that succeeded and, when it had
+	// answer checks, passed them all (stps in thresholds).
+	STPS float64 `json:"stps"`
 	// NormalizedTokensPerS is (normalised input + output tokens) per
 	// second: text tokens weigh 1, image patches and audio frames their
 	// workload weights (default 64 and 8). Set only when every successful

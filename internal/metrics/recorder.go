@@ -98,6 +98,9 @@ type Recorder struct {
 	groups          breakdown
 	checked, passed int
 	byCheck         map[string]*result.CheckCount
+	// tasks counts the seed's semantic tasks done: successes that had no
+	// checks or passed them all (sTPS).
+	tasks int
 }
 
 // New returns a Recorder for one scenario.
@@ -332,6 +335,9 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.good++
 	}
 	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
+	if TaskDone(rec) {
+		r.tasks++
+	}
 	if len(rec.Checks) > 0 {
 		r.checked++
 		if rec.ChecksPassed() {
@@ -396,6 +402,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			InputTokensPerS:  float64(r.inputTokens) / window,
 			OutputTokensPerS: float64(r.outputTokens) / window,
 			TotalTokensPerS:  float64(r.inputTokens+r.outputTokens) / window,
+			STPS:             float64(r.tasks) / window,
 		}
 		sc.Goodput.RequestsPerS = float64(r.good) / window
 		if r.normN > 0 && r.normN == r.succeeded {
@@ -542,10 +549,12 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		case "total_tps":
 			return sc.Throughput.TotalTokensPerS, true
 		case "stps":
+			return sc.Throughput.STPS, true
+		case "stps_checked":
 			if sc.Checks == nil {
 				return math.NaN(), true // no request had checks: nothing to compare
 			}
-			return sc.Checks.STPS, true
+			return sc.Checks.STPSChecked, true
 		case "recall", "recall_p5":
 			if sc.Vector == nil || sc.Vector.Recall.Count == 0 {
 				return math.NaN(), true // not a vector search stage
@@ -590,6 +599,13 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		return float64(d.Count), true
 	}
 	return float64(h.ValueAtPercentile(percentile)) / scale, true
+}
+
+// TaskDone reports whether a finished request is a semantic task done, as
+// the seed counts sTPS: it succeeded and, when it had answer checks, passed
+// them all.
+func TaskDone(rec *record.Record) bool {
+	return !rec.Failed() && (len(rec.Checks) == 0 || rec.ChecksPassed())
 }
 
 // Progress is a running count, for live display.

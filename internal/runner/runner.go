@@ -77,7 +77,7 @@ const DefaultAbortWindow = 10 * time.Second
 var abortable = map[string]bool{
 	"ttft": true, "tpot": true, "e2e": true, "itl": true,
 	"error_rate": true, "goodput": true, "goodput_rps": true, "rps": true,
-	"input_tps": true, "output_tps": true, "total_tps": true,
+	"input_tps": true, "output_tps": true, "total_tps": true, "stps": true,
 }
 
 // CheckAborts reports an abort threshold on a figure that is not kept over
@@ -85,7 +85,7 @@ var abortable = map[string]bool{
 func CheckAborts(as []Abort) error {
 	for _, a := range as {
 		if !abortable[a.Threshold.Metric] {
-			return fmt.Errorf("threshold %q cannot abort a run: abortOnFail works on ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps and *_tps", a.Threshold.Expr)
+			return fmt.Errorf("threshold %q cannot abort a run: abortOnFail works on ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps, stps and *_tps", a.Threshold.Expr)
 		}
 		if a.Delay < 0 || a.Window < 0 {
 			return fmt.Errorf("threshold %q: delay and window must not be negative", a.Threshold.Expr)

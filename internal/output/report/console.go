@@ -129,7 +129,7 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		fmt.Fprintf(b, "tokens per chunk: mean %.2f, p50 %.0f, max %.0f\n", d.Mean, d.P50, d.Max)
 	}
 	if c := sc.Checks; c != nil {
-		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s\n", c.Passed, c.Checked, 100*c.PassRate, c.STPS)
+		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s (checked %.2f)\n", c.Passed, c.Checked, 100*c.PassRate, sc.Throughput.STPS, c.STPSChecked)
 	}
 	breakdown(b, sc)
 	server(b, sc.Server)

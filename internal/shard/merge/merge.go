@@ -327,6 +327,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		sc.Throughput.InputTokensPerS += s.Throughput.InputTokensPerS
 		sc.Throughput.OutputTokensPerS += s.Throughput.OutputTokensPerS
 		sc.Throughput.TotalTokensPerS += s.Throughput.TotalTokensPerS
+		sc.Throughput.STPS += s.Throughput.STPS
 		n := float64(s.Requests.Succeeded + s.Requests.Failed)
 		good += math.Round(s.Goodput.Fraction * n)
 		done += n

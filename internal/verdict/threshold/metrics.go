@@ -45,6 +45,7 @@ var scalars = []struct {
 	{"output_tps", kindRate},
 	{"total_tps", kindRate},
 	{"stps", kindRate},
+	{"stps_checked", kindRate},
 	{"recall", kindFraction},
 	{"recall_p5", kindFraction},
 	{"attack_success_rate", kindFraction},
