@@ -138,6 +138,14 @@ type Stage struct {
 	// ComplexityShaping scales each open-loop gap by the request's
 	// complexity score: rate × 0.75^(score/20).
 	ComplexityShaping bool          `yaml:"complexityShaping"`
+	// TokenRate makes the stage open loop in tokens per second instead of
+	// requests per second: each gap of the arrival process is scaled by
+	// the tokens the request before it is expected to take (input +
+	// output, or output only with TokenRateBasis output).
+	TokenRate float64 `yaml:"tokenRate"`
+	// TokenRateBasis is what TokenRate counts: total (input + output
+	// tokens, the default) or output.
+	TokenRateBasis string `yaml:"tokenRateBasis"`
 	Burstiness        float64       `yaml:"burstiness"`
 	RampFrom          float64       `yaml:"rampFrom"`
 	Concurrency       int           `yaml:"concurrency"`
@@ -531,16 +539,30 @@ func (e *Experiment) Problems() []Problem {
 		}
 		seen[s.Name] = true
 		trace := s.Arrival == "trace"
-		switch {
-		case trace && (s.Rate > 0 || s.Concurrency > 0):
-			at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate or concurrency", s.Name)
-		case !trace && (s.Rate > 0) == (s.Concurrency > 0):
-			at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
+		loops := 0
+		for _, set := range []bool{s.Rate > 0, s.Concurrency > 0, s.TokenRate > 0} {
+			if set {
+				loops++
+			}
 		}
-		if s.Rate <= 0 && s.MaxConcurrency > 0 {
+		switch {
+		case trace && loops > 0:
+			at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate, tokenRate or concurrency", s.Name)
+		case !trace && loops != 1:
+			at(p, "stage %q: give exactly one of rate (open loop, requests/s), tokenRate (open loop, tokens/s) or concurrency (closed loop)", s.Name)
+		}
+		switch s.TokenRateBasis {
+		case "", "total", "output":
+		default:
+			at(p+".tokenRateBasis", "stage %q: tokenRateBasis %q: use total (input + output tokens) or output", s.Name, s.TokenRateBasis)
+		}
+		if s.TokenRateBasis != "" && s.TokenRate <= 0 {
+			at(p+".tokenRateBasis", "stage %q: tokenRateBasis applies to a tokenRate", s.Name)
+		}
+		if s.Rate <= 0 && s.TokenRate <= 0 && s.MaxConcurrency > 0 {
 			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
 		}
-		if s.Rate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0 || s.Duration < 0 || s.Warmup < 0 {
+		if s.Rate < 0 || s.TokenRate < 0 || s.Concurrency < 0 || s.MaxConcurrency < 0 || s.Requests < 0 || s.Duration < 0 || s.Warmup < 0 {
 			at(p, "stage %q: negative values are not allowed", s.Name)
 		}
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&

@@ -177,6 +177,15 @@ type Load struct {
 	Valid         bool     `json:"valid"`
 	InvalidCause  string   `json:"invalid_cause,omitempty"` // generator_saturated, concurrency_cap, server_backpressure, reader_lag
 	InvalidReason string   `json:"invalid_reason,omitempty"`
+
+	// TargetTokenRate is the tokens per second a token-paced stage was
+	// asked for, counted on TokenRateBasis: total (input + output) or
+	// output; AchievedTokenRate is what its sends offered: the expected
+	// tokens of the requests sent per second (the served tokens are in
+	// throughput, and fall short when answers end before max_tokens).
+	TargetTokenRate   float64 `json:"target_token_rate,omitempty"`
+	TokenRateBasis    string  `json:"token_rate_basis,omitempty"`
+	AchievedTokenRate float64 `json:"achieved_token_rate,omitempty"`
 }
 
 // Requests counts outcomes. Warm-up requests are counted only in Warmup.

@@ -26,11 +26,17 @@ func clearConcurrency(s *st, changed func(string) bool) {
 	if !changed("concurrency") {
 		s.Concurrency = 0
 	}
+	if !changed("token-rate") {
+		s.TokenRate = 0
+	}
 }
 
 func clearRate(s *st, changed func(string) bool) {
 	if !changed("rate") {
 		s.Rate = 0
+	}
+	if !changed("token-rate") {
+		s.TokenRate = 0
 	}
 	if !changed("max-concurrency") {
 		s.MaxConcurrency = 0
@@ -65,6 +71,8 @@ var runBindings = []flagbind.Binding{
 	// Load: a field of every stage.
 	{Name: "rate", Usage: "open loop: requests per second", S: func(s *st) any { return &s.Rate }, Also: clearConcurrency},
 	{Name: "concurrency", Usage: "closed loop: number of concurrent workers", S: func(s *st) any { return &s.Concurrency }, Also: clearRate},
+	{Name: "token-rate", Usage: "open loop in tokens per second: gaps scaled by each request's expected tokens (input + output)", S: func(s *st) any { return &s.TokenRate }, Also: flagbind.TokenRateLoop},
+	{Name: "token-rate-basis", Usage: "what --token-rate counts: total (input + output tokens) or output", S: func(s *st) any { return &s.TokenRateBasis }},
 	{Name: "max-concurrency", Usage: "open loop: cap on requests in flight (0: none)", S: func(s *st) any { return &s.MaxConcurrency }},
 	{Name: "arrival", Usage: "open-loop arrivals: constant, poisson, gamma, or trace (replay the dataset's timestamps)", S: func(s *st) any { return &s.Arrival }},
 	{Name: "burstiness", Usage: "gamma shape: 1 is Poisson, <1 burstier, >1 more regular", S: func(s *st) any { return &s.Burstiness }},

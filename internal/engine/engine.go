@@ -197,6 +197,7 @@ func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm boo
 	rec := r.pool.Get().(*record.Record)
 	rec.Reset()
 	rec.Seq, rec.Warmup, rec.Intended, rec.SlotWait, rec.Intent = r.seq(n), warm, intended, slotWait, req.Intent
+	rec.PacedTokens = req.PacedTokens
 	r.sent.Add(1)
 	r.wg.Add(1)
 	go func() {

@@ -153,6 +153,18 @@ func (bf *Flags) Apply(fs *pflag.FlagSet, x *experiment.Experiment) error {
 	return nil
 }
 
+// TokenRateLoop is the Also of --token-rate: the stage is open loop in
+// tokens per second, so a file's rate and concurrency the command line does
+// not give are cleared (as --rate clears a file's concurrency).
+func TokenRateLoop(s *experiment.Stage, changed func(string) bool) {
+	if !changed("rate") {
+		s.Rate = 0
+	}
+	if !changed("concurrency") {
+		s.Concurrency = 0
+	}
+}
+
 // optional is the flag of a pointer field, nil until the flag is given.
 type optional[T any] struct {
 	p     **T

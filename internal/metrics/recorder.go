@@ -56,6 +56,14 @@ type Config struct {
 	// Window, when positive, keeps that many recent seconds for
 	// WindowLookup (thresholds evaluated during the run).
 	Window time.Duration
+
+	// TargetTokenRate is the tokens per second of a token-paced stage
+	// (OutputBasis: output tokens only), 0 otherwise.
+	TargetTokenRate float64
+	OutputBasis     bool
+	// GapCV is the coefficient of variation of the arrival process's gaps
+	// (schedule.GapCV), for the spread of the offered token rate.
+	GapCV float64
 }
 
 // Recorder aggregates the records of one scenario. It is safe for
@@ -101,6 +109,7 @@ type Recorder struct {
 	// tasks counts the seed's semantic tasks done: successes that had no
 	// checks or passed them all (sTPS).
 	tasks int
+	paced tokenPace
 }
 
 // New returns a Recorder for one scenario.
@@ -211,6 +220,7 @@ func (r *Recorder) Record(rec *record.Record) {
 	r.inFlight--
 	s := r.sec(rec.End)
 	r.grow(s)
+	r.paced.add(rec)
 	if rec.Err == record.Cancelled {
 		if !rec.Warmup {
 			r.cancelled++
@@ -422,6 +432,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 	sc.Goodput.SLOms = r.cfg.SLO.Millis()
 	sc.Tokens = r.tokens()
 	sc.Load = r.load()
+	sc.Warnings = append(sc.Warnings, r.paced.fill(&sc.Load, r.cfg.TargetTokenRate, r.cfg.OutputBasis, r.cfg.GapCV)...)
 	if r.succeeded+r.failed == 0 {
 		sc.Warnings = append(sc.Warnings, "no request completed: there are no figures")
 	}

@@ -96,7 +96,13 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 			lengths(p+".workload", *w)
 		}
 		trace := s.Arrival == "trace"
-		if !trace && (s.Rate > 0) == (s.Concurrency > 0) || s.Rate < 0 || s.Concurrency < 0 {
+		loops := 0
+		for _, set := range []bool{s.Rate > 0, s.Concurrency > 0, s.TokenRate > 0} {
+			if set {
+				loops++
+			}
+		}
+		if !trace && loops != 1 || s.Rate < 0 || s.Concurrency < 0 || s.TokenRate < 0 {
 			continue // experiment.Problems says so
 		}
 		if err := runner.CheckStage(all[i]); err != nil {

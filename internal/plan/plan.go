@@ -412,6 +412,7 @@ func runStages(x *experiment.Experiment) ([]runner.Stage, error) {
 			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness, RampFrom: s.RampFrom,
 			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout, Shape: s.ComplexityShaping,
+			TokenRate: s.TokenRate, OutputBasis: s.TokenRateBasis == "output",
 		}
 		if s.Concurrency > 0 {
 			st.Arrival = ""

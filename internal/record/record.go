@@ -148,6 +148,10 @@ type Record struct {
 	NormInput float64
 	// Complexity is the request's complexity score, 0–100.
 	Complexity float64
+	// PacedTokens is what token-rate pacing counted for the request (its
+	// expected tokens), 0 when the stage is not paced in tokens or for a
+	// conversation's later turns (the first carries the conversation's).
+	PacedTokens float64
 }
 
 // Label is one key=value label of a request.

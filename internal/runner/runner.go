@@ -58,6 +58,12 @@ type Stage struct {
 	// Shape scales each open-loop gap by the request's complexity: the
 	// rate of a request with score s is Rate × 0.75^(s/20).
 	Shape bool
+	// TokenRate, when positive, paces the stage open loop in tokens per
+	// second instead of Rate: each gap of the arrival process is scaled by
+	// the expected tokens of the request before it (see
+	// schedule.TokenRate); OutputBasis counts output tokens only.
+	TokenRate   float64
+	OutputBasis bool
 }
 
 // Abort is a threshold that stops the run when it fails while the run
@@ -318,7 +324,14 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	mode := "closed"
 	if st.Concurrency <= 0 {
 		mode = "open"
-		pacer, err := stagePacer(st, p.Seed)
+		if st.TokenRate > 0 {
+			ecfg.Source = pacedTokens(ecfg.Source, st.OutputBasis)
+		}
+		if st.TokenRate > 0 || st.Shape {
+			// The pacer reads request n−1 just after the engine built it.
+			ecfg.Source = workload.Memo(ecfg.Source)
+		}
+		pacer, err := stagePacer(st, p.Seed, ecfg.Source)
 		if err != nil {
 			return nil, nil, engine.Outcome{}, "", nil, err
 		}
@@ -349,6 +362,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	start := time.Now()
 	rec := metrics.New(metrics.Config{
 		Start: start, SLO: st.SLO, Mode: mode, Arrival: st.Arrival, TargetRate: st.Rate,
+		TargetTokenRate: st.TokenRate, OutputBasis: st.OutputBasis, GapCV: schedule.GapCV(st.Arrival, st.Burstiness),
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, LagBound: st.LagBound,
 		Tokenizer: p.Provenance.Tokenizer, Window: window,
 	})
@@ -396,15 +410,45 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	return &sc, hist, out, rec.Model(), aborted(), err
 }
 
-// stagePacer is the open-loop pacer of a stage.
-func stagePacer(st Stage, seed uint64) (schedule.Pacer, error) {
+// stagePacer is the open-loop pacer of a stage; src is the stage's
+// workload, whose requests' tokens a token rate paces by.
+func stagePacer(st Stage, seed uint64, src workload.Source) (schedule.Pacer, error) {
 	if st.Trace != nil {
 		return *st.Trace, nil
 	}
 	if st.RampFrom > 0 {
 		return schedule.NewRamp(st.Arrival, st.RampFrom, st.Rate, st.Warmup+st.Duration, seed)
 	}
+	if st.TokenRate > 0 {
+		return schedule.NewTokenRate(st.Arrival, st.TokenRate, st.Burstiness, seed, func(n uint64) float64 {
+			if src == nil {
+				return 1 // CheckStage: no workload to read
+			}
+			r, err := src.Request(n)
+			if err != nil {
+				return 1 // the engine reports the error when it asks
+			}
+			return r.PacedTokens
+		})
+	}
 	return schedule.New(st.Arrival, st.Rate, st.Burstiness, seed)
+}
+
+// pacedTokens returns src with each request's PacedTokens set to its
+// expected tokens (workload.ExpectedTokens).
+func pacedTokens(src workload.Source, outputOnly bool) workload.Source {
+	return workload.SourceFunc{
+		Sha256: src.Digest(),
+		F: func(n uint64) (*workload.Request, error) {
+			r, err := src.Request(n)
+			if err != nil {
+				return nil, err
+			}
+			c := *r
+			c.PacedTokens = workload.ExpectedTokens(r, outputOnly)
+			return &c, nil
+		},
+	}
 }
 
 // CheckStage reports a stage whose load cannot be paced.
@@ -421,10 +465,13 @@ func CheckStage(st Stage) error {
 	if st.Shape && (st.RampFrom > 0 || st.Trace != nil) {
 		return fmt.Errorf("complexity shaping works on a constant, poisson or gamma rate, not a ramp or a trace")
 	}
+	if st.TokenRate > 0 && (st.RampFrom > 0 || st.Trace != nil || st.Arrival == "trace" || st.Rate > 0) {
+		return fmt.Errorf("a token rate paces constant, poisson or gamma arrivals by itself: give no rate, ramp or trace with it")
+	}
 	if st.Trace != nil || st.Arrival == "trace" {
 		return nil // the offsets come with the dataset
 	}
-	_, err := stagePacer(st, 0)
+	_, err := stagePacer(st, 0, nil)
 	return err
 }
 

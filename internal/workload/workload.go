@@ -56,6 +56,9 @@ type Request struct {
 	// NormTokens is the request's input in normalised tokens: text tokens
 	// plus weighted image and audio units (see Weights).
 	NormTokens float64
+	// PacedTokens is what token-rate pacing counted for the request (see
+	// ExpectedTokens), 0 when the stage is not paced in tokens.
+	PacedTokens float64
 	// Offset, when the source is a timed trace, is the request's intended
 	// send time from the start of the trace (see Dataset.Offsets).
 	Offset time.Duration

@@ -74,6 +74,9 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	load := ""
 	if l.Mode == "open" {
 		load = fmt.Sprintf("open loop, %s %.4g req/s (achieved %.4g)", l.Arrival, l.TargetRate, l.AchievedRate)
+		if l.TargetTokenRate > 0 {
+			load = fmt.Sprintf("open loop, %s %.4g %s tokens/s (achieved %.4g, %.4g req/s)", l.Arrival, l.TargetTokenRate, l.TokenRateBasis, l.AchievedTokenRate, l.AchievedRate)
+		}
 		if l.MaxConcurrency > 0 {
 			load += fmt.Sprintf(", max %d in flight", l.MaxConcurrency)
 		}

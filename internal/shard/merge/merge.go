@@ -334,6 +334,9 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		sc.Goodput.RequestsPerS += s.Goodput.RequestsPerS
 		l := s.Load
 		sc.Load.TargetRate += l.TargetRate
+		sc.Load.TargetTokenRate += l.TargetTokenRate
+		sc.Load.AchievedTokenRate += l.AchievedTokenRate
+		sc.Load.TokenRateBasis = l.TokenRateBasis
 		sc.Load.RampFrom += l.RampFrom
 		sc.Load.ScheduledRate += l.ScheduledRate
 		sc.Load.AchievedRate += l.AchievedRate
