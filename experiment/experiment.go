@@ -138,14 +138,6 @@ type Stage struct {
 	// ComplexityShaping scales each open-loop gap by the request's
 	// complexity score: rate × 0.75^(score/20).
 	ComplexityShaping bool          `yaml:"complexityShaping"`
-	// TokenRate makes the stage open loop in tokens per second instead of
-	// requests per second: each gap of the arrival process is scaled by
-	// the tokens the request before it is expected to take (input +
-	// output, or output only with TokenRateBasis output).
-	TokenRate float64 `yaml:"tokenRate"`
-	// TokenRateBasis is what TokenRate counts: total (input + output
-	// tokens, the default) or output.
-	TokenRateBasis string `yaml:"tokenRateBasis"`
 	Burstiness        float64       `yaml:"burstiness"`
 	RampFrom          float64       `yaml:"rampFrom"`
 	Concurrency       int           `yaml:"concurrency"`
@@ -160,6 +152,15 @@ type Stage struct {
 	// Workload, when set, replaces the experiment's workload fields it
 	// sets, for this stage only.
 	Workload *Workload `yaml:"workload"`
+
+	// TokenRate makes the stage open loop in tokens per second instead of
+	// requests per second: each gap of the arrival process is scaled by
+	// the tokens the request before it is expected to take (input +
+	// output, or output only with TokenRateBasis output).
+	TokenRate float64 `yaml:"tokenRate"`
+	// TokenRateBasis is what TokenRate counts: total (input + output
+	// tokens, the default) or output.
+	TokenRateBasis string `yaml:"tokenRateBasis"`
 }
 
 // StageFaults names a fault injector's admin endpoint and what to set there:
