@@ -109,13 +109,20 @@ type Images struct {
 }
 
 // Weights are normalised-token weights: a text token counts Text, an image
-// patch (PatchPixels×PatchPixels, default 512) ImagePatch, an audio frame
-// AudioFrame.
+// patch ImagePatch, an audio frame AudioFrame. Images are counted in
+// ViT-style patches of PatchPixels×PatchPixels (default 14, ViT-L/14) of an
+// input of ImagePixels×ImagePixels (default 224): ImageMode resize (the
+// default: every image is resized to the input, 256 patches), tile (the
+// image is cut into inputs, ⌈W/224⌉·⌈H/224⌉·256 patches) or native (patches
+// of the image as it is, ⌈W/14⌉·⌈H/14⌉).
 type Weights struct {
 	Text        float64 `yaml:"text,omitempty" json:"text,omitempty"`
 	ImagePatch  float64 `yaml:"imagePatch,omitempty" json:"imagePatch,omitempty"`
 	AudioFrame  float64 `yaml:"audioFrame,omitempty" json:"audioFrame,omitempty"`
 	PatchPixels int     `yaml:"patchPixels,omitempty" json:"patchPixels,omitempty"`
+
+	ImagePixels int    `yaml:"imagePixels,omitempty" json:"imagePixels,omitempty"`
+	ImageMode   string `yaml:"imageMode,omitempty" json:"imageMode,omitempty"`
 }
 
 // Check is one answer check, as written in a workload's or an intent's

@@ -53,7 +53,7 @@ func finish(src Source, f finishing) Source {
 				for i := 0; i < f.imageCount; i++ {
 					im := f.images[rnd.IntN(len(f.images))]
 					parts = append(parts, Part{Type: "image_url", ImageURL: im.url})
-					patches += im.patches(f.weights.PatchPixels)
+					patches += im.patches(f.weights)
 				}
 				c.Messages = withImages(c.Messages, c.Prompt, parts)
 			}

@@ -13,8 +13,10 @@ import (
 	"github.com/spate-dev/spate/internal/metrics/check"
 )
 
-// DefaultWeights are the seeds' normalised-token weights.
-var DefaultWeights = experiment.Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 512}
+// DefaultWeights are the seeds' normalised-token weights: a text token 1, a
+// ViT-L/14 image patch 64 (a 224×224 input is 256 patches of 14×14), a
+// mel frame 8.
+var DefaultWeights = experiment.Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 14, ImagePixels: 224, ImageMode: "resize"}
 
 // BuildOptions are what Build needs beyond the spec.
 type BuildOptions struct {
@@ -114,6 +116,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	w := DefaultWeights
 	if s.Weights != nil {
 		w = withDefaults(*s.Weights)
+		if err := checkWeights(w); err != nil {
+			return Built{}, err
+		}
 	}
 	var imgs []imageData
 	if s.Images != nil {
@@ -159,6 +164,12 @@ func withDefaults(w experiment.Weights) experiment.Weights {
 	}
 	if w.PatchPixels > 0 {
 		d.PatchPixels = w.PatchPixels
+	}
+	if w.ImagePixels > 0 {
+		d.ImagePixels = w.ImagePixels
+	}
+	if w.ImageMode != "" {
+		d.ImageMode = w.ImageMode
 	}
 	return d
 }
