@@ -519,8 +519,8 @@ func (e *Experiment) Problems() []Problem {
 	}
 	for i, spec := range e.Thresholds {
 		p := fmt.Sprintf("$.thresholds[%d]", i)
-		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) {
-			at(p, "delay and window only apply with abortOnFail: true")
+		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) && !looksLikeTrigger(spec.Expr) {
+			at(p, "delay and window only apply with abortOnFail: true, or to a trigger (delta(...), and, for)")
 		}
 		if spec.Delay < 0 || spec.Window < 0 {
 			at(p, "delay and window must not be negative")
@@ -590,6 +590,20 @@ func (e *Experiment) Problems() []Problem {
 		}
 	}
 	return ps
+}
+
+// looksLikeTrigger reports whether a threshold is written as a trigger
+// (watched while the run goes on, so delay and window apply without
+// abortOnFail): it has a change (delta(, rel() or the word and or for. The
+// verdict package's IsTrigger decides; this is the shape check alone.
+func looksLikeTrigger(expr string) bool {
+	l := " " + strings.ToLower(expr) + " "
+	for _, w := range []string{" and ", " for ", "delta(", "rel(", "delta (", "rel ("} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // LoadWorkload reads a workload file: the fields of an experiment's

@@ -116,6 +116,14 @@ type ThresholdOutcome struct {
 	// Err says why the threshold could not be checked: the figure is
 	// missing, not a finite number, or the threshold itself is invalid.
 	Err string `json:"error,omitempty"`
+
+	// Trigger marks a trigger (delta(p95(e2e)) > 300ms for 2m and ...):
+	// watched while the stage ran, it fails when it fired. Fired counts
+	// its firings (once per hold of its conditions); FiredAtS is when it
+	// first fired, in seconds from the stage's start.
+	Trigger  bool     `json:"trigger,omitempty"`
+	Fired    int      `json:"fired,omitempty"`
+	FiredAtS *float64 `json:"fired_at_s,omitempty"`
 }
 
 // Scenario is the measurement of one stage.

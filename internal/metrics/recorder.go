@@ -666,6 +666,20 @@ func (r *Recorder) WindowLookup(now time.Time, agg string, percentile float64, m
 	return Lookup(&sc, hist, agg, percentile, metric)
 }
 
+// WindowSpan is the view of the complete seconds [from, to) of the stage
+// (counted from Config.Start) that the window still holds, for figures
+// over a span of the run (triggers and their baselines); ok is false when
+// no window is kept or the span is not all in it at now.
+func (r *Recorder) WindowSpan(now time.Time, from, to int) (result.Scenario, map[string]string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.win == nil || from < 0 || to <= from || to-from > r.winSecs || from <= r.sec(now)-len(r.win.secs) || to > r.sec(now) {
+		return result.Scenario{}, nil, false
+	}
+	sc, hist := r.win.view(to, to-from)
+	return sc, hist, true
+}
+
 // probeRate is an overall probe rate of a stage, NaN when the stage had no
 // probes of that kind.
 func probeRate(p *result.Probes, metric string) float64 {

@@ -299,6 +299,12 @@ func (r *Run) build(ctx context.Context) error {
 	slo, _ := metrics.ParseSLO(sloString(x.SLO)) // checked
 	var exprs []string
 	for _, spec := range x.Thresholds {
+		if threshold.IsTrigger(spec.Expr) {
+			tr, _ := threshold.ParseTrigger(spec.Expr) // checked
+			p.Triggers = append(p.Triggers, runner.Trigger{Trigger: tr, AbortOnFail: spec.AbortOnFail, Delay: spec.Delay, Window: spec.Window})
+			exprs = append(exprs, spec.Expr)
+			continue
+		}
 		t, _ := threshold.Parse(spec.Expr) // checked
 		p.Thresholds = append(p.Thresholds, t)
 		exprs = append(exprs, spec.Expr)

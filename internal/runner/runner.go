@@ -114,7 +114,10 @@ type Plan struct {
 	Thresholds []threshold.Threshold
 	// Aborts are thresholds checked every second during each stage they
 	// apply to, over a sliding window; the first that fails stops the run.
-	Aborts     []Abort
+	Aborts []Abort
+	// Triggers are watched every second during each stage they apply to
+	// (see Trigger).
+	Triggers   []Trigger
 	Seed       uint64
 	Provenance result.Provenance
 	Config     result.Config
@@ -179,8 +182,9 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 	// A stage that fails is reported and the next ones still run: one
 	// broken stage must not lose the others.
 	var stageErrs []error
+	var prev threshold.Source // the previous stage's figures, a trigger's baseline
 	for _, st := range p.Stages {
-		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw)
+		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw, prev)
 		if model != "" {
 			// The model the server says it served beats the one asked for.
 			res.Provenance.Model = model
@@ -195,13 +199,21 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		}
 		if sc != nil {
 			outs, pass := threshold.EvalAll(forStage(p.Thresholds, sc.Name), source{sc, hist})
-			sc.Thresholds = outs
+			for _, o := range sc.Thresholds { // the triggers', filled by runStage
+				pass = pass && o.Pass
+			}
+			sc.Thresholds = append(outs, sc.Thresholds...)
 			res.ThresholdsPassed = res.ThresholdsPassed && pass
-			if aborted != nil {
+			switch {
+			case aborted != nil && aborted.Trigger:
+				res.ThresholdsPassed = false
+				res.Aborted = fmt.Sprintf("stage %s: trigger %s fired %.0f s into the stage (%.4g): stopped", sc.Name, aborted.Expr, *aborted.FiredAtS, aborted.Value)
+			case aborted != nil:
 				sc.Thresholds = append(sc.Thresholds, *aborted)
 				res.ThresholdsPassed = false
 				res.Aborted = fmt.Sprintf("stage %s: %s failed during the run (%.4g): stopped", sc.Name, aborted.Expr, aborted.Value)
 			}
+			prev = source{sc, hist}
 			res.Scenarios = append(res.Scenarios, *sc)
 			res.Histograms[sc.Name] = hist
 		}
@@ -312,7 +324,7 @@ func (s sink) Record(r *record.Record) {
 	}
 }
 
-func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
+func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev threshold.Source) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
 	ecfg := engine.Config{
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
@@ -359,6 +371,8 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 			window = max(window, a.Window)
 		}
 	}
+	trigs := triggersFor(p.Triggers, st.Name)
+	window = max(window, triggerSpan(trigs))
 	start := time.Now()
 	rec := metrics.New(metrics.Config{
 		Start: start, SLO: st.SLO, Mode: mode, Arrival: st.Arrival, TargetRate: st.Rate,
@@ -387,10 +401,12 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		o.StageStart(stageCtx, st, start)
 	}
 	stopWatch, aborted := watch(stageCtx, cancel, aborts, rec, start)
+	stopTriggers := watchTriggers(stageCtx, cancel, trigs, prev, rec, start, st.Warmup)
 	stop := progress(p, st, rec, start)
 	out, err := engine.Run(stageCtx, ecfg)
 	stop()
 	stopWatch()
+	trigOuts, trigAborted := stopTriggers()
 	offErr := faultsOff()
 	if out.Start.IsZero() {
 		return nil, nil, out, "", nil, err
@@ -407,7 +423,12 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	if offErr != nil {
 		sc.Warnings = append(sc.Warnings, offErr.Error())
 	}
-	return &sc, hist, out, rec.Model(), aborted(), err
+	sc.Thresholds = trigOuts
+	stopped := aborted()
+	if stopped == nil {
+		stopped = trigAborted
+	}
+	return &sc, hist, out, rec.Model(), stopped, err
 }
 
 // stagePacer is the open-loop pacer of a stage; src is the stage's

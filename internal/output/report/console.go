@@ -146,9 +146,12 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		if !th.Pass {
 			mark = "✗"
 		}
-		if th.Err != "" {
+		switch {
+		case th.Err != "":
 			fmt.Fprintf(b, "  %s %s (%s)\n", mark, th.Expr, th.Err)
-		} else {
+		case th.Trigger && th.FiredAtS != nil:
+			fmt.Fprintf(b, "  %s %s (fired at %.0f s: %.4g)\n", mark, th.Expr, *th.FiredAtS, th.Value)
+		default:
 			fmt.Fprintf(b, "  %s %s (%.4g)\n", mark, th.Expr, th.Value)
 		}
 	}

@@ -22,6 +22,10 @@
 // written as plain fractions (0.001). Counts, tokens per chunk and rates are
 // plain numbers.
 //
+// A trigger (ParseTrigger, see trigger.go) is the other form: conditions
+// joined by and, changes against a baseline (delta, rel) and a time they
+// must hold (for 2m), watched while a run goes on.
+//
 // Stage: verdict.
 // The data flow: experiment → workload → schedule → engine → client → record
 // → metrics → verdict → outputs (docs/design.md).
