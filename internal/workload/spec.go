@@ -53,6 +53,10 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	if err != nil {
 		return Built{}, fmt.Errorf("checks: %w", err)
 	}
+	sh, err := parseShaping("", s.Mutate, s.Constraints, s.Temperature, s.TopP)
+	if err != nil {
+		return Built{}, err
+	}
 	var b Built
 	var src Source
 	switch {
@@ -60,7 +64,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		if s.Dataset != "" {
 			return Built{}, errors.New("dataset and intents are exclusive: give each intent its own dataset")
 		}
-		m, err := newMix(s, in, out, seed, o)
+		m, err := newMix(s, in, out, seed, o, sh)
 		if err != nil {
 			return Built{}, err
 		}
@@ -87,6 +91,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		src = WithOutput(d, out, seed)
 	default:
 		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix}
+	}
+	if sh.mutate != nil && len(s.Intents) == 0 {
+		src = withMutation(src, *sh.mutate, seed, o.Tokenizer)
 	}
 	if s.SharedPrefix != nil {
 		if err := checkSharedPrefix(s.SharedPrefix); err != nil {
@@ -126,7 +133,8 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
-	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed})
+	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
+		shaping: sh, tok: o.Tokenizer})
 	return b, nil
 }
 
@@ -180,11 +188,12 @@ type mix struct {
 	cum    []float64 // cumulative weights, ending at 1
 	srcs   []Source
 	checks []*check.Set
+	shapes []shaping // each intent's own sampling, model and constraints
 	seed   uint64
 	sha    string
 }
 
-func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions) (*mix, error) {
+func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions, all shaping) (*mix, error) {
 	m := &mix{seed: seed}
 	var sum float64
 	seen := map[string]bool{}
@@ -217,6 +226,11 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions)
 		if err != nil {
 			return nil, fmt.Errorf("%s: checks: %w", where, err)
 		}
+		sh, err := parseShaping(where+": ", it.Mutate, it.Constraints, it.Temperature, it.TopP)
+		if err != nil {
+			return nil, err
+		}
+		sh.model = it.Model
 		isub := seed ^ uint64(i+1)*0x9E3779B97F4A7C15
 		var src Source
 		switch {
@@ -235,12 +249,19 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions)
 		default:
 			src = Synthetic{Input: iin, Output: iout, Seed: isub, Prefix: s.SharedPrefix}
 		}
+		if mut := sh.mutate; mut != nil || all.mutate != nil {
+			if mut == nil {
+				mut = all.mutate
+			}
+			src = withMutation(src, *mut, isub, o.Tokenizer)
+		}
 		sum += it.Weight
+		m.shapes = append(m.shapes, sh)
 		m.names = append(m.names, it.Name)
 		m.cum = append(m.cum, sum)
 		m.srcs = append(m.srcs, src)
 		m.checks = append(m.checks, cs)
-		keys = append(keys, fmt.Sprintf("%s@%g=%s", it.Name, it.Weight, src.Digest()))
+		keys = append(keys, fmt.Sprintf("%s@%g=%s%s", it.Name, it.Weight, src.Digest(), sh.key()))
 	}
 	for i := range m.cum {
 		m.cum[i] /= sum
@@ -264,6 +285,7 @@ func (m *mix) Request(n uint64) (*Request, error) {
 	if m.checks[i] != nil {
 		c.Checks, c.KeepAnswer = m.checks[i], true
 	}
+	m.shapes[i].sample(&c, m.seed, n)
 	return &c, nil
 }
 
