@@ -161,6 +161,9 @@ type Stage struct {
 	// TokenRateBasis is what TokenRate counts: total (input + output
 	// tokens, the default) or output.
 	TokenRateBasis string `yaml:"tokenRateBasis"`
+	// TopK, with a vector database as the target, is the number of
+	// neighbours this stage asks for (default vector.k): recall@TopK.
+	TopK int `yaml:"topK"`
 }
 
 // StageFaults names a fault injector's admin endpoint and what to set there:
@@ -287,6 +290,10 @@ type Vector struct {
 	// TruthCache is the directory caching exact top-k ground truth
 	// (default: the user cache dir, spate/truth).
 	TruthCache string `yaml:"truthCache"`
+	// Proxy puts spate's chaos proxy in front of the vector database
+	// (chroma://, qdrant://: HTTP), so that chaos rules, fault sets and
+	// stages' faults (url /admin/faults) reach its searches.
+	Proxy bool `yaml:"proxy"`
 }
 
 // Probes interleaves security probe suites with the workload: built-in

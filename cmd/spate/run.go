@@ -142,6 +142,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "vector-k", Usage: "with --vector: neighbours asked for (recall@k)", X: func(x *xp) any { return &x.Vector.K }},
 	{Name: "ef-search", Usage: "with --vector: search breadths to sweep, one stage each (e.g. 10,40,100; -1: exact search), giving the recall-vs-QPS frontier", X: func(x *xp) any { return &x.Vector.EfSearch }},
 	{Name: "vector-load", Usage: "with --vector: load the dataset into the database first (replaces the table or collection)", X: func(x *xp) any { return &x.Vector.Load }},
+	{Name: "vector-proxy", Usage: "with --vector (chroma://, qdrant://): put the chaos proxy in front of the database (--chaos, --chaos-faults, stages' faults)", X: func(x *xp) any { return &x.Vector.Proxy }},
 	{Name: "vector-truth-cache", Usage: "with --vector: directory caching exact top-k ground truth (default: the user cache dir, spate/truth)", X: func(x *xp) any { return &x.Vector.TruthCache }},
 	{Name: "workflow", Usage: "run this multi-step workflow (YAML) for every request: per-step timing and failures", X: func(x *xp) any { return &x.Workflow }},
 

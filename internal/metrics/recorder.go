@@ -566,12 +566,15 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 				return math.NaN(), true // no request had checks: nothing to compare
 			}
 			return sc.Checks.STPSChecked, true
-		case "recall", "recall_p5":
+		case "recall", "recall_p5", "hit_rate":
 			if sc.Vector == nil || sc.Vector.Recall.Count == 0 {
 				return math.NaN(), true // not a vector search stage
 			}
-			if metric == "recall_p5" {
+			switch metric {
+			case "recall_p5":
 				return sc.Vector.Recall.P5, true
+			case "hit_rate":
+				return sc.Vector.HitRate, true
 			}
 			return sc.Vector.Recall.Mean, true
 		case "attack_success_rate", "interception_rate", "leak_rate", "false_refusal_rate":

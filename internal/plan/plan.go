@@ -69,6 +69,9 @@ type Run struct {
 	// features are this run's instances of the features, in order.
 	features []feature
 	closers  []func()
+	// vectorUpstream is the vector database behind the chaos proxy, when
+	// --vector-proxy put one in front of it (x.Vector.URL is the proxy).
+	vectorUpstream string
 }
 
 // ErrInvalid marks an experiment that cannot run as given (a usage error:

@@ -133,6 +133,9 @@ type Record struct {
 	Answer []byte
 	// Recall is recall@k of a vector search, −1 when the request was not one.
 	Recall float64
+	// NNHit reports that a vector search's results held the exact nearest
+	// neighbour (the seed's Hit).
+	NNHit bool
 	// Steps are the timings of a multi-step request's steps, in order.
 	Steps []Step
 	// ToolCalls counts the tool calls in the response.

@@ -48,6 +48,7 @@ var scalars = []struct {
 	{"stps_checked", kindRate},
 	{"recall", kindFraction},
 	{"recall_p5", kindFraction},
+	{"hit_rate", kindFraction},
 	{"attack_success_rate", kindFraction},
 	{"interception_rate", kindFraction},
 	{"leak_rate", kindFraction},
