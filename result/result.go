@@ -159,6 +159,12 @@ type Scenario struct {
 	Workflow *Workflow `json:"workflow,omitempty"`
 	// Probes holds security probe figures (see probe.go).
 	Probes *Probes `json:"probes,omitempty"`
+	// Output says how answers ended: finish reasons, truncation, dropped
+	// tokens and the figures by input length (see output.go).
+	Output *Output `json:"output,omitempty"`
+	// ICE is the inference consistency entropy of conversations that asked
+	// for logprobs (see output.go).
+	ICE *ICE `json:"ice,omitempty"`
 }
 
 // Load says what load was asked for and what was delivered.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +111,8 @@ type Recorder struct {
 	// checks or passed them all (sTPS).
 	tasks int
 	paced tokenPace
+	out   *outputAgg
+	ice   iceAgg
 }
 
 // New returns a Recorder for one scenario.
@@ -127,6 +130,7 @@ func New(cfg Config) *Recorder {
 		groups:       breakdown{},
 		byCheck:      map[string]*result.CheckCount{},
 		readLag:      newLatencyHist(),
+		out:          newOutputAgg(),
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -249,6 +253,8 @@ func (r *Recorder) Record(rec *record.Record) {
 		return
 	}
 	r.total++
+	r.out.add(rec)
+	r.ice.add(rec)
 	if rec.Model != "" && rec.Model != r.model {
 		r.model = rec.Model
 	}
@@ -429,6 +435,11 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			sc.Checks.ByCheck[name] = *c
 		}
 	}
+	var err error
+	if sc.Output, err = r.out.result(enc); err != nil {
+		return sc, nil, err
+	}
+	sc.ICE = r.ice.result()
 	sc.Goodput.SLOms = r.cfg.SLO.Millis()
 	sc.Tokens = r.tokens()
 	sc.Load = r.load()
@@ -537,7 +548,17 @@ func (r *Recorder) load() result.Load {
 // Lookup returns a figure for threshold evaluation: agg is "" for scalars,
 // else mean, min, max, stddev, count or p (with percentile).
 func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile float64, metric string) (float64, bool) {
+	metric, bucket, inBucket := strings.Cut(metric, "@input:")
 	if agg == "" {
+		if v, ok := outputLookup(sc, metric, bucket); ok || inBucket {
+			return v, ok
+		}
+		if metric == "ice" {
+			if sc.ICE == nil || sc.ICE.Conversations == 0 {
+				return math.NaN(), true // no conversation with two turns of logprobs
+			}
+			return sc.ICE.Mean, true
+		}
 		total := float64(sc.Requests.Succeeded + sc.Requests.Failed)
 		switch metric {
 		case "error_rate":
@@ -585,6 +606,9 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 	key := metric + "_ms"
 	if metric == "tokens_per_chunk" {
 		key = metric
+	}
+	if inBucket {
+		key = bucketHistKey(bucket, key)
 	}
 	enc, ok := hist[key]
 	if !ok {

@@ -90,6 +90,9 @@ var abortable = map[string]bool{
 // a window.
 func CheckAborts(as []Abort) error {
 	for _, a := range as {
+		if a.Threshold.Input != "" {
+			return fmt.Errorf("threshold %q cannot abort a run: the figures by input length are not kept over a window", a.Threshold.Expr)
+		}
 		if !abortable[a.Threshold.Metric] {
 			return fmt.Errorf("threshold %q cannot abort a run: abortOnFail works on ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps, stps and *_tps", a.Threshold.Expr)
 		}

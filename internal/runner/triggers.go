@@ -33,6 +33,9 @@ func windowable(metric string) bool { return abortable[metric] }
 func CheckTriggers(ts []Trigger) error {
 	for _, t := range ts {
 		for _, c := range t.Trigger.Conds {
+			if c.Input != "" {
+				return fmt.Errorf("trigger %q: the figures by input length are not kept over a window of the run", t.Trigger.Expr)
+			}
 			if !windowable(c.Metric) {
 				return fmt.Errorf("trigger %q: %s is not kept over a window of the run: a trigger watches ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps, stps and *_tps", t.Trigger.Expr, c.Metric)
 			}

@@ -375,6 +375,9 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		return nil, nil, fmt.Errorf("merging stage %s: %w", name, err)
 	}
 	for k, h := range merged {
+		if strings.Contains(k, "/") {
+			continue // a feature's histograms (by input length): merged, not summarised here
+		}
 		d := metrics.Summarize(h, scaleOf(k))
 		switch k {
 		case metrics.ScheduleLag:
@@ -469,6 +472,8 @@ func sections(sc *result.Scenario) []string {
 	add(sc.Vector != nil, "vector")
 	add(sc.Workflow != nil, "workflow")
 	add(sc.Probes != nil, "probes")
+	add(sc.Output != nil, "output")
+	add(sc.ICE != nil, "ice")
 	return out
 }
 

@@ -44,7 +44,7 @@ func (t Threshold) Eval(src Source) Outcome {
 		out.Err = fmt.Sprintf("no results to check %s against", subject)
 		return out
 	}
-	v, ok := src.Lookup(t.Agg, t.Percentile, t.Metric)
+	v, ok := src.Lookup(t.Agg, t.Percentile, t.LookupName())
 	switch {
 	case !ok:
 		if _, _, known := lookupMetric(t.Metric); !known {

@@ -382,7 +382,7 @@ func (c Cond) Holds(v float64) bool {
 
 // lookup is t's subject in src, or why it has none.
 func lookup(src Source, t Threshold) (float64, error) {
-	v, ok := src.Lookup(t.Agg, t.Percentile, t.Metric)
+	v, ok := src.Lookup(t.Agg, t.Percentile, t.LookupName())
 	switch {
 	case !ok:
 		return 0, fmt.Errorf("%s was not measured", t.subject())
