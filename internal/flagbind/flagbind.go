@@ -153,15 +153,23 @@ func (bf *Flags) Apply(fs *pflag.FlagSet, x *experiment.Experiment) error {
 	return nil
 }
 
-// TokenRateLoop is the Also of --token-rate: the stage is open loop in
-// tokens per second, so a file's rate and concurrency the command line does
-// not give are cleared (as --rate clears a file's concurrency).
-func TokenRateLoop(s *experiment.Stage, changed func(string) bool) {
-	if !changed("rate") {
-		s.Rate = 0
-	}
-	if !changed("concurrency") {
-		s.Concurrency = 0
+// Loop is the Also of a load flag that puts a stage in one loop (rate,
+// token-rate: open; concurrency: closed): it clears the file's settings of
+// the other loops that the command line does not give too (--rate clears a
+// file's concurrency and token rate; --concurrency also its cap).
+func Loop(flag string) func(s *experiment.Stage, changed func(string) bool) {
+	return func(s *experiment.Stage, changed func(string) bool) {
+		clear := func(name string, f func()) {
+			if name != flag && !changed(name) {
+				f()
+			}
+		}
+		clear("rate", func() { s.Rate = 0 })
+		clear("token-rate", func() { s.TokenRate = 0 })
+		clear("concurrency", func() { s.Concurrency = 0 })
+		if flag == "concurrency" {
+			clear("max-concurrency", func() { s.MaxConcurrency = 0 })
+		}
 	}
 }
 
