@@ -154,6 +154,18 @@ type Stage struct {
 	// Workload, when set, replaces the experiment's workload fields it
 	// sets, for this stage only.
 	Workload *Workload `yaml:"workload"`
+
+	// TokenRate makes the stage open loop in tokens per second instead of
+	// requests per second: each gap of the arrival process is scaled by
+	// the tokens the request before it is expected to take (input +
+	// output, or output only with TokenRateBasis output).
+	TokenRate float64 `yaml:"tokenRate"`
+	// TokenRateBasis is what TokenRate counts: total (input + output
+	// tokens, the default) or output.
+	TokenRateBasis string `yaml:"tokenRateBasis"`
+	// TopK, with a vector database as the target, is the number of
+	// neighbours this stage asks for (default vector.k): recall@TopK.
+	TopK int `yaml:"topK"`
 }
 
 // StageFaults names a fault injector's admin endpoint and what to set there:
@@ -280,6 +292,10 @@ type Vector struct {
 	// TruthCache is the directory caching exact top-k ground truth
 	// (default: the user cache dir, spate/truth).
 	TruthCache string `yaml:"truthCache"`
+	// Proxy puts spate's chaos proxy in front of the vector database
+	// (chroma://, qdrant://: HTTP), so that chaos rules, fault sets and
+	// stages' faults (url /admin/faults) reach its searches.
+	Proxy bool `yaml:"proxy"`
 }
 
 // Probes interleaves security probe suites with the workload: built-in
@@ -513,8 +529,8 @@ func (e *Experiment) Problems() []Problem {
 	}
 	for i, spec := range e.Thresholds {
 		p := fmt.Sprintf("$.thresholds[%d]", i)
-		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) {
-			at(p, "delay and window only apply with abortOnFail: true")
+		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) && !looksLikeTrigger(spec.Expr) {
+			at(p, "delay and window only apply with abortOnFail: true, or to a trigger (delta(...), and, for)")
 		}
 	}
 	if len(e.Stages) == 0 {
@@ -531,15 +547,29 @@ func (e *Experiment) Problems() []Problem {
 		}
 		seen[s.Name] = true
 		trace := s.Arrival == "trace"
-		switch {
-		case trace && (s.Rate > 0 || s.Concurrency > 0):
-			at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate or concurrency", s.Name)
-		case s.Rate < 0 || s.Concurrency < 0:
-			// valueProblems names the negative value
-		case !trace && (s.Rate > 0) == (s.Concurrency > 0):
-			at(p, "stage %q: give exactly one of rate (open loop) or concurrency (closed loop)", s.Name)
+		loops := 0
+		for _, set := range []bool{s.Rate > 0, s.Concurrency > 0, s.TokenRate > 0} {
+			if set {
+				loops++
+			}
 		}
-		if s.Rate <= 0 && s.MaxConcurrency > 0 {
+		switch {
+		case s.Rate < 0 || s.Concurrency < 0 || s.TokenRate < 0:
+			// valueProblems names the negative value
+		case trace && loops > 0:
+			at(p, "stage %q: arrival trace replays the dataset's timestamps: give no rate, tokenRate or concurrency", s.Name)
+		case !trace && loops != 1:
+			at(p, "stage %q: give exactly one of rate (open loop, requests/s), tokenRate (open loop, tokens/s) or concurrency (closed loop)", s.Name)
+		}
+		switch s.TokenRateBasis {
+		case "", "total", "output":
+		default:
+			at(p+".tokenRateBasis", "stage %q: tokenRateBasis %q: use total (input + output tokens) or output", s.Name, s.TokenRateBasis)
+		}
+		if s.TokenRateBasis != "" && s.TokenRate <= 0 {
+			at(p+".tokenRateBasis", "stage %q: tokenRateBasis applies to a tokenRate", s.Name)
+		}
+		if s.Rate <= 0 && s.TokenRate <= 0 && s.MaxConcurrency > 0 {
 			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
 		}
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&
@@ -566,6 +596,20 @@ func (e *Experiment) Problems() []Problem {
 		}
 	}
 	return ps
+}
+
+// looksLikeTrigger reports whether a threshold is written as a trigger
+// (watched while the run goes on, so delay and window apply without
+// abortOnFail): it has a change (delta(, rel() or the word and or for. The
+// verdict package's IsTrigger decides; this is the shape check alone.
+func looksLikeTrigger(expr string) bool {
+	l := " " + strings.ToLower(expr) + " "
+	for _, w := range []string{" and ", " for ", "delta(", "rel(", "delta (", "rel ("} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // LoadWorkload reads a workload file: the fields of an experiment's

@@ -41,6 +41,21 @@ type Workload struct {
 	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
 	// Checks apply to every request's answer (intents add their own).
 	Checks []Check `yaml:"checks,omitempty" json:"checks,omitempty"`
+
+	// Mutate rewrites sampled prompts, seeded, keeping their meaning:
+	// KIND[,KIND...][@STRENGTH] with kinds synonym, order, whitespace,
+	// typo, format or all (e.g. "synonym,typo@0.2"); intents may give
+	// their own.
+	Mutate string `yaml:"mutate,omitempty" json:"mutate,omitempty"`
+	// Constraints injects semantic constraints into every request:
+	// "max_context=32k" (prompt + max_tokens at most 32768 tokens, the
+	// prompt's start cut) and "tool_calls>=2" (tools, an instruction to
+	// call them, and a check); intents may give their own.
+	Constraints string `yaml:"constraints,omitempty" json:"constraints,omitempty"`
+	// Temperature and TopP are sent with every request: a number, or
+	// uniform:LO:HI drawn per request; intents may give their own.
+	Temperature string `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	TopP        string `yaml:"topP,omitempty" json:"topP,omitempty"`
 }
 
 // Text is a fixed text, or synthetic text of Tokens tokens.
@@ -72,6 +87,16 @@ type Intent struct {
 	Dataset string `yaml:"dataset,omitempty" json:"dataset,omitempty"`
 	// Checks test the intent's answers.
 	Checks []Check `yaml:"checks,omitempty" json:"checks,omitempty"`
+
+	// Mutate, Constraints, Temperature and TopP are the intent's own (see
+	// Workload's).
+	Mutate      string `yaml:"mutate,omitempty" json:"mutate,omitempty"`
+	Constraints string `yaml:"constraints,omitempty" json:"constraints,omitempty"`
+	Temperature string `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	TopP        string `yaml:"topP,omitempty" json:"topP,omitempty"`
+	// Model is the model the intent's requests ask for instead of the
+	// target's (a LoRA adapter, so that an adapter mix is a workload).
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
 }
 
 // Popularity: request n reuses prompt k of a Pool drawn with Zipf
@@ -109,13 +134,20 @@ type Images struct {
 }
 
 // Weights are normalised-token weights: a text token counts Text, an image
-// patch (PatchPixels×PatchPixels, default 512) ImagePatch, an audio frame
-// AudioFrame.
+// patch ImagePatch, an audio frame AudioFrame. Images are counted in
+// ViT-style patches of PatchPixels×PatchPixels (default 14, ViT-L/14) of an
+// input of ImagePixels×ImagePixels (default 224): ImageMode resize (the
+// default: every image is resized to the input, 256 patches), tile (the
+// image is cut into inputs, ⌈W/224⌉·⌈H/224⌉·256 patches) or native (patches
+// of the image as it is, ⌈W/14⌉·⌈H/14⌉).
 type Weights struct {
 	Text        float64 `yaml:"text,omitempty" json:"text,omitempty"`
 	ImagePatch  float64 `yaml:"imagePatch,omitempty" json:"imagePatch,omitempty"`
 	AudioFrame  float64 `yaml:"audioFrame,omitempty" json:"audioFrame,omitempty"`
 	PatchPixels int     `yaml:"patchPixels,omitempty" json:"patchPixels,omitempty"`
+
+	ImagePixels int    `yaml:"imagePixels,omitempty" json:"imagePixels,omitempty"`
+	ImageMode   string `yaml:"imageMode,omitempty" json:"imageMode,omitempty"`
 }
 
 // Check is one answer check, as written in a workload's or an intent's
@@ -129,8 +161,9 @@ type Check struct {
 	Kind string `json:"kind" yaml:"kind"`
 	// Value is the pattern, text, reference or JSON schema.
 	Value string `json:"value,omitempty" yaml:"value,omitempty"`
-	// Min is rouge_l's threshold (0–1) and the bound of min_length and
-	// max_length (characters).
+	// Min is rouge_l's threshold (0–1), the bound of min_length and
+	// max_length (characters), and tool_call's least number of calls
+	// (default 1).
 	Min float64 `json:"min,omitempty" yaml:"min,omitempty"`
 }
 
@@ -180,6 +213,10 @@ func (w Workload) Merge(over Workload) Workload {
 	if over.Checks != nil {
 		m.Checks = over.Checks
 	}
+	str(&m.Mutate, over.Mutate)
+	str(&m.Constraints, over.Constraints)
+	str(&m.Temperature, over.Temperature)
+	str(&m.TopP, over.TopP)
 	return m
 }
 

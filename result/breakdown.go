@@ -17,14 +17,17 @@ type Checks struct {
 	ByCheck map[string]CheckCount `json:"by_check,omitempty"`
 }
 
-// CheckFigures are the pass rate and sTPS of requests with checks.
+// CheckFigures are the pass rate and the checked sTPS of requests with
+// checks.
 type CheckFigures struct {
 	Checked  int     `json:"checked"`   // requests that succeeded and had checks
 	Passed   int     `json:"passed"`    // of those, requests that passed every check
 	PassRate float64 `json:"pass_rate"` // Passed / Checked
-	// STPS is semantic tasks per second: requests that completed and
-	// passed their checks, per second of the measurement window.
-	STPS float64 `json:"stps"`
+	// STPSChecked is checked semantic tasks per second: requests that
+	// had checks, completed and passed them all, per second of the
+	// measurement window (stps_checked in thresholds). The seed's sTPS,
+	// which also counts requests without checks, is Throughput.STPS.
+	STPSChecked float64 `json:"stps_checked"`
 }
 
 // CheckCount counts one check.

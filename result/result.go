@@ -116,6 +116,14 @@ type ThresholdOutcome struct {
 	// Err says why the threshold could not be checked: the figure is
 	// missing, not a finite number, or the threshold itself is invalid.
 	Err string `json:"error,omitempty"`
+
+	// Trigger marks a trigger (delta(p95(e2e)) > 300ms for 2m and ...):
+	// watched while the stage ran, it fails when it fired. Fired counts
+	// its firings (once per hold of its conditions); FiredAtS is when it
+	// first fired, in seconds from the stage's start.
+	Trigger  bool     `json:"trigger,omitempty"`
+	Fired    int      `json:"fired,omitempty"`
+	FiredAtS *float64 `json:"fired_at_s,omitempty"`
 }
 
 // Scenario is the measurement of one stage.
@@ -151,6 +159,12 @@ type Scenario struct {
 	Workflow *Workflow `json:"workflow,omitempty"`
 	// Probes holds security probe figures (see probe.go).
 	Probes *Probes `json:"probes,omitempty"`
+	// Output says how answers ended: finish reasons, truncation, dropped
+	// tokens and the figures by input length (see output.go).
+	Output *Output `json:"output,omitempty"`
+	// ICE is the inference consistency entropy of conversations that asked
+	// for logprobs (see output.go).
+	ICE *ICE `json:"ice,omitempty"`
 }
 
 // Load says what load was asked for and what was delivered.
@@ -177,6 +191,15 @@ type Load struct {
 	Valid         bool     `json:"valid"`
 	InvalidCause  string   `json:"invalid_cause,omitempty"` // generator_saturated, concurrency_cap, server_backpressure, reader_lag
 	InvalidReason string   `json:"invalid_reason,omitempty"`
+
+	// TargetTokenRate is the tokens per second a token-paced stage was
+	// asked for, counted on TokenRateBasis: total (input + output) or
+	// output; AchievedTokenRate is what its sends offered: the expected
+	// tokens of the requests sent per second (the served tokens are in
+	// throughput, and fall short when answers end before max_tokens).
+	TargetTokenRate   float64 `json:"target_token_rate,omitempty"`
+	TokenRateBasis    string  `json:"token_rate_basis,omitempty"`
+	AchievedTokenRate float64 `json:"achieved_token_rate,omitempty"`
 }
 
 // Requests counts outcomes. Warm-up requests are counted only in Warmup.
@@ -197,6 +220,11 @@ type Throughput struct {
 	InputTokensPerS  float64 `json:"input_tokens_per_s"`
 	OutputTokensPerS float64 `json:"output_tokens_per_s"`
 	TotalTokensPerS  float64 `json:"total_tokens_per_s"`
+	// STPS is semantic tasks per second, as the seed defines sTPS: tasks
+	// completed per second of the window, a task being a request (a
+	// workflow, a conversation's turn) that succeeded and, when it had
+	// answer checks, passed them all (stps in thresholds).
+	STPS float64 `json:"stps"`
 	// NormalizedTokensPerS is (normalised input + output tokens) per
 	// second: text tokens weigh 1, image patches and audio frames their
 	// workload weights (default 64 and 8). Set only when every successful

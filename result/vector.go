@@ -30,6 +30,42 @@ type Vector struct {
 	LatencyMS Dist `json:"latency_ms"`
 	// Warnings say what limits the figures (few queries, few batches).
 	Warnings []string `json:"warnings,omitempty"`
+
+	// HitRate is the share of successful queries whose results held the
+	// exact nearest neighbour (the seed's Hit: recall 1@k).
+	HitRate float64 `json:"hit_rate"`
+	// ByLatency is the stage's queries cut into latency bands at its P50,
+	// P90, P99 and P99.9, each band with its queries' mean recall and hit
+	// rate (seed 004 §4.3: the hit rate per latency band).
+	ByLatency []LatencyBand `json:"by_latency,omitempty"`
+	// ByRecall is the latency of the queries at each recall level (recall
+	// below 0.92; at least 0.92, 0.95; exactly 1): the P99.9 per recall
+	// threshold the seed reads.
+	ByRecall []RecallLevel `json:"by_recall,omitempty"`
+}
+
+// LatencyBand is the queries of a stage whose latency falls in
+// [FromMS, ToMS) (the last band includes its maximum).
+type LatencyBand struct {
+	Band       string  `json:"band"` // p0-p50, p50-p90, p90-p99, p99-p99.9, p99.9-max
+	FromMS     float64 `json:"from_ms"`
+	ToMS       float64 `json:"to_ms"`
+	Queries    int     `json:"queries"`
+	MeanRecall float64 `json:"mean_recall"`
+	HitRate    float64 `json:"hit_rate"`
+}
+
+// RecallLevel is the latency of the queries whose recall@k is in
+// [Min, Max] (Max excluded when below 1). A percentile is left out when
+// too few queries have that recall: 100 for the P99, 1,000 for the P99.9.
+type RecallLevel struct {
+	Level   string   `json:"level"`
+	Min     float64  `json:"min"`
+	Max     float64  `json:"max"`
+	Queries int      `json:"queries"`
+	P50MS   *float64 `json:"p50_ms,omitempty"`
+	P99MS   *float64 `json:"p99_ms,omitempty"`
+	P999MS  *float64 `json:"p999_ms,omitempty"`
 }
 
 // Recall is a distribution of recall@k values, each in [0, 1].

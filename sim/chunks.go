@@ -15,6 +15,10 @@ type chunker struct {
 	prefix     []byte // head + the choice up to the opening quote of the text
 	suffix     []byte // the rest of a content event
 	lastSuffix []byte // the rest of the last content event (finish_reason)
+	// lp, when set, puts each token's logprobs in its event: suffix and
+	// lastSuffix then start after the logprobs object (see logprobs.go).
+	lp       *logprobPlan
+	lpBefore []byte // between the token text and the logprobs object
 }
 
 func newChunker(g *generation) *chunker {
@@ -34,8 +38,21 @@ func newChunker(g *generation) *chunker {
 	head = append(head, model...)
 	head = append(head, ',')
 
-	c := &chunker{ep: g.ep, head: head}
+	c := &chunker{ep: g.ep, head: head, lp: g.lp}
 	c.prefix = append([]byte(nil), head...)
+	if g.lp != nil {
+		c.lpBefore = []byte(`","logprobs":`)
+		if g.ep == epChat {
+			c.lpBefore = []byte(`"},"logprobs":`)
+			c.prefix = append(c.prefix, `"choices":[{"index":0,"delta":{"content":"`...)
+			c.suffix = []byte(`,"finish_reason":null}]}` + "\n\n")
+		} else {
+			c.prefix = append(c.prefix, `"choices":[{"index":0,"text":"`...)
+			c.suffix = []byte(`,"finish_reason":null,"stop_reason":null}]}` + "\n\n")
+		}
+		c.lastSuffix = []byte(`,"finish_reason":"` + g.finish + `","stop_reason":null}]}` + "\n\n")
+		return c
+	}
 	if g.ep == epChat {
 		c.prefix = append(c.prefix, `"choices":[{"index":0,"delta":{"content":"`...)
 		c.suffix = []byte(`"},"logprobs":null,"finish_reason":null}]}` + "\n\n")
@@ -58,6 +75,14 @@ func (c *chunker) appendRole(b []byte) []byte {
 func (c *chunker) appendToken(b, word []byte, last bool) []byte {
 	b = append(b, c.prefix...)
 	b = append(b, word...)
+	if c.lp != nil {
+		b = append(b, c.lpBefore...)
+		if c.ep == epChat {
+			b = c.lp.appendChat(b, word)
+		} else {
+			b = c.lp.appendCompletion(b, word)
+		}
+	}
 	if last {
 		return append(b, c.lastSuffix...)
 	}

@@ -75,6 +75,10 @@ type Config struct {
 	// released as soon as it is due.
 	Tick time.Duration
 
+	// Entropy is the per-token entropy planted in the logprobs of requests
+	// that ask for them (nil: DefaultEntropy; see logprobs.go).
+	Entropy *Entropy
+
 	// WritePath selects how deterministic mode writes streamed tokens:
 	// WritePathAuto ("" too), WritePathURing, WritePathSend or WritePathHTTP
 	// (see batch.go and ConnContext).

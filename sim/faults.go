@@ -48,6 +48,10 @@ type Faults struct {
 	// context_length_exceeded error. Without max_tokens the response is cut
 	// to fit the window.
 	MaxContext int
+	// LengthRate is the fraction of answers cut short with finish_reason
+	// "length": a seeded number of tokens, at least one, fewer than the
+	// answer would have had (see length.go).
+	LengthRate float64
 	// Vulnerability, when > 0, switches on the vulnerable behaviour (see
 	// vulnerable.go): a prompt that looks like an attack is followed with
 	// this probability (the answer repeats the system prompt and the
@@ -82,6 +86,7 @@ func (f *Faults) Validate() error {
 		rate("SpikeRate", f.SpikeRate),
 		dur("SpikeDelay", f.SpikeDelay),
 		rate("TruncateRate", f.TruncateRate),
+		rate("LengthRate", f.LengthRate),
 		rate("StallRate", f.StallRate),
 		dur("StallDuration", f.StallDuration),
 		rate("Vulnerability", f.Vulnerability),
@@ -106,6 +111,7 @@ func (f Faults) clamped() Faults {
 	f.RateLimitRate = min(rate(f.RateLimitRate), 1-f.ErrorRate)
 	f.SpikeRate = rate(f.SpikeRate)
 	f.TruncateRate = rate(f.TruncateRate)
+	f.LengthRate = rate(f.LengthRate)
 	f.StallRate = rate(f.StallRate)
 	f.Vulnerability = rate(f.Vulnerability)
 	f.RetryAfter = max(f.RetryAfter, 0)
@@ -125,6 +131,7 @@ const (
 	faultTruncate
 	faultStall
 	faultContextLength
+	faultLength
 	numFaultKinds
 )
 
@@ -143,6 +150,8 @@ func (k faultKind) String() string {
 		return "stall"
 	case faultContextLength:
 		return "context_length"
+	case faultLength:
+		return "length"
 	}
 	return "unknown"
 }
@@ -218,6 +227,7 @@ type faultsWire struct {
 	SpikeRate     float64 `json:"spike_rate"`
 	SpikeDelay    string  `json:"spike_delay"`
 	TruncateRate  float64 `json:"truncate_rate"`
+	LengthRate    float64 `json:"length_rate"`
 	StallRate     float64 `json:"stall_rate"`
 	StallDuration string  `json:"stall_duration"`
 	MaxContext    int     `json:"max_context"`
@@ -232,6 +242,7 @@ func (f Faults) wire() faultsWire {
 		SpikeRate:     f.SpikeRate,
 		SpikeDelay:    f.SpikeDelay.String(),
 		TruncateRate:  f.TruncateRate,
+		LengthRate:    f.LengthRate,
 		StallRate:     f.StallRate,
 		StallDuration: f.StallDuration.String(),
 		MaxContext:    f.MaxContext,
@@ -245,6 +256,7 @@ func (w faultsWire) faults() (Faults, error) {
 		RateLimitRate: w.RateLimitRate,
 		SpikeRate:     w.SpikeRate,
 		TruncateRate:  w.TruncateRate,
+		LengthRate:    w.LengthRate,
 		StallRate:     w.StallRate,
 		MaxContext:    w.MaxContext,
 		Vulnerability: w.Vulnerability,

@@ -53,6 +53,8 @@ type Flags struct {
 	ragContextTokens       int
 
 	errorRate, rateLimitRate, spikeRate, truncateRate, stallRate float64
+	lengthRate                                                   float64
+	entropy                                                      string
 	retryAfter, spikeDelay, stallDuration                        time.Duration
 	maxContext                                                   int
 }
@@ -115,6 +117,8 @@ func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.spikeDelay, "spike-delay", 500*time.Millisecond, "fault: extra delay of a latency spike")
 	fs.Float64Var(&f.truncateRate, "truncate-rate", 0, "fault: fraction of streams cut mid-stream (no [DONE])")
 	fs.Float64Var(&f.stallRate, "stall-rate", 0, "fault: fraction of streams that pause mid-stream")
+	fs.Float64Var(&f.lengthRate, "length-rate", 0, "fault: fraction of answers cut short with finish_reason length (fewer tokens than max_tokens)")
+	fs.StringVar(&f.entropy, "logprobs-entropy", "", "entropy (nats) planted in the top logprobs of requests that ask for them: 1.2, one a turn 0.5,1.0,1.5, or uniform:LO:HI (default uniform:0.3:1.5)")
 	fs.Float64Var(&f.vulnerability, "vulnerability", 0, "security probes: probability of following a prompt that looks like an attack (the answer repeats the system prompt and instructions); refused otherwise")
 	fs.DurationVar(&f.stallDuration, "stall-duration", time.Second, "fault: length of a stall")
 	fs.IntVar(&f.maxContext, "max-context", 0, "context window: prompt + max_tokens above it gets 400 context_length_exceeded (0: the preset's, or none)")
@@ -185,6 +189,7 @@ func (f *Flags) Config(fs *pflag.FlagSet) (Config, error) {
 		{"spike-rate", badRate(f.spikeRate), "in [0, 1]"},
 		{"spike-delay", f.spikeDelay < 0, ">= 0"},
 		{"truncate-rate", badRate(f.truncateRate), "in [0, 1]"},
+		{"length-rate", badRate(f.lengthRate), "in [0, 1]"},
 		{"stall-rate", badRate(f.stallRate), "in [0, 1]"},
 		{"vulnerability", badRate(f.vulnerability), "in [0, 1]"},
 		{"stall-duration", f.stallDuration < 0, ">= 0"},
@@ -201,11 +206,19 @@ func (f *Flags) Config(fs *pflag.FlagSet) (Config, error) {
 	cfg.Faults.SpikeRate = f.spikeRate
 	cfg.Faults.SpikeDelay = f.spikeDelay
 	cfg.Faults.TruncateRate = f.truncateRate
+	cfg.Faults.LengthRate = f.lengthRate
 	cfg.Faults.StallRate = f.stallRate
 	cfg.Faults.StallDuration = f.stallDuration
 	cfg.Faults.Vulnerability = f.vulnerability
 	if changed("max-context") {
 		cfg.Faults.MaxContext = f.maxContext
+	}
+	if f.entropy != "" {
+		e, err := ParseEntropy(f.entropy)
+		if err != nil {
+			return Config{}, fmt.Errorf("--logprobs-entropy: %w", err)
+		}
+		cfg.Entropy = &e
 	}
 
 	if engineMode {

@@ -23,6 +23,8 @@ func FuzzParseRequest(f *testing.F) {
 		`{"input":["a","b"],"dimensions":8,"encoding_format":"base64"}`,
 		`{"messages":`, `null`, `[]`, `{"max_tokens":-1}`, `{"n":3}`, "\x00\xff", `{"messages":[{"role":"user","content":5}]}`,
 		`{"messages":[{"role":"user","content":"x","tool_calls":[{"id":"1"}]}],"tools":[{"type":"function"}]}`,
+		`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}],"logprobs":true,"top_logprobs":20,"stream":true}`,
+		`{"prompt":"x","logprobs":5}`, `{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":0}`,
 	} {
 		f.Add([]byte(seed))
 	}

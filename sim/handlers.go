@@ -34,6 +34,7 @@ type generation struct {
 	stall        time.Duration
 	script       *script // scripted beginning of the answer (vulnerable.go), or nil
 	st           *stream
+	lp           *logprobPlan // the answer's logprobs (logprobs.go), or nil
 }
 
 // readBody reads a request body of at most maxRequestBody bytes.
@@ -212,7 +213,18 @@ func (s *Server) handleGenerate(ep endpoint) http.HandlerFunc {
 			s.fail(w, aerr)
 			return
 		}
+		if cut, ok := lengthCut(s.cfg.Seed, seqNo, f.LengthRate, n); ok {
+			n, finish = cut, "length"
+			s.faultCounter[faultLength].Inc()
+		}
 		g.n, g.finish = n, finish
+		if req.topLogprobs >= 0 {
+			e := DefaultEntropy
+			if s.cfg.Entropy != nil {
+				e = *s.cfg.Entropy
+			}
+			g.lp = newLogprobPlan(ep, req.topLogprobs, e.target(s.cfg.Seed, seqNo, req.turn))
+		}
 		if f.Vulnerability > 0 {
 			var followed bool
 			if g.script, followed = s.vulnerableScript(ep, body, seqNo, f.Vulnerability); g.script != nil {
@@ -335,12 +347,16 @@ func (s *Server) wholeGeneration(w http.ResponseWriter, r *http.Request, g *gene
 	text := string(g.appendText(s.vocab, make([]byte, 0, 8*g.n), g.n))
 	usage := usageJSON{PromptTokens: g.prompt, CompletionTokens: g.n, TotalTokens: g.prompt + g.n}
 	var resp any
+	var lp json.RawMessage
+	if g.lp != nil {
+		lp = g.lp.wholeJSON(g.ep, g.n, func(k int) []byte { return g.eventWord(s.vocab, k) })
+	}
 	if g.ep == epChat {
 		resp = chatResponse{ID: g.id, Object: "chat.completion", Created: g.created, Model: g.model, Usage: usage,
-			Choices: []chatChoice{{Message: chatMessage{Role: "assistant", Content: text}, FinishReason: g.finish}}}
+			Choices: []chatChoice{{Message: chatMessage{Role: "assistant", Content: text}, FinishReason: g.finish, Logprobs: lp}}}
 	} else {
 		resp = completionResponse{ID: g.id, Object: "text_completion", Created: g.created, Model: g.model, Usage: usage,
-			Choices: []completionChoice{{Text: text, FinishReason: g.finish}}}
+			Choices: []completionChoice{{Text: text, FinishReason: g.finish, Logprobs: lp}}}
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
@@ -376,11 +392,11 @@ type chatMessage struct {
 }
 
 type chatChoice struct {
-	Index        int         `json:"index"`
-	Message      chatMessage `json:"message"`
-	Logprobs     *struct{}   `json:"logprobs"`
-	FinishReason string      `json:"finish_reason"`
-	StopReason   *string     `json:"stop_reason"`
+	Index        int             `json:"index"`
+	Message      chatMessage     `json:"message"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
+	StopReason   *string         `json:"stop_reason"`
 }
 
 type chatResponse struct {
@@ -393,11 +409,11 @@ type chatResponse struct {
 }
 
 type completionChoice struct {
-	Index        int       `json:"index"`
-	Text         string    `json:"text"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason string    `json:"finish_reason"`
-	StopReason   *string   `json:"stop_reason"`
+	Index        int             `json:"index"`
+	Text         string          `json:"text"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
+	StopReason   *string         `json:"stop_reason"`
 }
 
 type completionResponse struct {

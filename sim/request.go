@@ -33,6 +33,11 @@ type genRequest struct {
 	ignoreEOS    bool
 	stream       bool
 	includeUsage bool
+	// topLogprobs is the top logprobs asked for per token, −1 when the
+	// request asks for no logprobs (see logprobs.go).
+	topLogprobs int
+	// turn is a chat request's turn: the assistant messages before it.
+	turn int
 }
 
 // apiError is an error answered with OpenAI's error JSON.
@@ -65,6 +70,10 @@ type wireRequest struct {
 	IgnoreEOS *bool           `json:"ignore_eos"`
 	N         *int64          `json:"n"`
 	Tools     json.RawMessage `json:"tools"`
+	// Logprobs is a bool for chat, a number of top logprobs for
+	// completions; TopLogprobs is chat's number.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int64          `json:"top_logprobs"`
 }
 
 type wireMessage struct {
@@ -88,6 +97,9 @@ func parseGenRequest(ep endpoint, body []byte, blockSize int) (*genRequest, *api
 		return nil, jsonError(err)
 	}
 	r := &genRequest{ep: ep, model: w.Model}
+	if aerr := r.readLogprobs(&w); aerr != nil {
+		return nil, aerr
+	}
 	if w.Stream != nil {
 		r.stream = *w.Stream
 	}
@@ -128,6 +140,9 @@ func parseGenRequest(ep endpoint, body []byte, blockSize int) (*genRequest, *api
 		for i, m := range w.Messages {
 			if m.Role == "" {
 				return nil, badRequest(fmt.Sprintf("messages.[%d].role", i), "messages[%d].role is required.", i)
+			}
+			if m.Role == "assistant" {
+				r.turn++
 			}
 			p.mark('m')
 			p.feed(m.Role)

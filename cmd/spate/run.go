@@ -19,24 +19,6 @@ type (
 	st = experiment.Stage
 )
 
-// clearConcurrency and clearRate keep a stage in one loop when a load flag
-// moves it: --rate clears a file's concurrency, --concurrency a file's
-// rate and cap (unless the command line gives those too).
-func clearConcurrency(s *st, changed func(string) bool) {
-	if !changed("concurrency") {
-		s.Concurrency = 0
-	}
-}
-
-func clearRate(s *st, changed func(string) bool) {
-	if !changed("rate") {
-		s.Rate = 0
-	}
-	if !changed("max-concurrency") {
-		s.MaxConcurrency = 0
-	}
-}
-
 // runBindings are the flags of spate run, each the field of the experiment
 // it sets (docs/design.md §4); the load flags (those of a stage) apply to every
 // stage of a file.
@@ -63,8 +45,10 @@ var runBindings = []flagbind.Binding{
 	{Name: "sut-version", Usage: "version of the system under test, recorded in the result's provenance", X: func(x *xp) any { return &x.SUT.Version }},
 
 	// Load: a field of every stage.
-	{Name: "rate", Usage: "open loop: requests per second", S: func(s *st) any { return &s.Rate }, Also: clearConcurrency},
-	{Name: "concurrency", Usage: "closed loop: number of concurrent workers", S: func(s *st) any { return &s.Concurrency }, Also: clearRate},
+	{Name: "rate", Usage: "open loop: requests per second", S: func(s *st) any { return &s.Rate }, Also: flagbind.Loop("rate")},
+	{Name: "concurrency", Usage: "closed loop: number of concurrent workers", S: func(s *st) any { return &s.Concurrency }, Also: flagbind.Loop("concurrency")},
+	{Name: "token-rate", Usage: "open loop in tokens per second: gaps scaled by each request's expected tokens (input + output)", S: func(s *st) any { return &s.TokenRate }, Also: flagbind.Loop("token-rate")},
+	{Name: "token-rate-basis", Usage: "what --token-rate counts: total (input + output tokens) or output", S: func(s *st) any { return &s.TokenRateBasis }},
 	{Name: "max-concurrency", Usage: "open loop: cap on requests in flight (0: none)", S: func(s *st) any { return &s.MaxConcurrency }},
 	{Name: "arrival", Usage: "open-loop arrivals: constant, poisson, gamma, or trace (replay the dataset's timestamps)", S: func(s *st) any { return &s.Arrival }},
 	{Name: "burstiness", Usage: "gamma shape: 1 is Poisson, <1 burstier, >1 more regular", S: func(s *st) any { return &s.Burstiness }},
@@ -135,6 +119,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "vector-k", Usage: "with --vector: neighbours asked for (recall@k)", X: func(x *xp) any { return &x.Vector.K }},
 	{Name: "ef-search", Usage: "with --vector: search breadths to sweep, one stage each (e.g. 10,40,100; -1: exact search), giving the recall-vs-QPS frontier", X: func(x *xp) any { return &x.Vector.EfSearch }},
 	{Name: "vector-load", Usage: "with --vector: load the dataset into the database first (replaces the table or collection)", X: func(x *xp) any { return &x.Vector.Load }},
+	{Name: "vector-proxy", Usage: "with --vector (chroma://, qdrant://): put the chaos proxy in front of the database (--chaos, --chaos-faults, stages' faults)", X: func(x *xp) any { return &x.Vector.Proxy }},
 	{Name: "vector-truth-cache", Usage: "with --vector: directory caching exact top-k ground truth (default: the user cache dir, spate/truth)", X: func(x *xp) any { return &x.Vector.TruthCache }},
 	{Name: "workflow", Usage: "run this multi-step workflow (YAML) for every request: per-step timing and failures", X: func(x *xp) any { return &x.Workflow }},
 

@@ -129,6 +129,7 @@ func newVectorDriftCmd() *cobra.Command {
 	var every time.Duration
 	var count int
 	var update bool
+	var maxNorm float64
 	c := &cobra.Command{
 		Use:   "drift --target URL --model M --baseline FILE",
 		Short: "Embed fixed canary texts and report norm shift and cosine drift against a stored baseline",
@@ -149,9 +150,9 @@ func newVectorDriftCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if worst > maxDrift {
-				fmt.Fprintf(out, "FAIL: max cosine drift %.6f > --max-drift %g\n", worst, maxDrift)
-				return &exitErr{code: exitThreshold, err: fmt.Errorf("embedding drift %.6f over %g", worst, maxDrift)}
+			if err := worst.Gate(maxDrift, maxNorm); err != nil {
+				fmt.Fprintf(out, "FAIL: %v\n", err)
+				return &exitErr{code: exitThreshold, err: err}
 			}
 			return nil
 		},
@@ -163,6 +164,7 @@ func newVectorDriftCmd() *cobra.Command {
 	fl.StringVar(&baseline, "baseline", "", "baseline file: written when missing (or with --update), compared with otherwise")
 	fl.BoolVar(&update, "update", false, "write a new baseline instead of comparing")
 	fl.Float64Var(&maxDrift, "max-drift", 0.01, "largest acceptable cosine drift (1 − cos) of any canary")
+	fl.Float64Var(&maxNorm, "max-norm-shift", vector.DefaultMaxNormShift, "largest acceptable mean L2-norm shift of the canaries, either way (the seed's recalibration gate)")
 	fl.DurationVar(&every, "every", time.Minute, "interval between comparisons when --count > 1")
 	fl.IntVar(&count, "count", 1, "how many comparisons to make")
 	return c

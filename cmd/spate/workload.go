@@ -66,6 +66,7 @@ func newWorkloadBuildCmd() *cobra.Command {
 	fl.IntVar(&o.Local.Dim, "dim", textembed.DefaultDim, "dimensions of the local hashed TF-IDF embedding")
 	fl.BoolVar(&o.Local.Bigrams, "bigrams", false, "add word pairs to the local embedding's terms")
 	fl.IntVar(&o.Cluster.SilhouetteSample, "silhouette-sample", cluster.DefaultSilhouetteSample, "compute the silhouette on at most this many queries (a seeded random sample)")
+	fl.StringVar(&o.Mutate, "mutate", "", "rewrite each query, seeded: KIND[,KIND...][@STRENGTH] of synonym, order, whitespace, typo, format or all (original kept in vars.original)")
 	fl.IntVar(&o.Cluster.Restarts, "restarts", cluster.DefaultRestarts, "k-means++ restarts per k (the lowest inertia is kept)")
 	return c
 }

@@ -333,3 +333,48 @@ func TestWorkloadBuildFromStdin(t *testing.T) {
 		t.Errorf("stdout %q stderr %q: want 3 queries from stdin in 3 lines", stdout.String(), stderr.String())
 	}
 }
+
+// TestWorkloadBuildMutate builds a workload with --mutate: lines rewritten
+// where the draws fell, each keeping its original in vars.original and the
+// kinds in labels.mutation, the same lines for the same seed; a bad spec is
+// a usage error.
+func TestWorkloadBuildMutate(t *testing.T) {
+	log, topicOf := workloadPlantedLog(t, 20)
+	dir := t.TempDir()
+	build := func(out string) []cluster.Line {
+		if code, stdout, stderr := cli(t, context.Background(), "workload", "build", log, "-o", out, "--k", "4", "--samples", "5", "--mutate", "typo,order@0.5"); code != 0 {
+			t.Fatalf("build: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+		}
+		return readWorkloadLines(t, out)
+	}
+	a, b := build(filepath.Join(dir, "a.jsonl")), build(filepath.Join(dir, "b.jsonl"))
+	mutated := 0
+	for i, l := range a {
+		if l.Prompt != b[i].Prompt {
+			t.Fatalf("line %d differs between two builds of one seed: %q and %q", i, l.Prompt, b[i].Prompt)
+		}
+		switch m := l.Labels["mutation"]; {
+		case m == "none":
+			if l.Vars != nil {
+				t.Errorf("unmutated line %d has vars %v", i, l.Vars)
+			}
+			if _, ok := topicOf[l.Prompt]; !ok {
+				t.Errorf("unmutated line %d is not a query of the log: %q", i, l.Prompt)
+			}
+		case m == "typo" || m == "order" || m == "order+typo":
+			mutated++
+			orig := l.Vars["original"]
+			if _, ok := topicOf[orig]; !ok || orig == l.Prompt {
+				t.Errorf("line %d: original %q (of the log: %v), prompt %q", i, orig, ok, l.Prompt)
+			}
+		default:
+			t.Errorf("line %d: mutation label %q", i, m)
+		}
+	}
+	if mutated < len(a)/2 {
+		t.Errorf("%d of %d lines mutated at strength 0.5", mutated, len(a))
+	}
+	if code, _, stderr := cli(t, context.Background(), "workload", "build", log, "-o", filepath.Join(dir, "c.jsonl"), "--mutate", "shout"); code != 2 || !strings.Contains(stderr, `unknown kind "shout"`) {
+		t.Errorf("bad --mutate: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -197,6 +197,7 @@ func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm boo
 	rec := r.pool.Get().(*record.Record)
 	rec.Reset()
 	rec.Seq, rec.Warmup, rec.Intended, rec.SlotWait, rec.Intent = r.seq(n), warm, intended, slotWait, req.Intent
+	rec.PacedTokens = req.PacedTokens
 	r.sent.Add(1)
 	r.wg.Add(1)
 	go func() {
@@ -298,6 +299,7 @@ func (r *run) converse(conv *workload.Request, rec *record.Record) {
 		req := &workload.Request{
 			Messages: history, MaxTokens: turn.MaxTokens, InputTokens: turn.InputTokens, KeepAnswer: true,
 			Intent: conv.Intent, Session: conv.Session, Tools: conv.Tools, Checks: conv.Checks,
+			Temperature: conv.Temperature, TopP: conv.TopP, Model: conv.Model,
 			Labels: append(append(make([]workload.Label, 0, len(conv.Labels)+1), conv.Labels...), turnLabels[min(t, len(turnLabels)-1)]),
 			// No NormTokens: a turn also sends the history, whose answers
 			// the workload could not weigh; normalised throughput is then

@@ -184,6 +184,26 @@ func negative(v reflect.Value) bool {
 	return false
 }
 
+// Loop is the Also of a load flag that puts a stage in one loop (rate,
+// token-rate: open; concurrency: closed): it clears the file's settings of
+// the other loops that the command line does not give too (--rate clears a
+// file's concurrency and token rate; --concurrency also its cap).
+func Loop(flag string) func(s *experiment.Stage, changed func(string) bool) {
+	return func(s *experiment.Stage, changed func(string) bool) {
+		clear := func(name string, f func()) {
+			if name != flag && !changed(name) {
+				f()
+			}
+		}
+		clear("rate", func() { s.Rate = 0 })
+		clear("token-rate", func() { s.TokenRate = 0 })
+		clear("concurrency", func() { s.Concurrency = 0 })
+		if flag == "concurrency" {
+			clear("max-concurrency", func() { s.MaxConcurrency = 0 })
+		}
+	}
+}
+
 // optional is the flag of a pointer field, nil until the flag is given.
 type optional[T any] struct {
 	p     **T

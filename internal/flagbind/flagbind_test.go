@@ -132,3 +132,32 @@ func TestOwnFlagWins(t *testing.T) {
 		t.Fatalf("a command's own --target was applied to the experiment: %v %q", err, x.Target.URL)
 	}
 }
+
+func TestLoop(t *testing.T) {
+	file := experiment.Stage{Rate: 5, TokenRate: 100, Concurrency: 3, MaxConcurrency: 8}
+	for _, tc := range []struct {
+		flag    string
+		changed []string
+		want    experiment.Stage
+	}{
+		{"rate", nil, experiment.Stage{Rate: 5, MaxConcurrency: 8}},
+		{"token-rate", nil, experiment.Stage{TokenRate: 100, MaxConcurrency: 8}},
+		{"concurrency", nil, experiment.Stage{Concurrency: 3}},
+		{"concurrency", []string{"max-concurrency"}, experiment.Stage{Concurrency: 3, MaxConcurrency: 8}},
+		{"token-rate", []string{"rate"}, experiment.Stage{Rate: 5, TokenRate: 100, MaxConcurrency: 8}},
+	} {
+		s := file
+		changed := func(name string) bool {
+			for _, c := range append(tc.changed, tc.flag) {
+				if c == name {
+					return true
+				}
+			}
+			return false
+		}
+		Loop(tc.flag)(&s, changed)
+		if s != tc.want {
+			t.Errorf("--%s (also %v): %+v, want %+v", tc.flag, tc.changed, s, tc.want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ type group struct {
 	in, out                        int64
 	ttft, tpot, itl, e2e           *Hist
 	checked, passed                int
+	tasks                          int
 }
 
 func newGroup() *group {
@@ -105,6 +106,9 @@ func (b breakdown) ok(rec *record.Record, ttft time.Duration, hasTTFT bool, tpot
 				g.passed++
 			}
 		}
+		if TaskDone(rec) {
+			g.tasks++
+		}
 	})
 }
 
@@ -133,6 +137,7 @@ func (b breakdown) result(window float64) map[string]map[string]result.Group {
 					InputTokensPerS:  float64(g.in) / window,
 					OutputTokensPerS: float64(g.out) / window,
 					TotalTokensPerS:  float64(g.in+g.out) / window,
+					STPS:             float64(g.tasks) / window,
 				}
 				rg.Goodput.RequestsPerS = float64(g.good) / window
 			}
@@ -151,7 +156,7 @@ func (b breakdown) result(window float64) map[string]map[string]result.Group {
 func checkFigures(checked, passed int, window float64) *result.CheckFigures {
 	f := &result.CheckFigures{Checked: checked, Passed: passed, PassRate: float64(passed) / float64(checked)}
 	if window > 0 {
-		f.STPS = float64(passed) / window
+		f.STPSChecked = float64(passed) / window
 	}
 	return f
 }

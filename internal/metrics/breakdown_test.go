@@ -41,7 +41,11 @@ func TestBreakdownAndChecks(t *testing.T) {
 	failed.FirstToken, failed.Gaps = time.Time{}, nil
 	failed.Intent = "faq"
 	failed.Fail(record.HTTPStatus(500), "boom", failed.Sent.Add(5*time.Millisecond))
-	recs = append(recs, failed)
+	// A success with no checks (intent "plain", ending within the window):
+	// a task done for the seed's sTPS, not for the checked one.
+	plain := mk(11, 500*time.Millisecond, 0, 100*time.Millisecond, 10*time.Millisecond, 2)
+	plain.Intent = "plain"
+	recs = append(recs, failed, plain)
 	feed(rc, recs...)
 	sc, _, err := rc.Scenario("s", t0.Add(2*time.Second))
 	if err != nil {
@@ -82,9 +86,28 @@ func TestBreakdownAndChecks(t *testing.T) {
 		t.Fatalf("checks %+v", c)
 	}
 	approx(t, "pass rate", c.PassRate, 0.8, 1e-12)
-	approx(t, "sTPS", c.STPS, 8/window, 1e-9)
-	if v, ok := Lookup(&sc, nil, "", 0, "stps"); !ok || v != c.STPS {
+	// Checked sTPS: the 8 that passed their checks. The seed's sTPS: those
+	// 8 and the success without checks; not the 2 that failed a check.
+	approx(t, "checked sTPS", c.STPSChecked, 8/window, 1e-9)
+	approx(t, "sTPS", sc.Throughput.STPS, 9/window, 1e-9)
+	approx(t, "plain sTPS", sc.Breakdown["intent"]["plain"].Throughput.STPS, 1/window, 1e-9)
+	approx(t, "compare sTPS", cmp.Throughput.STPS, 3/window, 1e-9)
+	if v, ok := Lookup(&sc, nil, "", 0, "stps_checked"); !ok || v != c.STPSChecked {
+		t.Errorf("Lookup(stps_checked) = %v %v", v, ok)
+	}
+	if v, ok := Lookup(&sc, nil, "", 0, "stps"); !ok || v != sc.Throughput.STPS {
 		t.Errorf("Lookup(stps) = %v %v", v, ok)
+	}
+	// Without any checks, sTPS is the successes' rate and the checked
+	// variant has no value (a threshold on it cannot judge).
+	bare := New(Config{Start: t0, Mode: "closed"})
+	feed(bare, mk(0, 0, 0, 10*time.Millisecond, time.Millisecond, 2), mk(1, 0, 0, 10*time.Millisecond, time.Millisecond, 2))
+	bsc, _, _ := bare.Scenario("b", t0.Add(time.Second))
+	if v, _ := Lookup(&bsc, nil, "", 0, "stps"); v != bsc.Throughput.RequestsPerS || v <= 0 {
+		t.Errorf("sTPS without checks = %v, want the request rate %v", v, bsc.Throughput.RequestsPerS)
+	}
+	if v, ok := Lookup(&bsc, nil, "", 0, "stps_checked"); !ok || !math.IsNaN(v) {
+		t.Errorf("stps_checked without checks = %v %v, want NaN", v, ok)
 	}
 }
 

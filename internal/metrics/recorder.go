@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,14 @@ type Config struct {
 	// Window, when positive, keeps that many recent seconds for
 	// WindowLookup (thresholds evaluated during the run).
 	Window time.Duration
+
+	// TargetTokenRate is the tokens per second of a token-paced stage
+	// (OutputBasis: output tokens only), 0 otherwise.
+	TargetTokenRate float64
+	OutputBasis     bool
+	// GapCV is the coefficient of variation of the arrival process's gaps
+	// (schedule.GapCV), for the spread of the offered token rate.
+	GapCV float64
 }
 
 // Recorder aggregates the records of one scenario. It is safe for
@@ -98,6 +107,12 @@ type Recorder struct {
 	groups          breakdown
 	checked, passed int
 	byCheck         map[string]*result.CheckCount
+	// tasks counts the seed's semantic tasks done: successes that had no
+	// checks or passed them all (sTPS).
+	tasks int
+	paced tokenPace
+	out   *outputAgg
+	ice   iceAgg
 }
 
 // New returns a Recorder for one scenario.
@@ -115,6 +130,7 @@ func New(cfg Config) *Recorder {
 		groups:       breakdown{},
 		byCheck:      map[string]*result.CheckCount{},
 		readLag:      newLatencyHist(),
+		out:          newOutputAgg(),
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -208,6 +224,7 @@ func (r *Recorder) Record(rec *record.Record) {
 	r.inFlight--
 	s := r.sec(rec.End)
 	r.grow(s)
+	r.paced.add(rec)
 	if rec.Err == record.Cancelled {
 		if !rec.Warmup {
 			r.cancelled++
@@ -236,6 +253,8 @@ func (r *Recorder) Record(rec *record.Record) {
 		return
 	}
 	r.total++
+	r.out.add(rec)
+	r.ice.add(rec)
 	if rec.Model != "" && rec.Model != r.model {
 		r.model = rec.Model
 	}
@@ -332,6 +351,9 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.good++
 	}
 	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
+	if TaskDone(rec) {
+		r.tasks++
+	}
 	if len(rec.Checks) > 0 {
 		r.checked++
 		if rec.ChecksPassed() {
@@ -396,6 +418,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			InputTokensPerS:  float64(r.inputTokens) / window,
 			OutputTokensPerS: float64(r.outputTokens) / window,
 			TotalTokensPerS:  float64(r.inputTokens+r.outputTokens) / window,
+			STPS:             float64(r.tasks) / window,
 		}
 		sc.Goodput.RequestsPerS = float64(r.good) / window
 		if r.normN > 0 && r.normN == r.succeeded {
@@ -412,9 +435,15 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			sc.Checks.ByCheck[name] = *c
 		}
 	}
+	var err error
+	if sc.Output, err = r.out.result(enc); err != nil {
+		return sc, nil, err
+	}
+	sc.ICE = r.ice.result()
 	sc.Goodput.SLOms = r.cfg.SLO.Millis()
 	sc.Tokens = r.tokens()
 	sc.Load = r.load()
+	sc.Warnings = append(sc.Warnings, r.paced.fill(&sc.Load, r.cfg.TargetTokenRate, r.cfg.OutputBasis, r.cfg.GapCV)...)
 	if r.succeeded+r.failed == 0 {
 		sc.Warnings = append(sc.Warnings, "no request completed: there are no figures")
 	}
@@ -519,7 +548,17 @@ func (r *Recorder) load() result.Load {
 // Lookup returns a figure for threshold evaluation: agg is "" for scalars,
 // else mean, min, max, stddev, count or p (with percentile).
 func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile float64, metric string) (float64, bool) {
+	metric, bucket, inBucket := strings.Cut(metric, "@input:")
 	if agg == "" {
+		if v, ok := outputLookup(sc, metric, bucket); ok || inBucket {
+			return v, ok
+		}
+		if metric == "ice" {
+			if sc.ICE == nil || sc.ICE.Conversations == 0 {
+				return math.NaN(), true // no conversation with two turns of logprobs
+			}
+			return sc.ICE.Mean, true
+		}
 		total := float64(sc.Requests.Succeeded + sc.Requests.Failed)
 		switch metric {
 		case "error_rate":
@@ -542,16 +581,21 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		case "total_tps":
 			return sc.Throughput.TotalTokensPerS, true
 		case "stps":
+			return sc.Throughput.STPS, true
+		case "stps_checked":
 			if sc.Checks == nil {
 				return math.NaN(), true // no request had checks: nothing to compare
 			}
-			return sc.Checks.STPS, true
-		case "recall", "recall_p5":
+			return sc.Checks.STPSChecked, true
+		case "recall", "recall_p5", "hit_rate":
 			if sc.Vector == nil || sc.Vector.Recall.Count == 0 {
 				return math.NaN(), true // not a vector search stage
 			}
-			if metric == "recall_p5" {
+			switch metric {
+			case "recall_p5":
 				return sc.Vector.Recall.P5, true
+			case "hit_rate":
+				return sc.Vector.HitRate, true
 			}
 			return sc.Vector.Recall.Mean, true
 		case "attack_success_rate", "interception_rate", "leak_rate", "false_refusal_rate":
@@ -562,6 +606,9 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 	key := metric + "_ms"
 	if metric == "tokens_per_chunk" {
 		key = metric
+	}
+	if inBucket {
+		key = bucketHistKey(bucket, key)
 	}
 	enc, ok := hist[key]
 	if !ok {
@@ -590,6 +637,13 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		return float64(d.Count), true
 	}
 	return float64(h.ValueAtPercentile(percentile)) / scale, true
+}
+
+// TaskDone reports whether a finished request is a semantic task done, as
+// the seed counts sTPS: it succeeded and, when it had answer checks, passed
+// them all.
+func TaskDone(rec *record.Record) bool {
+	return !rec.Failed() && (len(rec.Checks) == 0 || rec.ChecksPassed())
 }
 
 // Progress is a running count, for live display.
@@ -637,6 +691,20 @@ func (r *Recorder) WindowLookup(now time.Time, agg string, percentile float64, m
 	sc, hist := r.win.view(r.sec(now), r.winSecs)
 	r.mu.Unlock()
 	return Lookup(&sc, hist, agg, percentile, metric)
+}
+
+// WindowSpan is the view of the complete seconds [from, to) of the stage
+// (counted from Config.Start) that the window still holds, for figures
+// over a span of the run (triggers and their baselines); ok is false when
+// no window is kept or the span is not all in it at now.
+func (r *Recorder) WindowSpan(now time.Time, from, to int) (result.Scenario, map[string]string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.win == nil || from < 0 || to <= from || to-from > r.winSecs || from <= r.sec(now)-len(r.win.secs) || to > r.sec(now) {
+		return result.Scenario{}, nil, false
+	}
+	sc, hist := r.win.view(to, to-from)
+	return sc, hist, true
 }
 
 // probeRate is an overall probe rate of a stage, NaN when the stage had no

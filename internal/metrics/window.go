@@ -19,6 +19,7 @@ type window struct {
 type winSec struct {
 	sec                  int // which second this slot holds (-1: none)
 	ok, failed, good     int
+	tasks                int
 	outTokens, inTokens  int64
 	ttft, tpot, e2e, itl *hdr.Histogram
 }
@@ -36,7 +37,7 @@ func newWindow(seconds int) *window {
 func (w *window) slot(sec int) *winSec {
 	s := &w.secs[sec%len(w.secs)]
 	if s.sec != sec {
-		s.sec, s.ok, s.failed, s.good, s.outTokens, s.inTokens = sec, 0, 0, 0, 0, 0
+		s.sec, s.ok, s.failed, s.good, s.tasks, s.outTokens, s.inTokens = sec, 0, 0, 0, 0, 0, 0
 		s.ttft.Reset()
 		s.tpot.Reset()
 		s.e2e.Reset()
@@ -61,6 +62,9 @@ func (w *window) add(sec int, rec *record.Record, good bool) {
 	if good {
 		s.good++
 	}
+	if TaskDone(rec) {
+		s.tasks++
+	}
 	s.outTokens += int64(rec.OutputTokens)
 	s.inTokens += int64(rec.InputTokens)
 	if t, ok := rec.TTFT(); ok {
@@ -79,14 +83,14 @@ func (w *window) add(sec int, rec *record.Record, good bool) {
 // histograms, so that Lookup can evaluate thresholds on it.
 func (w *window) view(now, n int) (result.Scenario, map[string]string) {
 	ttft, tpot, e2e, itl := hdr.New(1, latencyMax, 2), hdr.New(1, latencyMax, 2), hdr.New(1, latencyMax, 2), hdr.New(1, latencyMax, 2)
-	var ok, failed, good int
+	var ok, failed, good, tasks int
 	var out, in int64
 	for sec := max(now-n, 0); sec < now; sec++ {
 		s := &w.secs[sec%len(w.secs)]
 		if s.sec != sec {
 			continue
 		}
-		ok, failed, good, out, in = ok+s.ok, failed+s.failed, good+s.good, out+s.outTokens, in+s.inTokens
+		ok, failed, good, tasks, out, in = ok+s.ok, failed+s.failed, good+s.good, tasks+s.tasks, out+s.outTokens, in+s.inTokens
 		ttft.Merge(s.ttft)
 		tpot.Merge(s.tpot)
 		e2e.Merge(s.e2e)
@@ -99,7 +103,7 @@ func (w *window) view(now, n int) (result.Scenario, map[string]string) {
 	}
 	if span > 0 {
 		sc.Throughput = result.Throughput{RequestsPerS: float64(ok) / span, OutputTokensPerS: float64(out) / span,
-			InputTokensPerS: float64(in) / span, TotalTokensPerS: float64(in+out) / span}
+			InputTokensPerS: float64(in) / span, TotalTokensPerS: float64(in+out) / span, STPS: float64(tasks) / span}
 		sc.Goodput.RequestsPerS = float64(good) / span
 	}
 	if ok+failed > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/spate-dev/spate/internal/chaos"
 	"github.com/spate-dev/spate/internal/client/failover"
 	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/client/vector"
 	"github.com/spate-dev/spate/internal/engine"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/runner"
@@ -39,7 +40,8 @@ type chaosFeature struct {
 	upstream string    // the target before it was pointed at the proxy
 }
 
-// proxyOn reports whether the run puts the chaos proxy before the target.
+// proxyOn reports whether the run puts the chaos proxy before the target
+// (or before the vector database, with --vector-proxy).
 func proxyOn(c experiment.Chaos) bool { return len(c.Rules) > 0 || c.Faults != "" || c.Proxy }
 
 // clientSide reports whether a failover client is needed.
@@ -71,8 +73,11 @@ func (f *chaosFeature) check(x *experiment.Experiment) error {
 
 func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	x := r.X
-	if !proxyOn(x.Chaos) {
+	if !proxyOn(x.Chaos) && !x.Vector.Proxy {
 		return nil
+	}
+	if x.Vector.Proxy {
+		return f.startVector(ctx, r)
 	}
 	if x.Target.URL == "" {
 		return invalidf("--chaos-proxy needs --target, the service to put the proxy in front of")
@@ -122,6 +127,64 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	return nil
 }
 
+// startVector puts the chaos proxy in front of the vector database
+// (--vector-proxy): the vector URL points at the proxy, and so does the
+// target (nothing else is sent to it), so that stages' faults url
+// /admin/faults reach the proxy.
+func (f *chaosFeature) startVector(ctx context.Context, r *Run) error {
+	x := r.X
+	up, through, err := vector.ProxyUpstream(x.Vector.URL)
+	if err != nil {
+		return invalidf("--vector-proxy: %v", err)
+	}
+	set, err := chaos.LoadSet(x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return invalidf("%v", err)
+	}
+	if err := set.Validate(); err != nil {
+		return invalidf("--chaos: %v", err)
+	}
+	p, err := chaos.New(up)
+	if err != nil {
+		return invalidf("--vector-proxy: %v", err)
+	}
+	addr, err := f.serve(ctx, r, p)
+	if err != nil {
+		return err
+	}
+	f.proxy, f.set = p, set
+	r.vectorUpstream = x.Vector.URL
+	x.Vector.URL = through(addr)
+	x.Target.URL = "http://" + addr
+	if !r.quiet() {
+		fmt.Fprintf(r.stderr(), "chaos proxy at http://%s in front of %s\n", addr, vector.Redact(r.vectorUpstream))
+	}
+	return nil
+}
+
+// serve runs p on a free loopback port until the run is closed and
+// returns its address.
+func (f *chaosFeature) serve(ctx context.Context, r *Run, p *chaos.Proxy) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("starting the chaos proxy on loopback: %w", err)
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- chaos.Serve(pctx, ln, p) }()
+	r.onClose(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(r.stderr(), "spate: chaos proxy: %v\n", err)
+		}
+	})
+	return ln.Addr().String(), nil
+}
+
 func (f *chaosFeature) apply(_ context.Context, r *Run) error {
 	x, p := r.X, &r.Plan
 	if f.upstream != "" {
@@ -138,7 +201,7 @@ func (f *chaosFeature) apply(_ context.Context, r *Run) error {
 		}
 	}
 	t := x.Target
-	if clientSide(t) {
+	if clientSide(t) && !x.Vector.Proxy {
 		main := t.URL
 		if f.upstream != "" {
 			main = f.upstream // the real target, not the proxy

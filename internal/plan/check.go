@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/metrics"
@@ -74,6 +75,23 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 	}
 	for i, spec := range x.Thresholds {
 		p := fmt.Sprintf("$.thresholds[%d]", i)
+		if threshold.IsTrigger(spec.Expr) {
+			tr, err := threshold.ParseTrigger(spec.Expr)
+			if err != nil {
+				at(p, "%v", err)
+				continue
+			}
+			if err := runner.CheckThresholds(stages, []threshold.Threshold{{Expr: tr.Expr, Stage: tr.Stage}}); err != nil {
+				at(p, "%v", err)
+			}
+			if err := runner.CheckTriggers([]runner.Trigger{{Trigger: tr, Delay: spec.Delay, Window: spec.Window}}); err != nil {
+				at(p, "%v", err)
+			}
+			if spec.Window != 0 && spec.Window%time.Second != 0 {
+				at(p, "trigger %q: the window is whole seconds (e.g. 10s)", tr.Expr)
+			}
+			continue
+		}
 		t, err := threshold.Parse(spec.Expr)
 		if err != nil {
 			at(p, "%v", err)
@@ -98,7 +116,13 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 			lengths(p+".workload", *w)
 		}
 		trace := s.Arrival == "trace"
-		if !trace && (s.Rate > 0) == (s.Concurrency > 0) || s.Rate < 0 || s.Concurrency < 0 {
+		loops := 0
+		for _, set := range []bool{s.Rate > 0, s.Concurrency > 0, s.TokenRate > 0} {
+			if set {
+				loops++
+			}
+		}
+		if !trace && loops != 1 || s.Rate < 0 || s.Concurrency < 0 || s.TokenRate < 0 {
 			continue // experiment.Problems says so
 		}
 		if err := runner.CheckStage(all[i]); err != nil {

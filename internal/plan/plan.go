@@ -72,6 +72,9 @@ type Run struct {
 	// features are this run's instances of the features, in order.
 	features []feature
 	closers  []func()
+	// vectorUpstream is the vector database behind the chaos proxy, when
+	// --vector-proxy put one in front of it (x.Vector.URL is the proxy).
+	vectorUpstream string
 }
 
 // ErrInvalid marks an experiment that cannot run as given (a usage error:
@@ -322,6 +325,12 @@ func (r *Run) build(ctx context.Context) error {
 	slo, _ := metrics.ParseSLO(sloString(x.SLO)) // checked
 	var exprs []string
 	for _, spec := range x.Thresholds {
+		if threshold.IsTrigger(spec.Expr) {
+			tr, _ := threshold.ParseTrigger(spec.Expr) // checked
+			p.Triggers = append(p.Triggers, runner.Trigger{Trigger: tr, AbortOnFail: spec.AbortOnFail, Delay: spec.Delay, Window: spec.Window})
+			exprs = append(exprs, spec.Expr)
+			continue
+		}
 		t, _ := threshold.Parse(spec.Expr) // checked
 		p.Thresholds = append(p.Thresholds, t)
 		exprs = append(exprs, spec.Expr)
@@ -435,6 +444,7 @@ func runStages(x *experiment.Experiment) ([]runner.Stage, error) {
 			Name: s.Name, Arrival: s.Arrival, Rate: s.Rate, Burstiness: s.Burstiness, RampFrom: s.RampFrom,
 			Concurrency: s.Concurrency, MaxConcurrency: s.MaxConcurrency, Duration: s.Duration,
 			Requests: s.Requests, Warmup: s.Warmup, DrainTimeout: s.DrainTimeout, Shape: s.ComplexityShaping,
+			TokenRate: s.TokenRate, OutputBasis: s.TokenRateBasis == "output",
 		}
 		if s.Concurrency > 0 {
 			st.Arrival = ""

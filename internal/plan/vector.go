@@ -32,6 +32,22 @@ type vectorFeature struct {
 
 func (f *vectorFeature) check(x *experiment.Experiment) error {
 	v := x.Vector
+	for _, s := range x.Stages {
+		switch {
+		case s.TopK < 0:
+			return invalidf("stage %s: topK %d: want a positive number of neighbours", s.Name, s.TopK)
+		case s.TopK > 0 && v.URL == "":
+			return invalidf("stage %s: topK is the neighbours a vector search asks for: give vector.url (--vector)", s.Name)
+		}
+	}
+	if v.Proxy && v.URL == "" {
+		return invalidf("--vector-proxy puts the chaos proxy in front of --vector: give --vector")
+	}
+	if v.Proxy {
+		if _, _, err := vector.ProxyUpstream(v.URL); err != nil {
+			return invalidf("--vector-proxy: %v", err)
+		}
+	}
 	if v.URL == "" && x.Workflow == "" {
 		if len(v.EfSearch) > 0 {
 			return invalidf("--ef-search needs --vector")
@@ -119,10 +135,15 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 	} else if pg, ok := idx.(*vector.Pgvector); ok {
 		pg.UseMetric(m)
 	}
-	if v.K > len(ds.Vectors) {
-		return invalidf("--vector-k %d: the dataset has %d vectors", v.K, len(ds.Vectors))
+	// The ground truth covers the largest k any stage asks for.
+	maxK := v.K
+	for _, s := range r.X.Stages {
+		maxK = max(maxK, s.TopK)
 	}
-	truth, err := vector.CachedTruth(vector.TruthDir(v.TruthCache), ds, m, v.K)
+	if maxK > len(ds.Vectors) {
+		return invalidf("--vector-k %d (or a stage's topK): the dataset has %d vectors", maxK, len(ds.Vectors))
+	}
+	truth, err := vector.CachedTruth(vector.TruthDir(v.TruthCache), ds, m, maxK)
 	if err != nil {
 		return err
 	}
@@ -131,7 +152,7 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 		return err
 	}
 	f.probe = probe
-	obs := &vector.Observer{Backend: idx.Backend(), Metric: m, K: v.K, Ef: map[string]int{}, Probe: probe}
+	obs := &vector.Observer{Backend: idx.Backend(), Metric: m, K: v.K, Ef: map[string]int{}, Ks: map[string]int{}, Probe: probe}
 	p.Client = probe
 	p.Source = probe.Source(0, r.seed())
 	efs := v.EfSearch
@@ -139,7 +160,11 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 		efs = []int{0}
 	}
 	var stages []runner.Stage
-	for _, st := range p.Stages {
+	for i, st := range p.Stages {
+		k := v.K
+		if tk := r.X.Stages[i].TopK; tk > 0 {
+			k = tk
+		}
 		for _, ef := range efs {
 			s := st
 			if len(v.EfSearch) > 0 {
@@ -148,14 +173,18 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 					s.Name = st.Name + "/" + efName(ef)
 				}
 			}
-			s.Source = probe.Source(ef, r.seed())
+			s.Source = probe.SourceK(ef, k, r.seed())
 			obs.Ef[s.Name] = ef
+			obs.Ks[s.Name] = k
 			stages = append(stages, s)
 		}
 	}
 	p.Stages = stages
 	p.Observers = append(p.Observers, obs)
 	p.Provenance.Target, p.Provenance.API, p.Provenance.Model = vector.Redact(v.URL), "vector", idx.Backend()
+	if r.vectorUpstream != "" {
+		p.Provenance.Target = vector.Redact(r.vectorUpstream) // the database, not the proxy before it
+	}
 	p.Config.Dataset = v.Dataset
 	p.Config.InputTokens, p.Config.OutputTokens = "", ""
 	return nil
@@ -208,6 +237,10 @@ func (f *vectorFeature) finish(r *Run, res *result.Result) error {
 	if f.probe != nil {
 		fmt.Fprintln(out)
 		if err := vector.WriteFrontier(out, res.Scenarios); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+		if err := vector.WriteJoint(out, res.Scenarios); err != nil {
 			return err
 		}
 	}

@@ -153,6 +153,9 @@ type Record struct {
 	Answer []byte
 	// Recall is recall@k of a vector search, −1 when the request was not one.
 	Recall float64
+	// NNHit reports that a vector search's results held the exact nearest
+	// neighbour (the seed's Hit).
+	NNHit bool
 	// Steps are the timings of a multi-step request's steps, in order.
 	Steps []Step
 	// ToolCalls counts the tool calls in the response.
@@ -168,6 +171,26 @@ type Record struct {
 	NormInput float64
 	// Complexity is the request's complexity score, 0–100.
 	Complexity float64
+	// FinishReason is the response's finish_reason as the server sent it
+	// (stop, length, tool_calls, content_filter, abort, ...), "" when it
+	// sent none.
+	FinishReason string
+	// ExactOutput is set when the request asked for exactly
+	// RequestedOutput tokens (ignore_eos): fewer delivered are dropped.
+	ExactOutput bool
+	// Entropy is the mean, over the response's tokens whose top logprobs
+	// were read (EntropyTokens), of each token's entropy in nats estimated
+	// from them with the tail bucket (see internal/metrics/ice.go);
+	// TailMass is the mean probability outside the top lists and
+	// EntropyBound the mean bound on the estimate's error.
+	Entropy       float64
+	EntropyTokens int
+	TailMass      float64
+	EntropyBound  float64
+	// PacedTokens is what token-rate pacing counted for the request (its
+	// expected tokens), 0 when the stage is not paced in tokens or for a
+	// conversation's later turns (the first carries the conversation's).
+	PacedTokens float64
 }
 
 // Label is one key=value label of a request.

@@ -58,6 +58,12 @@ type Stage struct {
 	// Shape scales each open-loop gap by the request's complexity: the
 	// rate of a request with score s is Rate × 0.75^(s/20).
 	Shape bool
+	// TokenRate, when positive, paces the stage open loop in tokens per
+	// second instead of Rate: each gap of the arrival process is scaled by
+	// the expected tokens of the request before it (see
+	// schedule.TokenRate); OutputBasis counts output tokens only.
+	TokenRate   float64
+	OutputBasis bool
 }
 
 // Abort is a threshold that stops the run when it fails while the run
@@ -77,15 +83,18 @@ const DefaultAbortWindow = 10 * time.Second
 var abortable = map[string]bool{
 	"ttft": true, "tpot": true, "e2e": true, "itl": true,
 	"error_rate": true, "goodput": true, "goodput_rps": true, "rps": true,
-	"input_tps": true, "output_tps": true, "total_tps": true,
+	"input_tps": true, "output_tps": true, "total_tps": true, "stps": true,
 }
 
 // CheckAborts reports an abort threshold on a figure that is not kept over
 // a window.
 func CheckAborts(as []Abort) error {
 	for _, a := range as {
+		if a.Threshold.Input != "" {
+			return fmt.Errorf("threshold %q cannot abort a run: the figures by input length are not kept over a window", a.Threshold.Expr)
+		}
 		if !abortable[a.Threshold.Metric] {
-			return fmt.Errorf("threshold %q cannot abort a run: abortOnFail works on ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps and *_tps", a.Threshold.Expr)
+			return fmt.Errorf("threshold %q cannot abort a run: abortOnFail works on ttft, tpot, e2e, itl, error_rate, goodput, goodput_rps, rps, stps and *_tps", a.Threshold.Expr)
 		}
 		if a.Delay < 0 || a.Window < 0 {
 			return fmt.Errorf("threshold %q: delay and window must not be negative", a.Threshold.Expr)
@@ -108,7 +117,10 @@ type Plan struct {
 	Thresholds []threshold.Threshold
 	// Aborts are thresholds checked every second during each stage they
 	// apply to, over a sliding window; the first that fails stops the run.
-	Aborts     []Abort
+	Aborts []Abort
+	// Triggers are watched every second during each stage they apply to
+	// (see Trigger).
+	Triggers   []Trigger
 	Seed       uint64
 	Provenance result.Provenance
 	Config     result.Config
@@ -176,8 +188,9 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 	// A stage that fails is reported and the next ones still run: one
 	// broken stage must not lose the others.
 	var stageErrs []error
+	var prev threshold.Source // the previous stage's figures, a trigger's baseline
 	for _, st := range p.Stages {
-		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw)
+		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw, prev)
 		if model != "" {
 			// The model the server says it served beats the one asked for.
 			res.Provenance.Model = model
@@ -192,13 +205,21 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		}
 		if sc != nil {
 			outs, pass := threshold.EvalAll(forStage(p.Thresholds, sc.Name), source{sc, hist})
-			sc.Thresholds = outs
+			for _, o := range sc.Thresholds { // the triggers', filled by runStage
+				pass = pass && o.Pass
+			}
+			sc.Thresholds = append(outs, sc.Thresholds...)
 			res.ThresholdsPassed = res.ThresholdsPassed && pass
-			if aborted != nil {
+			switch {
+			case aborted != nil && aborted.Trigger:
+				res.ThresholdsPassed = false
+				res.Aborted = fmt.Sprintf("stage %s: trigger %s fired %.0f s into the stage (%.4g): stopped", sc.Name, aborted.Expr, *aborted.FiredAtS, aborted.Value)
+			case aborted != nil:
 				sc.Thresholds = append(sc.Thresholds, *aborted)
 				res.ThresholdsPassed = false
 				res.Aborted = fmt.Sprintf("stage %s: %s failed during the run (%.4g): stopped", sc.Name, aborted.Expr, aborted.Value)
 			}
+			prev = source{sc, hist}
 			res.Scenarios = append(res.Scenarios, *sc)
 			res.Histograms[sc.Name] = hist
 		}
@@ -313,7 +334,7 @@ func (s sink) Record(r *record.Record) {
 	}
 }
 
-func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
+func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev threshold.Source) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
 	ecfg := engine.Config{
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
@@ -325,7 +346,14 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	mode := "closed"
 	if st.Concurrency <= 0 {
 		mode = "open"
-		pacer, err := stagePacer(st, p.Seed)
+		if st.TokenRate > 0 {
+			ecfg.Source = pacedTokens(ecfg.Source, st.OutputBasis)
+		}
+		if st.TokenRate > 0 || st.Shape {
+			// The pacer reads request n−1 just after the engine built it.
+			ecfg.Source = workload.Memo(ecfg.Source)
+		}
+		pacer, err := stagePacer(st, p.Seed, ecfg.Source)
 		if err != nil {
 			return nil, nil, engine.Outcome{}, "", nil, err
 		}
@@ -353,9 +381,12 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 			window = max(window, a.Window)
 		}
 	}
+	trigs := triggersFor(p.Triggers, st.Name)
+	window = max(window, triggerSpan(trigs))
 	start := time.Now()
 	rec := metrics.New(metrics.Config{
 		Start: start, SLO: st.SLO, Mode: mode, Arrival: st.Arrival, TargetRate: st.Rate,
+		TargetTokenRate: st.TokenRate, OutputBasis: st.OutputBasis, GapCV: schedule.GapCV(st.Arrival, st.Burstiness),
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency, LagBound: st.LagBound,
 		Tokenizer: p.Provenance.Tokenizer, Window: window,
 	})
@@ -380,10 +411,12 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 		o.StageStart(stageCtx, st, start)
 	}
 	stopWatch, aborted := watch(stageCtx, cancel, aborts, rec, start)
+	stopTriggers := watchTriggers(stageCtx, cancel, trigs, prev, rec, start, st.Warmup)
 	stop := progress(p, st, rec, start)
 	out, err := engine.Run(stageCtx, ecfg)
 	stop()
 	stopWatch()
+	trigOuts, trigAborted := stopTriggers()
 	offErr := faultsOff()
 	if out.Start.IsZero() {
 		return nil, nil, out, "", nil, err
@@ -400,18 +433,53 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer) (*result
 	if offErr != nil {
 		sc.Warnings = append(sc.Warnings, offErr.Error())
 	}
-	return &sc, hist, out, rec.Model(), aborted(), err
+	sc.Thresholds = trigOuts
+	stopped := aborted()
+	if stopped == nil {
+		stopped = trigAborted
+	}
+	return &sc, hist, out, rec.Model(), stopped, err
 }
 
-// stagePacer is the open-loop pacer of a stage.
-func stagePacer(st Stage, seed uint64) (schedule.Pacer, error) {
+// stagePacer is the open-loop pacer of a stage; src is the stage's
+// workload, whose requests' tokens a token rate paces by.
+func stagePacer(st Stage, seed uint64, src workload.Source) (schedule.Pacer, error) {
 	if st.Trace != nil {
 		return *st.Trace, nil
 	}
 	if st.RampFrom > 0 {
 		return schedule.NewRamp(st.Arrival, st.RampFrom, st.Rate, st.Warmup+st.Duration, seed)
 	}
+	if st.TokenRate > 0 {
+		return schedule.NewTokenRate(st.Arrival, st.TokenRate, st.Burstiness, seed, func(n uint64) float64 {
+			if src == nil {
+				return 1 // CheckStage: no workload to read
+			}
+			r, err := src.Request(n)
+			if err != nil {
+				return 1 // the engine reports the error when it asks
+			}
+			return r.PacedTokens
+		})
+	}
 	return schedule.New(st.Arrival, st.Rate, st.Burstiness, seed)
+}
+
+// pacedTokens returns src with each request's PacedTokens set to its
+// expected tokens (workload.ExpectedTokens).
+func pacedTokens(src workload.Source, outputOnly bool) workload.Source {
+	return workload.SourceFunc{
+		Sha256: src.Digest(),
+		F: func(n uint64) (*workload.Request, error) {
+			r, err := src.Request(n)
+			if err != nil {
+				return nil, err
+			}
+			c := *r
+			c.PacedTokens = workload.ExpectedTokens(r, outputOnly)
+			return &c, nil
+		},
+	}
 }
 
 // CheckStage reports a stage whose load cannot be paced.
@@ -428,10 +496,13 @@ func CheckStage(st Stage) error {
 	if st.Shape && (st.RampFrom > 0 || st.Trace != nil) {
 		return fmt.Errorf("complexity shaping works on a constant, poisson or gamma rate, not a ramp or a trace")
 	}
+	if st.TokenRate > 0 && (st.RampFrom > 0 || st.Trace != nil || st.Arrival == "trace" || st.Rate > 0) {
+		return fmt.Errorf("a token rate paces constant, poisson or gamma arrivals by itself: give no rate, ramp or trace with it")
+	}
 	if st.Trace != nil || st.Arrival == "trace" {
 		return nil // the offsets come with the dataset
 	}
-	_, err := stagePacer(st, 0)
+	_, err := stagePacer(st, 0, nil)
 	return err
 }
 

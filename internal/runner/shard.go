@@ -103,6 +103,7 @@ func (s Shard) apply(st Stage, ecfg engine.Config) (Stage, engine.Config) {
 			ecfg.MaxConcurrency = max(1, share(ecfg.MaxConcurrency, s.Index, s.Count))
 		}
 		st.Rate /= float64(s.Count)
+		st.TokenRate /= float64(s.Count)
 		st.RampFrom /= float64(s.Count)
 		st.MaxConcurrency = ecfg.MaxConcurrency
 	} else {

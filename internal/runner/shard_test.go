@@ -69,7 +69,7 @@ func schedulePlan(t *testing.T, c engine.Config) []sentReq {
 
 func openConfig(t *testing.T, st Stage, seed uint64) engine.Config {
 	t.Helper()
-	p, err := stagePacer(st, seed)
+	p, err := stagePacer(st, seed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func BenchmarkShardPacer(b *testing.B) {
 }
 
 func schedulePoisson() schedule.Pacer {
-	pc, _ := stagePacer(Stage{Arrival: "poisson", Rate: 1000}, 1)
+	pc, _ := stagePacer(Stage{Arrival: "poisson", Rate: 1000}, 1, nil)
 	return pc
 }
 

@@ -17,6 +17,10 @@ type finishing struct {
 	imageCount int
 	weights    experiment.Weights
 	seed       uint64
+	// shaping is the workload's own sampling and constraints (an intent's
+	// win); tok counts prompts the constraints cut.
+	shaping shaping
+	tok     Counter
 }
 
 // finish returns a Source that adds the system prompt, images and checks
@@ -26,7 +30,7 @@ func finish(src Source, f finishing) Source {
 	for _, im := range f.images {
 		imgKeys = append(imgKeys, im.key)
 	}
-	key := fmt.Sprintf("finish/v1 system=%q images=%d:%s weights=%+v", f.system, f.imageCount, strings.Join(imgKeys, ","), f.weights)
+	key := fmt.Sprintf("finish/v1 system=%q images=%d:%s weights=%+v", f.system, f.imageCount, strings.Join(imgKeys, ","), f.weights) + f.shaping.key()
 	if f.checks != nil {
 		for _, c := range f.checks.Checks {
 			key += " check=" + c.Name()
@@ -46,6 +50,12 @@ func finish(src Source, f finishing) Source {
 			if f.checks != nil {
 				c.Checks, c.KeepAnswer = mergeChecks(c.Checks, f.checks), true
 			}
+			f.shaping.sample(&c, f.seed, n)
+			if cons := c.constraints; cons != nil {
+				if did := cons.apply(&c, f.tok); did != "" {
+					c.Labels = append(append([]Label(nil), c.Labels...), Label{Key: "constraint", Value: did})
+				}
+			}
 			patches := 0
 			if f.imageCount > 0 && len(f.images) > 0 {
 				var parts []Part
@@ -53,7 +63,7 @@ func finish(src Source, f finishing) Source {
 				for i := 0; i < f.imageCount; i++ {
 					im := f.images[rnd.IntN(len(f.images))]
 					parts = append(parts, Part{Type: "image_url", ImageURL: im.url})
-					patches += im.patches(f.weights.PatchPixels)
+					patches += im.patches(f.weights)
 				}
 				c.Messages = withImages(c.Messages, c.Prompt, parts)
 			}

@@ -24,12 +24,47 @@ type imageData struct {
 	key  string // identifies it in the digest
 }
 
-// patches is the number of patch×patch tiles the image covers.
-func (im imageData) patches(patch int) int {
+// patches is the number of ViT patches the image counts for under w (see
+// experiment.Weights): resize, tile or native.
+func (im imageData) patches(w experiment.Weights) int {
+	return Patches(im.w, im.h, w)
+}
+
+// Patches is the number of ViT-style patches a width×height image counts
+// for under w's patch size, input size and mode (checked by checkWeights):
+// resize makes every image one input of ⌈input/patch⌉² patches (the seed's
+// 224×224 → 256 of ViT-L/14); tile cuts it into ⌈W/input⌉·⌈H/input⌉ inputs;
+// native counts ⌈W/patch⌉·⌈H/patch⌉ patches of the image as it is.
+func Patches(width, height int, w experiment.Weights) int {
+	patch, input := w.PatchPixels, w.ImagePixels
 	if patch <= 0 {
 		patch = DefaultWeights.PatchPixels
 	}
-	return ((im.w + patch - 1) / patch) * ((im.h + patch - 1) / patch)
+	if input <= 0 {
+		input = DefaultWeights.ImagePixels
+	}
+	ceil := func(a, b int) int { return (a + b - 1) / b }
+	perInput := ceil(input, patch) * ceil(input, patch)
+	switch w.ImageMode {
+	case "tile":
+		return ceil(width, input) * ceil(height, input) * perInput
+	case "native":
+		return ceil(width, patch) * ceil(height, patch)
+	}
+	return perInput
+}
+
+// checkWeights reports weights an image cannot be counted with.
+func checkWeights(w experiment.Weights) error {
+	switch w.ImageMode {
+	case "resize", "tile", "native":
+	default:
+		return fmt.Errorf("weights.imageMode %q: use resize (every image one %d-pixel input), tile or native", w.ImageMode, w.ImagePixels)
+	}
+	if w.PatchPixels > w.ImagePixels {
+		return fmt.Errorf("weights: patchPixels %d is larger than imagePixels %d (ViT-L/14: patchPixels 14, imagePixels 224)", w.PatchPixels, w.ImagePixels)
+	}
+	return nil
 }
 
 // loadImages reads the image files, or makes one synthetic PNG of the

@@ -14,8 +14,10 @@ import (
 	"github.com/spate-dev/spate/internal/metrics/check"
 )
 
-// DefaultWeights are the seeds' normalised-token weights.
-var DefaultWeights = experiment.Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 512}
+// DefaultWeights are the seeds' normalised-token weights: a text token 1, a
+// ViT-L/14 image patch 64 (a 224×224 input is 256 patches of 14×14), a
+// mel frame 8.
+var DefaultWeights = experiment.Weights{Text: 1, ImagePatch: 64, AudioFrame: 8, PatchPixels: 14, ImagePixels: 224, ImageMode: "resize"}
 
 // BuildOptions are what Build needs beyond the spec.
 type BuildOptions struct {
@@ -66,6 +68,10 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	if err != nil {
 		return Built{}, fmt.Errorf("checks: %w", err)
 	}
+	sh, err := parseShaping("", s.Mutate, s.Constraints, s.Temperature, s.TopP)
+	if err != nil {
+		return Built{}, err
+	}
 	var b Built
 	var src Source
 	switch {
@@ -73,7 +79,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		if s.Dataset != "" {
 			return Built{}, errors.New("dataset and intents are exclusive: give each intent its own dataset")
 		}
-		m, err := newMix(s, in, out, seed, o)
+		m, err := newMix(s, in, out, seed, o, sh)
 		if err != nil {
 			return Built{}, err
 		}
@@ -100,6 +106,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		src = WithOutput(d, out, seed)
 	default:
 		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix}
+	}
+	if sh.mutate != nil && len(s.Intents) == 0 {
+		src = withMutation(src, *sh.mutate, seed, o.Tokenizer)
 	}
 	if s.SharedPrefix != nil {
 		if err := checkSharedPrefix(s.SharedPrefix); err != nil {
@@ -135,6 +144,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	w := DefaultWeights
 	if s.Weights != nil {
 		w = withDefaults(*s.Weights)
+		if err := checkWeights(w); err != nil {
+			return Built{}, err
+		}
 	}
 	var imgs []imageData
 	if s.Images != nil {
@@ -142,7 +154,8 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
-	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed})
+	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
+		shaping: sh, tok: o.Tokenizer})
 	return b, nil
 }
 
@@ -181,6 +194,12 @@ func withDefaults(w experiment.Weights) experiment.Weights {
 	if w.PatchPixels > 0 {
 		d.PatchPixels = w.PatchPixels
 	}
+	if w.ImagePixels > 0 {
+		d.ImagePixels = w.ImagePixels
+	}
+	if w.ImageMode != "" {
+		d.ImageMode = w.ImageMode
+	}
 	return d
 }
 
@@ -190,11 +209,12 @@ type mix struct {
 	cum    []float64 // cumulative weights, ending at 1
 	srcs   []Source
 	checks []*check.Set
+	shapes []shaping // each intent's own sampling, model and constraints
 	seed   uint64
 	sha    string
 }
 
-func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions) (*mix, error) {
+func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions, all shaping) (*mix, error) {
 	m := &mix{seed: seed}
 	var sum float64
 	seen := map[string]bool{}
@@ -230,6 +250,11 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions)
 		if err != nil {
 			return nil, fmt.Errorf("%s: checks: %w", where, err)
 		}
+		sh, err := parseShaping(where+": ", it.Mutate, it.Constraints, it.Temperature, it.TopP)
+		if err != nil {
+			return nil, err
+		}
+		sh.model = it.Model
 		isub := seed ^ uint64(i+1)*0x9E3779B97F4A7C15
 		var src Source
 		switch {
@@ -248,12 +273,19 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions)
 		default:
 			src = Synthetic{Input: iin, Output: iout, Seed: isub, Prefix: s.SharedPrefix}
 		}
+		if mut := sh.mutate; mut != nil || all.mutate != nil {
+			if mut == nil {
+				mut = all.mutate
+			}
+			src = withMutation(src, *mut, isub, o.Tokenizer)
+		}
 		sum += it.Weight
+		m.shapes = append(m.shapes, sh)
 		m.names = append(m.names, it.Name)
 		m.cum = append(m.cum, sum)
 		m.srcs = append(m.srcs, src)
 		m.checks = append(m.checks, cs)
-		keys = append(keys, fmt.Sprintf("%s@%g=%s", it.Name, it.Weight, src.Digest()))
+		keys = append(keys, fmt.Sprintf("%s@%g=%s%s", it.Name, it.Weight, src.Digest(), sh.key()))
 	}
 	for i := range m.cum {
 		m.cum[i] /= sum
@@ -277,6 +309,7 @@ func (m *mix) Request(n uint64) (*Request, error) {
 	if m.checks[i] != nil {
 		c.Checks, c.KeepAnswer = m.checks[i], true
 	}
+	m.shapes[i].sample(&c, m.seed, n)
 	return &c, nil
 }
 

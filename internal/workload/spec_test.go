@@ -282,9 +282,34 @@ func TestImagesAndNormalisedTokens(t *testing.T) {
 	if len(r.Messages) != 1 || len(r.Messages[0].Parts) != 3 || r.Messages[0].Parts[1].Type != "image_url" || !strings.HasPrefix(r.Messages[0].Parts[1].ImageURL, "data:image/png;base64,") {
 		t.Fatalf("messages %+v", r.Messages)
 	}
-	// 1024×600 at 512-pixel patches is 2×2 = 4 patches; two images, weight 50.
-	if want := 100.0 + 2*4*50; r.NormTokens != want {
+	// Every image is resized to 224×224: 256 ViT-L/14 patches; two images, weight 50.
+	if want := 100.0 + 2*256*50; r.NormTokens != want {
 		t.Fatalf("normalised tokens %v, want %v", r.NormTokens, want)
+	}
+}
+
+// TestPatches counts a 1024×600 image in each mode, and the seed's 224×224.
+func TestPatches(t *testing.T) {
+	for _, tc := range []struct {
+		w, h int
+		wt   experiment.Weights
+		want int
+	}{
+		{224, 224, DefaultWeights, 256},  // the seed: 224² → 256 patches
+		{1024, 600, DefaultWeights, 256}, // resize: any image is one input
+		{1024, 600, experiment.Weights{PatchPixels: 14, ImagePixels: 224, ImageMode: "tile"}, 5 * 3 * 256},
+		{1024, 600, experiment.Weights{PatchPixels: 14, ImagePixels: 224, ImageMode: "native"}, 74 * 43},
+		{336, 336, experiment.Weights{PatchPixels: 14, ImagePixels: 336, ImageMode: "resize"}, 576}, // ViT-L/14@336
+		{100, 100, experiment.Weights{PatchPixels: 16, ImagePixels: 224, ImageMode: "resize"}, 196},
+	} {
+		if got := Patches(tc.w, tc.h, tc.wt); got != tc.want {
+			t.Errorf("%d×%d %+v: %d patches, want %d", tc.w, tc.h, tc.wt, got, tc.want)
+		}
+	}
+	for _, bad := range []experiment.Weights{{ImageMode: "crop"}, {PatchPixels: 300}} {
+		if _, err := Build(experiment.Workload{Weights: &bad}, BuildOptions{Seed: 1}); err == nil {
+			t.Errorf("weights %+v accepted", bad)
+		}
 	}
 }
 

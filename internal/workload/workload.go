@@ -56,6 +56,20 @@ type Request struct {
 	// NormTokens is the request's input in normalised tokens: text tokens
 	// plus weighted image and audio units (see Weights).
 	NormTokens float64
+	// Temperature and TopP, when set, are the request's sampling
+	// parameters; Model, when set, is the model it asks for instead of the
+	// target's (a LoRA adapter).
+	Temperature, TopP *float64
+	Model             string
+	// Original is the prompt as it was sampled, before a mutate step
+	// rewrote it ("" when none did).
+	Original string
+	// constraints are the request's intent's, injected when the workload
+	// is finished (Build).
+	constraints *Constraints
+	// PacedTokens is what token-rate pacing counted for the request (see
+	// ExpectedTokens), 0 when the stage is not paced in tokens.
+	PacedTokens float64
 	// Offset, when the source is a timed trace, is the request's intended
 	// send time from the start of the trace (see Dataset.Offsets).
 	Offset time.Duration

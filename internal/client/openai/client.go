@@ -248,6 +248,8 @@ type chatBody struct {
 	IgnoreEOS     bool               `json:"ignore_eos,omitempty"`
 	Tools         json.RawMessage    `json:"tools,omitempty"`
 	User          string             `json:"user,omitempty"`
+	Temperature   *float64           `json:"temperature,omitempty"`
+	TopP          *float64           `json:"top_p,omitempty"`
 }
 
 type streamOptions struct {
@@ -281,6 +283,10 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 	}
 	b.MaxTokens = req.MaxTokens
 	b.IgnoreEOS = c.cfg.IgnoreEOS && req.MaxTokens > 0
+	b.Temperature, b.TopP = req.Temperature, req.TopP
+	if req.Model != "" {
+		b.Model = req.Model // an intent's model (a LoRA adapter)
+	}
 	if c.cfg.Stream {
 		b.Stream = true
 		b.StreamOptions = &streamOptions{IncludeUsage: true}
@@ -679,6 +685,11 @@ const maxChunkCounts = 1 << 16
 
 // finish settles token counts and empty output once a response is read.
 func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
+	if req.Model != "" {
+		// An intent's own model (an adapter of a mix): the request's
+		// "model" label names it; the run's provenance stays the target's.
+		rec.Model = ""
+	}
 	if c.cfg.API == Embeddings {
 		if rec.InputTokens == 0 {
 			rec.InputTokens = req.InputTokens

@@ -140,7 +140,23 @@ type Drift struct {
 	// MaxNormShift is the largest |‖now‖ / ‖baseline‖ − 1|.
 	MaxNormShift float64       `json:"max_norm_shift"`
 	Canaries     []CanaryDrift `json:"canaries"`
+
+	// MeanNormShift is the seed's mean L2-norm shift (004 §2.4, gate
+	// > 0.18: recalibrate the embedding model): the mean of the canaries'
+	// norms now minus their mean in the baseline, in embedding units.
+	MeanNormShift float64 `json:"mean_norm_shift"`
+	// CentroidShift is ‖mean(now) − mean(baseline)‖ and MeanDisplacement
+	// the mean of ‖now − baseline‖ over canaries: movements that the norm
+	// shift of unit-normalised embeddings (always about 0) cannot show.
+	CentroidShift    float64 `json:"centroid_shift"`
+	MeanDisplacement float64 `json:"mean_displacement"`
+	// Normalised is set when the baseline's embeddings have unit norm:
+	// their norm shift says nothing then.
+	Normalised bool `json:"normalised,omitempty"`
 }
+
+// DefaultMaxNormShift is the seed's gate on the mean L2-norm shift.
+const DefaultMaxNormShift = 0.18
 
 // CanaryDrift is one canary's change.
 type CanaryDrift struct {
@@ -159,7 +175,9 @@ func CompareDrift(base *Baseline, now [][]float32, at time.Time) (*Drift, error)
 	if len(now) != len(base.Canaries) {
 		return nil, fmt.Errorf("comparing drift: %d embeddings for %d canaries", len(now), len(base.Canaries))
 	}
-	d := &Drift{TakenAt: at}
+	d := &Drift{TakenAt: at, Normalised: true}
+	var meanBase, meanNow float64
+	var centroid []float64
 	for i, c := range base.Canaries {
 		if len(now[i]) != len(c.Vector) {
 			return nil, fmt.Errorf("comparing drift: canary %d has %d dimensions now, %d in the baseline: another model?", i+1, len(now[i]), len(c.Vector))
@@ -174,8 +192,29 @@ func CompareDrift(base *Baseline, now [][]float32, at time.Time) (*Drift, error)
 		d.MaxCosineDrift = max(d.MaxCosineDrift, cd.CosineDrift)
 		d.MaxNormShift = max(d.MaxNormShift, math.Abs(cd.NormShift))
 		d.Canaries = append(d.Canaries, cd)
+		meanBase += nb
+		meanNow += nn
+		d.Normalised = d.Normalised && math.Abs(nb-1) < 0.01
+		if centroid == nil {
+			centroid = make([]float64, len(c.Vector))
+		}
+		var disp float64
+		for j := range c.Vector {
+			diff := float64(now[i][j]) - float64(c.Vector[j])
+			centroid[j] += diff
+			disp += diff * diff
+		}
+		d.MeanDisplacement += math.Sqrt(disp)
 	}
-	d.MeanCosineDrift /= float64(len(base.Canaries))
+	k := float64(len(base.Canaries))
+	d.MeanCosineDrift /= k
+	d.MeanDisplacement /= k
+	d.MeanNormShift = (meanNow - meanBase) / k
+	var c2 float64
+	for _, v := range centroid {
+		c2 += (v / k) * (v / k)
+	}
+	d.CentroidShift = math.Sqrt(c2)
 	return d, nil
 }
 
@@ -193,7 +232,13 @@ func WriteDrift(w io.Writer, d *Drift) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "drift: mean cosine %.6f, max cosine %.6f, max norm shift %.4f%%\n", d.MeanCosineDrift, d.MaxCosineDrift, 100*d.MaxNormShift)
+	if _, err := fmt.Fprintf(w, "drift: mean cosine %.6f, max cosine %.6f, max norm shift %.4f%%\n", d.MeanCosineDrift, d.MaxCosineDrift, 100*d.MaxNormShift); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "mean L2-norm shift %+.4f, centroid shift %.4f, mean displacement %.4f\n", d.MeanNormShift, d.CentroidShift, d.MeanDisplacement)
+	if err == nil && d.Normalised {
+		_, err = fmt.Fprintln(w, "note: the baseline's embeddings have unit norm: their L2-norm shift stays about 0 whatever the model does; watch the cosine drift and the centroid shift")
+	}
 	return err
 }
 
@@ -210,27 +255,49 @@ type DriftWatch struct {
 	Count    int
 }
 
-// Run does the watch, printing to w, and returns the largest cosine drift
-// of any canary in any comparison (0 when it wrote a baseline).
-func (d DriftWatch) Run(ctx context.Context, w io.Writer) (worst float64, err error) {
+// Worst is the largest drift a watch saw over its comparisons.
+type Worst struct {
+	// Cosine is the largest cosine drift of any canary.
+	Cosine float64
+	// MeanNormShift is the mean L2-norm shift of largest magnitude (its
+	// sign kept).
+	MeanNormShift float64
+}
+
+// Gate is the verdict on a watch: an error saying which drift went past
+// its bound (the cosine drift of --max-drift, the mean L2-norm shift of
+// --max-norm-shift, either way), nil when neither did.
+func (w Worst) Gate(maxCosine, maxNormShift float64) error {
+	if w.Cosine > maxCosine {
+		return fmt.Errorf("max cosine drift %.6f > --max-drift %g", w.Cosine, maxCosine)
+	}
+	if math.Abs(w.MeanNormShift) > maxNormShift {
+		return fmt.Errorf("mean L2-norm shift %+.4f beyond --max-norm-shift %g: recalibrate the embedding model", w.MeanNormShift, maxNormShift)
+	}
+	return nil
+}
+
+// Run does the watch, printing to w, and returns the largest drift of any
+// comparison (zero when it wrote a baseline).
+func (d DriftWatch) Run(ctx context.Context, w io.Writer) (worst Worst, err error) {
 	base, err := ReadBaseline(d.Baseline)
 	if d.Update || errors.Is(err, fs.ErrNotExist) {
 		vecs, err := d.Embedder.Embed(ctx, DefaultCanaries)
 		if err != nil {
-			return 0, err
+			return Worst{}, err
 		}
 		b := &Baseline{Model: d.Embedder.Model, Target: d.Target, TakenAt: time.Now().UTC()}
 		for i, t := range DefaultCanaries {
 			b.Canaries = append(b.Canaries, Canary{Text: t, Vector: vecs[i]})
 		}
 		if err := b.Write(d.Baseline); err != nil {
-			return 0, err
+			return Worst{}, err
 		}
 		fmt.Fprintf(w, "baseline of %d canaries (%d dimensions) written to %s\n", len(vecs), len(vecs[0]), d.Baseline)
-		return 0, nil
+		return Worst{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return Worst{}, err
 	}
 	texts := make([]string, len(base.Canaries))
 	for i, c := range base.Canaries {
@@ -256,7 +323,10 @@ func (d DriftWatch) Run(ctx context.Context, w io.Writer) (worst float64, err er
 		if err := WriteDrift(w, dr); err != nil {
 			return worst, err
 		}
-		worst = max(worst, dr.MaxCosineDrift)
+		worst.Cosine = max(worst.Cosine, dr.MaxCosineDrift)
+		if math.Abs(dr.MeanNormShift) > math.Abs(worst.MeanNormShift) {
+			worst.MeanNormShift = dr.MeanNormShift
+		}
 	}
 	return worst, nil
 }

@@ -34,6 +34,29 @@ func TestCompareDriftKnownVectors(t *testing.T) {
 	if !near(d.MeanCosineDrift, (1-1/math.Sqrt2)/2) || !near(d.MaxCosineDrift, 1-1/math.Sqrt2) || !near(d.MaxNormShift, 0.5) {
 		t.Errorf("totals %+v", d)
 	}
+	// Mean norms 1.5 → (√2 + 1)/2: the seed's mean L2-norm shift; a moves
+	// by (0, 1), b by (0, −1): the centroid stays, each moved 1.
+	if !near(d.MeanNormShift, (math.Sqrt2+1)/2-1.5) || !near(d.CentroidShift, 0) || !near(d.MeanDisplacement, 1) || d.Normalised {
+		t.Errorf("shifts %+v", d)
+	}
+	for _, tc := range []struct {
+		w    Worst
+		want string
+	}{
+		{Worst{Cosine: 0.001, MeanNormShift: -0.19}, "mean L2-norm shift -0.1900 beyond --max-norm-shift 0.18"},
+		{Worst{Cosine: 0.02, MeanNormShift: 0.1}, "max cosine drift 0.020000 > --max-drift 0.01"},
+		{Worst{Cosine: 0.001, MeanNormShift: 0.18}, ""},
+	} {
+		err := tc.w.Gate(0.01, DefaultMaxNormShift)
+		if (err == nil) != (tc.want == "") || err != nil && err.Error()[:len(tc.want)] != tc.want {
+			t.Errorf("Gate(%+v) = %v, want %q", tc.w, err, tc.want)
+		}
+	}
+	// Unit-norm embeddings: the norm shift cannot move; a note says so.
+	unit := &Baseline{Canaries: []Canary{{Text: "u", Vector: []float32{0.6, 0.8}}}}
+	if du, _ := CompareDrift(unit, [][]float32{{0.8, 0.6}}, time.Time{}); !du.Normalised || !near(du.MeanNormShift, 0) || !near(du.CentroidShift, math.Sqrt(0.08)) {
+		t.Errorf("unit-norm drift %+v", du)
+	}
 	if _, err := CompareDrift(base, [][]float32{{1, 0, 0}, {0, 1, 0}}, time.Time{}); err == nil {
 		t.Error("another dimension: no error")
 	}

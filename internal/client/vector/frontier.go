@@ -14,17 +14,25 @@ import (
 // sweep ef_search, the lines are the recall-vs-QPS frontier.
 func WriteFrontier(w io.Writer, scs []result.Scenario) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	k := 0
+	k, mixed := 0, false // stages with different top_k get a k column
 	for _, sc := range scs {
 		if sc.Vector != nil {
-			k = sc.Vector.K
-			break
+			if k != 0 && sc.Vector.K != k {
+				mixed = true
+			}
+			if k == 0 {
+				k = sc.Vector.K
+			}
 		}
 	}
 	if k == 0 {
 		return nil
 	}
-	fmt.Fprintf(tw, "stage\tef\tqueries/s\trecall@%d mean\t95%% interval\tp5\tp1\tp50 ms\tp99 ms\tp99.9 ms\tfailed\t\n", k)
+	if mixed {
+		fmt.Fprintf(tw, "stage\tef\tk\tqueries/s\trecall@k mean\t95%% interval\tp5\tp1\tp50 ms\tp99 ms\tp99.9 ms\tfailed\t\n")
+	} else {
+		fmt.Fprintf(tw, "stage\tef\tqueries/s\trecall@%d mean\t95%% interval\tp5\tp1\tp50 ms\tp99 ms\tp99.9 ms\tfailed\t\n", k)
+	}
 	for _, sc := range scs {
 		v := sc.Vector
 		if v == nil {
@@ -37,8 +45,12 @@ func WriteFrontier(w io.Writer, scs []result.Scenario) error {
 		case v.EfSearch > 0:
 			ef = fmt.Sprint(v.EfSearch)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.4f\t[%.4f, %.4f]\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n",
-			sc.Name, ef, v.QueriesPerS, v.Recall.Mean, v.Recall.MeanLow, v.Recall.MeanHigh,
+		name := sc.Name + "\t" + ef
+		if mixed {
+			name += fmt.Sprintf("\t%d", v.K)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.4f\t[%.4f, %.4f]\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t\n",
+			name, v.QueriesPerS, v.Recall.Mean, v.Recall.MeanLow, v.Recall.MeanHigh,
 			v.Recall.P5, v.Recall.P1, v.LatencyMS.P50, v.LatencyMS.P99, v.LatencyMS.P999, v.Failed)
 	}
 	if err := tw.Flush(); err != nil {

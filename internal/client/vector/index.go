@@ -66,6 +66,34 @@ func Open(ctx context.Context, raw string) (Index, error) {
 	return nil, fmt.Errorf("vector target %q: unknown scheme %q: use pgvector://, chroma:// or qdrant://", Redact(raw), u.Scheme)
 }
 
+// ProxyUpstream is the HTTP base of the database a vector URL names, for a
+// fault-injecting proxy in front of it, and the function that points the
+// URL at the proxy (an http://HOST:PORT address) instead. Only the HTTP
+// databases (Chroma, Qdrant) can be proxied.
+func ProxyUpstream(raw string) (upstream string, through func(proxyHost string) string, err error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("vector target %q: %w", Redact(raw), err)
+	}
+	var secure string
+	switch u.Scheme {
+	case "chroma", "chromas":
+		secure = "chromas"
+	case "qdrant", "qdrants":
+		secure = "qdrants"
+	case "pgvector", "postgres", "postgresql":
+		return "", nil, fmt.Errorf("%s speaks the Postgres protocol, not HTTP: the chaos proxy cannot sit in front of it (use a TCP fault injector such as toxiproxy)", Redact(raw))
+	default:
+		return "", nil, fmt.Errorf("vector target %q: unknown scheme %q: use chroma:// or qdrant://", Redact(raw), u.Scheme)
+	}
+	up := httpBase(u, secure)
+	return up, func(proxyHost string) string {
+		p := *u
+		p.Scheme, p.Host = strings.TrimSuffix(secure, "s"), proxyHost // the proxy speaks plain HTTP
+		return p.String()
+	}, nil
+}
+
 func httpBase(u *url.URL, secure string) string {
 	scheme := "http"
 	if u.Scheme == secure {

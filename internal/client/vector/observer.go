@@ -22,6 +22,8 @@ type Observer struct {
 	K       int
 	// Ef is the search breadth of each stage, by stage name.
 	Ef map[string]int
+	// Ks is the k of each stage whose top_k is not K, by stage name.
+	Ks map[string]int
 	// Probe, when set, is prepared for each stage's ef as the stage
 	// starts (see EfPreparer); a failure is kept in the stage's warnings.
 	Probe *Probe
@@ -35,6 +37,8 @@ var _ runner.Observer = (*Observer)(nil)
 type stageAgg struct {
 	mu      sync.Mutex
 	recalls []float64 // in order of completion
+	lats    []float64 // the same queries' latencies, ms
+	hits    []bool    // and whether each found the nearest neighbour
 	lat     *hdr.Histogram
 	queries int
 	failed  int
@@ -95,6 +99,8 @@ func (o *Observer) Record(stage string, rec *record.Record) {
 		return
 	}
 	a.recalls = append(a.recalls, rec.Recall)
+	a.lats = append(a.lats, float64(rec.E2E())/float64(time.Millisecond))
+	a.hits = append(a.hits, rec.NNHit)
 	_ = a.lat.RecordValue(max(rec.E2E().Microseconds(), 1))
 }
 
@@ -103,8 +109,12 @@ func (o *Observer) StageEnd(st runner.Stage, sc *result.Scenario) {
 	a := o.agg(st.Name)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	k := o.K
+	if sk, ok := o.Ks[st.Name]; ok {
+		k = sk
+	}
 	v := &result.Vector{
-		Backend: o.Backend, Metric: string(o.Metric), K: o.K, EfSearch: o.Ef[st.Name],
+		Backend: o.Backend, Metric: string(o.Metric), K: k, EfSearch: o.Ef[st.Name],
 		Queries: a.queries, Failed: a.failed,
 		LatencyMS: metrics.Summarize(a.lat, 1000),
 	}
@@ -112,6 +122,18 @@ func (o *Observer) StageEnd(st runner.Stage, sc *result.Scenario) {
 		v.QueriesPerS = float64(len(a.recalls)) / span
 	}
 	v.Recall, v.Warnings = SummarizeRecall(a.recalls)
+	if len(a.hits) > 0 {
+		n := 0
+		for _, h := range a.hits {
+			if h {
+				n++
+			}
+		}
+		v.HitRate = float64(n) / float64(len(a.hits))
+	}
+	var jw []string
+	v.ByLatency, v.ByRecall, jw = Joint(a.lats, a.recalls, a.hits)
+	v.Warnings = append(v.Warnings, jw...)
 	if o.Probe != nil && len(a.recalls) > len(o.Probe.Data.Queries) {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("the %d queries were each asked about %.0f times: the recall interval is over this run's searches of that fixed set, not over other queries", len(o.Probe.Data.Queries), float64(len(a.recalls))/float64(len(o.Probe.Data.Queries))))
 	}

@@ -54,6 +54,7 @@ func (p *Probe) Prepare(ctx context.Context, ef int) error {
 const (
 	varQuery = "vector_query"
 	varEf    = "ef_search"
+	varK     = "top_k"
 )
 
 // Do implements engine.Client: req must come from the probe's Source.
@@ -64,7 +65,11 @@ func (p *Probe) Do(ctx context.Context, req *workload.Request, rec *record.Recor
 		rec.Fail(record.RequestFailed, "vector probe: the request is not a query of the dataset (use the probe's Source)", time.Now())
 		return
 	}
-	ids, err := p.Index.Search(ctx, p.Data.Queries[qi], p.K, ef)
+	k, ok := req.Vars[varK].(int)
+	if !ok || k <= 0 || k > p.Truth.K {
+		k = p.K
+	}
+	ids, err := p.Index.Search(ctx, p.Data.Queries[qi], k, ef)
 	now := time.Now()
 	if err != nil {
 		rec.Fail(classify(ctx, err), err.Error(), now)
@@ -72,7 +77,26 @@ func (p *Probe) Do(ctx context.Context, req *workload.Request, rec *record.Recor
 	}
 	rec.End, rec.FirstToken = now, now
 	rec.Status = 200
-	rec.Recall = RecallAt(ids, p.Truth.IDs[qi], p.K)
+	rec.Recall = RecallAt(ids, p.Truth.IDs[qi], k)
+	rec.NNHit = Hit(ids, p.Truth.IDs[qi], k)
+}
+
+// Hit reports whether the first k returned ids hold the exact nearest
+// neighbour (truth[0]). A neighbour at the same distance as the nearest is
+// not counted: the truth breaks ties by the smaller id.
+func Hit(returned []int64, truth []int32, k int) bool {
+	if len(truth) == 0 {
+		return false
+	}
+	if len(returned) > k {
+		returned = returned[:k]
+	}
+	for _, id := range returned {
+		if id == int64(truth[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // classify maps a search error to an error kind.
@@ -103,12 +127,18 @@ func classify(ctx context.Context, err error) record.ErrorKind {
 // of queries, offset drawn from seed, so every query is asked equally
 // often and the same seed asks them in the same order.
 func (p *Probe) Source(ef int, seed uint64) workload.Source {
+	return p.SourceK(ef, p.K, seed)
+}
+
+// SourceK is Source asking for the k nearest neighbours (a stage's top_k,
+// at most the ground truth's k).
+func (p *Probe) SourceK(ef, k int, seed uint64) workload.Source {
 	reqs := make([]*workload.Request, len(p.Data.Queries))
 	for i := range reqs {
-		reqs[i] = &workload.Request{Vars: map[string]any{varQuery: i, varEf: ef}, Intent: ""}
+		reqs[i] = &workload.Request{Vars: map[string]any{varQuery: i, varEf: ef, varK: k}, Intent: ""}
 	}
 	off := seed % uint64(len(reqs))
-	digest := sha256Hex(fmt.Sprintf("vector|%s|k=%d|ef=%d|seed=%d", p.Data.Digest(), p.K, ef, seed))
+	digest := sha256Hex(fmt.Sprintf("vector|%s|k=%d|ef=%d|seed=%d", p.Data.Digest(), k, ef, seed))
 	return workload.SourceFunc{
 		F:      func(n uint64) (*workload.Request, error) { return reqs[(n+off)%uint64(len(reqs))], nil },
 		Sha256: digest,

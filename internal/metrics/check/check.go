@@ -106,7 +106,9 @@ func compile(sp experiment.Check) (*Check, error) {
 		ref := Tokens(sp.Value)
 		c.eval = func(a Answer) bool { return RougeL(ref, Tokens(string(a.Text))) >= sp.Min }
 	case "tool_call":
-		c.eval = func(a Answer) bool { return a.ToolCalls > 0 }
+		// min, when given, is the least number of calls (tool_calls >= 2).
+		n := max(1, int(sp.Min))
+		c.eval = func(a Answer) bool { return a.ToolCalls >= n }
 	case "min_length", "max_length":
 		if sp.Min < 0 {
 			return nil, fmt.Errorf("needs min ≥ 0: the length bound in characters")

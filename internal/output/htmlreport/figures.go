@@ -42,7 +42,7 @@ func figureBlocks(r *result.Result) []figureBlock {
 		sc := &r.Scenarios[i]
 		if c := sc.Checks; c != nil {
 			add("Answer checks · "+sc.Name, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "%d of %d answers passed their checks (%.1f %%) · sTPS %.2f tasks/s", c.Passed, c.Checked, 100*c.PassRate, c.STPS)
+				_, err := fmt.Fprintf(w, "%d of %d answers passed their checks (%.1f %%) · sTPS %.2f tasks/s (checked %.2f)", c.Passed, c.Checked, 100*c.PassRate, sc.Throughput.STPS, c.STPSChecked)
 				return err
 			})
 		}

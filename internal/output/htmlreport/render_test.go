@@ -151,7 +151,8 @@ func TestRenderFeatureFigures(t *testing.T) {
 	slope := 1.5
 	sc := &r.Scenarios[0]
 	sc.Name = "<peak>"
-	sc.Checks = &result.Checks{CheckFigures: result.CheckFigures{Checked: 10, Passed: 8, PassRate: 0.8, STPS: 2.5}}
+	sc.Checks = &result.Checks{CheckFigures: result.CheckFigures{Checked: 10, Passed: 8, PassRate: 0.8, STPSChecked: 2.5}}
+	sc.Throughput.STPS = 3
 	sc.Resilience = &result.Resilience{SlopeWindowS: 10, SlopeWindows: 5, TTFTp99SlopeMSPerS: &slope,
 		Recoveries: []result.Recovery{{Event: "load_step", Recovered: true, RecoveryS: 3}}}
 	sc.Workflow = &result.Workflow{Name: "rag", Runs: 4, Succeeded: 4, Steps: []result.WorkflowStep{{Name: "embed", Runs: 4}}}
@@ -160,7 +161,7 @@ func TestRenderFeatureFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	for _, want := range []string{`<section id="figures">`, "Answer checks · &lt;peak&gt;", "8 of 10 answers passed their checks (80.0 %) · sTPS 2.50",
+	for _, want := range []string{`<section id="figures">`, "Answer checks · &lt;peak&gt;", "8 of 10 answers passed their checks (80.0 %) · sTPS 3.00 tasks/s (checked 2.50)",
 		"TTFT p99 slope &#43;1.50 ms/s (median over 5 windows of 10 s)", "recovery after load_step at 0 s: 3 s", "Workflow steps", "embed"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

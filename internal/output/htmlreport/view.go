@@ -143,6 +143,8 @@ func newStageView(sc *result.Scenario) stageView {
 		s.Offered = fmt.Sprintf("%.4g→%.4g/s", sc.Load.RampFrom, sc.Load.TargetRate)
 	case sc.Load.TargetRate > 0:
 		s.Offered = fmt.Sprintf("%.4g/s", sc.Load.TargetRate)
+	case sc.Load.TargetTokenRate > 0:
+		s.Offered = fmt.Sprintf("%.4g tokens/s", sc.Load.TargetTokenRate)
 	}
 	var errs []string
 	for k, n := range sc.Requests.Errors {

@@ -89,6 +89,8 @@ func Render(st runner.Stage, elapsed, remaining time.Duration, pr metrics.Progre
 		load += fmt.Sprintf(" (closed loop, %d workers)", st.Concurrency)
 	case st.Rate > 0:
 		load += fmt.Sprintf(" (target %.4g/s)", st.Rate)
+	case st.TokenRate > 0:
+		load += fmt.Sprintf(" (target %.4g tokens/s)", st.TokenRate)
 	}
 	load += fmt.Sprintf("  achieved %.1f/s  in flight %d", rate(float64(pr.Completed)), pr.InFlight)
 	ttft := "  TTFT    -"

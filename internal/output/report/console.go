@@ -76,6 +76,9 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	load := ""
 	if l.Mode == "open" {
 		load = fmt.Sprintf("open loop, %s %.4g req/s (achieved %.4g)", l.Arrival, l.TargetRate, l.AchievedRate)
+		if l.TargetTokenRate > 0 {
+			load = fmt.Sprintf("open loop, %s %.4g %s tokens/s (achieved %.4g, %.4g req/s)", l.Arrival, l.TargetTokenRate, l.TokenRateBasis, l.AchievedTokenRate, l.AchievedRate)
+		}
 		if l.MaxConcurrency > 0 {
 			load += fmt.Sprintf(", max %d in flight", l.MaxConcurrency)
 		}
@@ -131,7 +134,7 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		fmt.Fprintf(b, "tokens per chunk: mean %.2f, p50 %.0f, max %.0f\n", d.Mean, d.P50, d.Max)
 	}
 	if c := sc.Checks; c != nil {
-		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s\n", c.Passed, c.Checked, 100*c.PassRate, c.STPS)
+		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s (checked %.2f)\n", c.Passed, c.Checked, 100*c.PassRate, sc.Throughput.STPS, c.STPSChecked)
 	}
 	breakdown(b, sc)
 	server(b, sc.Server)
@@ -145,9 +148,12 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		if !th.Pass {
 			mark = "✗"
 		}
-		if th.Err != "" {
+		switch {
+		case th.Err != "":
 			fmt.Fprintf(b, "  %s %s (%s)\n", mark, th.Expr, th.Err)
-		} else {
+		case th.Trigger && th.FiredAtS != nil:
+			fmt.Fprintf(b, "  %s %s (fired at %.0f s: %.4g)\n", mark, th.Expr, *th.FiredAtS, th.Value)
+		default:
 			fmt.Fprintf(b, "  %s %s (%.4g)\n", mark, th.Expr, th.Value)
 		}
 	}

@@ -24,7 +24,7 @@ func sample() *result.Result {
 				Load: result.Load{Mode: "open", Arrival: "poisson", TargetRate: 20, AchievedRate: 19.9, Valid: true,
 					LagBoundMS: 10, ScheduleLagMS: dist(1200, 0.4)},
 				Requests:   result.Requests{Total: 1200, Succeeded: 1195, Failed: 5, Errors: map[string]int{"http_500": 3, "timeout": 2}},
-				Throughput: result.Throughput{RequestsPerS: 19.8, InputTokensPerS: 10137, OutputTokensPerS: 2534, TotalTokensPerS: 12671},
+				Throughput: result.Throughput{RequestsPerS: 19.8, InputTokensPerS: 10137, OutputTokensPerS: 2534, TotalTokensPerS: 12671, STPS: 18.9},
 				Tokens:     result.Tokens{OutputSource: "usage"},
 				Metrics: map[string]result.Dist{
 					"ttft_ms": dist(1195, 81), "ttft_intended_ms": dist(1195, 81.5), "itl_ms": dist(151000, 12),
@@ -36,7 +36,7 @@ func sample() *result.Result {
 				Server: &result.Server{Figures: map[string]float64{"kv_cache_usage_peak": 0.59, "kv_cache_full_s": 0, "requests_waiting_mean": 38.5,
 					"requests_waiting_peak": 85, "requests_running_peak": 64, "queue_ttft_p99_pearson": 0.99, "queue_ttft_p99_n_eff": 2.8},
 					Warnings: []string{"http://127.0.0.1:1/metrics: connection refused"}},
-				Checks: &result.Checks{CheckFigures: result.CheckFigures{Checked: 1195, Passed: 1100, PassRate: 1100.0 / 1195, STPS: 18.2}},
+				Checks: &result.Checks{CheckFigures: result.CheckFigures{Checked: 1195, Passed: 1100, PassRate: 1100.0 / 1195, STPSChecked: 18.2}},
 				Breakdown: map[string]map[string]result.Group{"cluster": { // the same split as intent: not shown twice
 					"comparison":  {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}},
 					"fact_lookup": {Requests: result.Requests{Total: 720, Succeeded: 717, Failed: 3}},

@@ -100,6 +100,9 @@ func JUnit(w io.Writer, r *result.Result) error {
 // failureMessage says what a failed threshold observed against its limit:
 // "observed 450 ms, limit < 400 ms".
 func failureMessage(o threshold.Outcome) string {
+	if o.Trigger && o.FiredAtS != nil {
+		return fmt.Sprintf("trigger fired %.0f s into the stage (%d time(s)); its first condition observed %.4g", *o.FiredAtS, o.Fired, o.Value)
+	}
 	t, err := threshold.Parse(o.Expr)
 	if err != nil {
 		return fmt.Sprintf("observed %.4g; %s does not hold", o.Value, o.Expr)

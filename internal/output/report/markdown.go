@@ -122,6 +122,8 @@ func offered(sc *result.Scenario) string {
 		return fmt.Sprintf("concurrency %d", sc.Load.Concurrency)
 	case sc.Load.TargetRate > 0:
 		return fmt.Sprintf("%.4g/s", sc.Load.TargetRate)
+	case sc.Load.TargetTokenRate > 0:
+		return fmt.Sprintf("%.4g tokens/s", sc.Load.TargetTokenRate)
 	}
 	return "-"
 }

@@ -30,6 +30,8 @@ func LoadLevel(st runner.Stage) string {
 		return "ramp=" + f(st.RampFrom) + "-" + f(st.Rate)
 	case st.Rate > 0:
 		return "rate=" + f(st.Rate)
+	case st.TokenRate > 0:
+		return "token_rate=" + f(st.TokenRate)
 	}
 	return "unpaced"
 }

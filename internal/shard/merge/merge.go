@@ -154,6 +154,8 @@ func Merge(in []Input, opt Options) (*result.Result, error) {
 			return nil, err
 		}
 		outs, pass := threshold.EvalAll(forStage(ths, name), source{sc, hist})
+		trig, trigPass := triggers(first.Config.Thresholds, name, in)
+		outs, pass = append(outs, trig...), pass && trigPass
 		sc.Thresholds = outs
 		if sc.Thresholds == nil {
 			sc.Thresholds = []threshold.Outcome{}
@@ -327,12 +329,16 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		sc.Throughput.InputTokensPerS += s.Throughput.InputTokensPerS
 		sc.Throughput.OutputTokensPerS += s.Throughput.OutputTokensPerS
 		sc.Throughput.TotalTokensPerS += s.Throughput.TotalTokensPerS
+		sc.Throughput.STPS += s.Throughput.STPS
 		n := float64(s.Requests.Succeeded + s.Requests.Failed)
 		good += math.Round(s.Goodput.Fraction * n)
 		done += n
 		sc.Goodput.RequestsPerS += s.Goodput.RequestsPerS
 		l := s.Load
 		sc.Load.TargetRate += l.TargetRate
+		sc.Load.TargetTokenRate += l.TargetTokenRate
+		sc.Load.AchievedTokenRate += l.AchievedTokenRate
+		sc.Load.TokenRateBasis = l.TokenRateBasis
 		sc.Load.RampFrom += l.RampFrom
 		sc.Load.ScheduledRate += l.ScheduledRate
 		sc.Load.AchievedRate += l.AchievedRate
@@ -369,6 +375,9 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		return nil, nil, fmt.Errorf("merging stage %s: %w", name, err)
 	}
 	for k, h := range merged {
+		if strings.Contains(k, "/") {
+			continue // a feature's histograms (by input length): merged, not summarised here
+		}
 		d := metrics.Summarize(h, scaleOf(k))
 		switch k {
 		case metrics.ScheduleLag:
@@ -463,6 +472,8 @@ func sections(sc *result.Scenario) []string {
 	add(sc.Vector != nil, "vector")
 	add(sc.Workflow != nil, "workflow")
 	add(sc.Probes != nil, "probes")
+	add(sc.Output != nil, "output")
+	add(sc.ICE != nil, "ice")
 	return out
 }
 
@@ -470,6 +481,9 @@ func sections(sc *result.Scenario) []string {
 func thresholds(exprs []string) ([]threshold.Threshold, error) {
 	var out []threshold.Threshold
 	for _, e := range exprs {
+		if threshold.IsTrigger(e) {
+			continue // judged while each shard ran: see triggers
+		}
 		t, err := threshold.Parse(e)
 		if err != nil {
 			return nil, fmt.Errorf("re-reading threshold %q from the shards' config: %w", e, err)
@@ -477,6 +491,49 @@ func thresholds(exprs []string) ([]threshold.Threshold, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// triggers are the merged verdicts of the run's triggers on a stage. A
+// trigger is watched while a run goes on, on each shard's part of the load,
+// so a merge cannot watch it again: it failed when it fired on any shard;
+// when none fired the merge cannot judge the whole load (a trigger on the
+// merged figures could have fired), and says so.
+func triggers(exprs []string, stage string, in []Input) ([]threshold.Outcome, bool) {
+	var outs []threshold.Outcome
+	pass := true
+	for _, e := range exprs {
+		if !threshold.IsTrigger(e) {
+			continue
+		}
+		tr, err := threshold.ParseTrigger(e)
+		if err != nil || (tr.Stage != "" && tr.Stage != stage) {
+			continue
+		}
+		o := threshold.Outcome{Expr: tr.Expr, Trigger: true}
+		var fired []string
+		for _, x := range in {
+			for _, sc := range x.Result.Scenarios {
+				if sc.Name != stage {
+					continue
+				}
+				for _, t := range sc.Thresholds {
+					if t.Trigger && t.Expr == tr.Expr && t.Fired > 0 {
+						o.Fired += t.Fired
+						if o.FiredAtS == nil || (t.FiredAtS != nil && *t.FiredAtS < *o.FiredAtS) {
+							o.FiredAtS, o.Value = t.FiredAtS, t.Value
+						}
+						fired = append(fired, fmt.Sprint(x.Result.Shard.Index))
+					}
+				}
+			}
+		}
+		if len(fired) == 0 {
+			o.Err = "a trigger is watched while each shard runs, on its part of the load: no shard's fired, but the merged load was not watched as a whole (see the shards' results)"
+		}
+		pass = false // fired, or no verdict on the whole load
+		outs = append(outs, o)
+	}
+	return outs, pass
 }
 
 // forStage returns the thresholds that apply to the named stage.

@@ -44,7 +44,7 @@ func (t Threshold) Eval(src Source) Outcome {
 		out.Err = fmt.Sprintf("no results to check %s against", subject)
 		return out
 	}
-	v, ok := src.Lookup(t.Agg, t.Percentile, t.Metric)
+	v, ok := src.Lookup(t.Agg, t.Percentile, t.LookupName())
 	switch {
 	case !ok:
 		if _, _, known := lookupMetric(t.Metric); !known {
@@ -53,7 +53,11 @@ func (t Threshold) Eval(src Source) Outcome {
 			out.Err = fmt.Sprintf("%s was not measured in this run", subject)
 		}
 	case math.IsNaN(v):
-		out.Err = fmt.Sprintf("observed %s is NaN (no samples?)", subject)
+		if why, ok := noValue[t.Metric]; ok {
+			out.Err = fmt.Sprintf("%s has no value: %s", subject, why)
+		} else {
+			out.Err = fmt.Sprintf("observed %s is NaN (no samples?)", subject)
+		}
 	case math.IsInf(v, 0):
 		out.Err = fmt.Sprintf("observed %s is %v", subject, v)
 	default:
@@ -61,6 +65,12 @@ func (t Threshold) Eval(src Source) Outcome {
 		out.Pass = cmp(v, t.Value)
 	}
 	return out
+}
+
+// noValue says why a metric may have no value in a run, for the error of a
+// threshold that cannot judge it.
+var noValue = map[string]string{
+	"stps_checked": "no request had answer checks (stps counts every task done)",
 }
 
 // compare maps each operator to its test of observed against limit.

@@ -173,26 +173,39 @@ func (p *parser) parse() (Threshold, error) {
 	}
 	t.Metric = metric
 
-	// Optional selector: {stage:NAME}.
+	// Optional selectors: {stage:NAME}, {input:BUCKET}, or both in one
+	// pair of braces, comma-separated.
 	p.skipSpace()
-	if p.pos < len(p.src) && p.src[p.pos] == '{' {
+	for p.pos < len(p.src) && p.src[p.pos] == '{' {
 		open := p.pos
 		end := strings.IndexByte(p.src[open:], '}')
 		if end < 0 {
 			return t, fmt.Errorf("unclosed \"{\" at column %d (write e.g. p99(e2e){stage:peak} < 5s)", p.column(open))
 		}
-		key, val, ok := strings.Cut(p.src[open+1:open+end], ":")
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		switch {
-		case !ok || key == "" || val == "":
-			return t, fmt.Errorf("selector %q at column %d: write {stage:NAME}", p.src[open:open+end+1], p.column(open))
-		case key != "stage":
-			return t, fmt.Errorf("selector key %q at column %d: only stage is known (write {stage:NAME})", key, p.column(open))
-		case !validStage(val):
-			return t, fmt.Errorf("stage name %q at column %d: use letters, digits, _, - and .", val, p.column(open))
+		for _, item := range strings.Split(p.src[open+1:open+end], ",") {
+			key, val, ok := strings.Cut(item, ":")
+			key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+			switch {
+			case !ok || key == "" || val == "":
+				return t, fmt.Errorf("selector %q at column %d: write {stage:NAME} or {input:BUCKET}", p.src[open:open+end+1], p.column(open))
+			case key == "stage" && t.Stage != "", key == "input" && t.Input != "":
+				return t, fmt.Errorf("selector %s is given twice at column %d", key, p.column(open))
+			case key == "stage":
+				if !validStage(val) {
+					return t, fmt.Errorf("stage name %q at column %d: use letters, digits, _, - and .", val, p.column(open))
+				}
+				t.Stage = val
+			case key == "input":
+				if !inputBucket(val) {
+					return t, fmt.Errorf("input bucket %q at column %d: use one of %s", val, p.column(open), strings.Join(InputBuckets, ", "))
+				}
+				t.Input = val
+			default:
+				return t, fmt.Errorf("selector key %q at column %d: stage and input are known (write {stage:NAME} or {input:BUCKET})", key, p.column(open))
+			}
 		}
-		t.Stage = val
 		p.pos = open + end + 1
+		p.skipSpace()
 	}
 	subjectEnd := p.pos
 
@@ -296,6 +309,9 @@ func (t *Threshold) check(num, unit string) error {
 		return fmt.Errorf("unknown metric %q; known %s", t.Metric, knownList())
 	}
 	value := num + unit
+	if t.Input != "" && !byInput[t.Metric] {
+		return fmt.Errorf("{input:%s}: %s is not kept by input length (ttft, tpot, e2e, truncation_rate, error_rate, context_rejected_rate and check_pass_rate are)", t.Input, t.Metric)
+	}
 	if dist && t.Agg == "" {
 		return fmt.Errorf("%q is a distribution: write p99(%s) %s %s (or mean, min, max, stddev, count)",
 			t.Metric, t.Metric, t.Op, value)

@@ -201,8 +201,8 @@ func TestKnownMetricsParse(t *testing.T) {
 			t.Errorf("scalar %s accepted with an aggregate", m)
 		}
 	}
-	if n := len(KnownDistributions()) + len(KnownScalars()); n != 23 {
-		t.Errorf("%d known metrics, want 23", n)
+	if n := len(KnownDistributions()) + len(KnownScalars()); n != 31 {
+		t.Errorf("%d known metrics, want 31", n)
 	}
 }
 
@@ -249,7 +249,13 @@ func TestStageSelector(t *testing.T) {
 		{"p99(e2e) { stage : base-1.a } < 5s", "base-1.a", "p99(e2e){stage:base-1.a} < 5000ms", ""},
 		{"error_rate{stage:chaos} < 5%", "chaos", "error_rate{stage:chaos} < 0.05", ""},
 		{"p99(e2e){stage:peak < 5s", "", "", "unclosed"},
-		{"p99(e2e){intent:x} < 5s", "", "", "only stage"},
+		{"p99(e2e){intent:x} < 5s", "", "", "stage and input are known"},
+		{"p99(e2e){stage:peak}{input:2k-4k} < 5s", "peak", "p99(e2e){stage:peak}{input:2k-4k} < 5000ms", ""},
+		{"p99(e2e){input:2k-4k, stage:peak} < 5s", "peak", "p99(e2e){stage:peak}{input:2k-4k} < 5000ms", ""},
+		{"truncation_rate{input:128k+} < 10%", "", "truncation_rate{input:128k+} < 0.1", ""},
+		{"p99(e2e){input:3k} < 5s", "", "", "input bucket \"3k\""},
+		{"rps{input:1k-2k} > 1", "", "", "rps is not kept by input length"},
+		{"p99(e2e){stage:a}{stage:b} < 5s", "", "", "given twice"},
 		{"p99(e2e){stage:} < 5s", "", "", "write {stage:NAME}"},
 		{"p99(e2e){stage:a b} < 5s", "", "", "stage name"},
 	}

@@ -22,6 +22,10 @@
 // written as plain fractions (0.001). Counts, tokens per chunk and rates are
 // plain numbers.
 //
+// A trigger (ParseTrigger, see trigger.go) is the other form: conditions
+// joined by and, changes against a baseline (delta, rel) and a time they
+// must hold (for 2m), watched while a run goes on.
+//
 // Stage: verdict.
 // The data flow: experiment → workload → schedule → engine → client → record
 // → metrics → verdict → outputs (docs/design.md).
@@ -68,6 +72,36 @@ type Threshold struct {
 	// Value is the limit: milliseconds for latencies, a fraction for
 	// error_rate and goodput, else a plain number.
 	Value float64
+	// Input, when set by an {input:BUCKET} selector, limits the figure to
+	// the requests of that input-length bucket (e.g. 2k-4k; see
+	// InputBuckets).
+	Input string
+}
+
+// InputBuckets are the input-length buckets an {input:BUCKET} selector
+// names: the metrics package's (its ContextBuckets).
+var InputBuckets = []string{"0-512", "512-1k", "1k-2k", "2k-4k", "4k-8k", "8k-16k", "16k-32k", "32k-64k", "64k-128k", "128k+"}
+
+func inputBucket(s string) bool {
+	for _, b := range InputBuckets {
+		if b == s {
+			return true
+		}
+	}
+	return false
+}
+
+// byInput are the metrics kept per input-length bucket.
+var byInput = map[string]bool{"ttft": true, "tpot": true, "e2e": true, "truncation_rate": true,
+	"error_rate": true, "context_rejected_rate": true, "check_pass_rate": true}
+
+// LookupName is the metric name a Source is asked for: Metric, or with an
+// {input:BUCKET} selector, Metric@input:BUCKET.
+func (t Threshold) LookupName() string {
+	if t.Input == "" {
+		return t.Metric
+	}
+	return t.Metric + "@input:" + t.Input
 }
 
 // String returns the canonical form of t, which Parse reads back to an equal
@@ -93,6 +127,9 @@ func (t Threshold) subject() string {
 	sel := ""
 	if t.Stage != "" {
 		sel = "{stage:" + t.Stage + "}"
+	}
+	if t.Input != "" {
+		sel += "{input:" + t.Input + "}"
 	}
 	switch t.Agg {
 	case "":

@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/logbuild/cluster"
 	"github.com/spate-dev/spate/internal/workload/logbuild/querylog"
 	"github.com/spate-dev/spate/internal/workload/logbuild/textembed"
@@ -45,6 +47,11 @@ type Options struct {
 	// API instead (Model: the first the server lists, when empty).
 	Target, Model, APIKey string
 	Batch                 int
+	// Mutate, when set, rewrites each line's query with a mutate spec
+	// (workload.ParseMutation), seeded by Cluster.Seed and the line,
+	// keeping the original in the line's vars.original and the kinds
+	// applied in its labels.mutation.
+	Mutate string
 }
 
 // ErrUsage marks options a build cannot run with (test with errors.Is).
@@ -80,6 +87,11 @@ func (o Options) Check() error {
 		return bad("--field (JSONL) and --column (CSV) exclude each other")
 	case o.Target == "" && (o.Model != "" || o.APIKey != ""):
 		return bad("--model and --api-key choose the remote embedding: give --target too")
+	}
+	if o.Mutate != "" {
+		if _, err := workload.ParseMutation(o.Mutate); err != nil {
+			return bad("--mutate: %v", err)
+		}
 	}
 	return nil
 }
@@ -140,6 +152,11 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 		return fmt.Errorf("clustering %s: %w", name, err)
 	}
 	lines := cluster.Lines(res, o.Weights, o.Cluster.Seed)
+	if o.Mutate != "" {
+		m, _ := workload.ParseMutation(o.Mutate) // checked
+		n := mutateLines(lines, m, o.Cluster.Seed)
+		fmt.Fprintf(log, "mutated %d of %d queries (%s)\n", n, len(lines), m)
+	}
 	if err := writeFile(o.Out, func(w io.Writer) error { return cluster.WriteLines(w, lines) }); err != nil {
 		return err
 	}
@@ -152,6 +169,27 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 	}
 	fmt.Fprintf(out, "workload written to %s (%d lines), summary to %s\n", o.Out, len(lines), summaryPath)
 	return nil
+}
+
+// mutateLines rewrites each line's prompt with m, seeded by seed and the
+// line's index, keeping the original in vars.original and the kinds in
+// labels.mutation; it returns how many lines changed.
+func mutateLines(lines []cluster.Line, m workload.Mutation, seed uint64) int {
+	changed := 0
+	for i := range lines {
+		l := &lines[i]
+		out, kinds := m.Apply(l.Prompt, rand.New(rand.NewPCG(seed^0x3D7A11, uint64(i))))
+		label := "none"
+		if len(kinds) > 0 {
+			if l.Vars == nil {
+				l.Vars = map[string]string{}
+			}
+			l.Vars["original"], l.Prompt, label = l.Prompt, out, strings.Join(kinds, "+")
+			changed++
+		}
+		l.Labels["mutation"] = label
+	}
+	return changed
 }
 
 // writeFile creates path and writes it with write.

@@ -18,6 +18,8 @@ type Line struct {
 	Prompt string            `json:"prompt"`
 	Intent string            `json:"intent"`
 	Labels map[string]string `json:"labels"`
+	// Vars holds the original query of a mutated line ("original").
+	Vars map[string]string `json:"vars,omitempty"`
 }
 
 // Lines returns the workload of a clustered log. Without weighted, each

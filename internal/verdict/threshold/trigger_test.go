@@ -1,0 +1,177 @@
+package threshold
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTrigger(t *testing.T) {
+	tests := []struct {
+		expr string
+		want Trigger
+	}{
+		{"delta(p95(e2e)) > 300ms for 2m and error_rate >= 5%", Trigger{Hold: 2 * time.Minute, Conds: []Cond{
+			{Threshold: Threshold{Agg: AggPercentile, Percentile: 95, Metric: "e2e", Op: ">", Value: 300}, Change: ChangeDelta},
+			{Threshold: Threshold{Metric: "error_rate", Op: ">=", Value: 0.05}},
+		}}},
+		{"DELTA( p99(ttft) , first 20s ) >= 1s AND rel(mean(tpot), previous) > 50% FOR 30s", Trigger{Hold: 30 * time.Second, Conds: []Cond{
+			{Threshold: Threshold{Agg: AggPercentile, Percentile: 99, Metric: "ttft", Op: ">=", Value: 1000}, Change: ChangeDelta, Baseline: Baseline{First: 20 * time.Second}},
+			{Threshold: Threshold{Agg: AggMean, Metric: "tpot", Op: ">", Value: 0.5}, Change: ChangeRel, Baseline: Baseline{Previous: true}},
+		}}},
+		{"rel(p95(e2e)){stage:peak} > 1.5", Trigger{Stage: "peak", Conds: []Cond{
+			{Threshold: Threshold{Agg: AggPercentile, Percentile: 95, Metric: "e2e", Stage: "peak", Op: ">", Value: 1.5}, Change: ChangeRel},
+		}}},
+		{"error_rate > 1% for 10s", Trigger{Hold: 10 * time.Second, Conds: []Cond{{Threshold: Threshold{Metric: "error_rate", Op: ">", Value: 0.01}}}}},
+		{"delta(error_rate) >= 2%", Trigger{Conds: []Cond{{Threshold: Threshold{Metric: "error_rate", Op: ">=", Value: 0.02}, Change: ChangeDelta}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			if !IsTrigger(tc.expr) {
+				t.Fatal("IsTrigger = false")
+			}
+			got, err := ParseTrigger(tc.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Expr = ""
+			for i := range got.Conds {
+				got.Conds[i].Expr = ""
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
+			}
+			again, err := ParseTrigger(got.String())
+			if err != nil {
+				t.Fatalf("String() %q does not parse: %v", got.String(), err)
+			}
+			if again.String() != got.String() {
+				t.Fatalf("String() not stable: %q then %q", got.String(), again.String())
+			}
+		})
+	}
+	for _, plain := range []string{"p99(ttft) < 800ms", "error_rate < 1%", "deltas < 1", "rps >= 10"} {
+		if IsTrigger(plain) {
+			t.Errorf("IsTrigger(%q) = true", plain)
+		}
+	}
+}
+
+func TestParseTriggerErrors(t *testing.T) {
+	for _, tc := range []struct{ expr, want string }{
+		{"delta(p95(e2e)) > 300ms for 2m and error_rate >= 5% for 1m", "more than once"},
+		{"delta(p95(e2e)) > 300ms for soon", `"soon" after "for" is not a positive duration`},
+		{"delta(p95(e2e) > 300ms", "unclosed"},
+		{"delta(p95(e2e), last 5s) > 300ms", "write previous"},
+		{"delta(p95(e2e), first 1.5s) > 300ms", "whole seconds"},
+		{"delta(e2e) > 300ms", `"e2e" is a distribution`},
+		{"delta(p95(e2e)) > 5%", "% does not apply"},
+		{"rel(p95(e2e)) > 30ms", "a relative change is a fraction"},
+		{"delta() > 1", "needs a subject"},
+		{"error_rate > 1% and", "condition 2 is empty"},
+		{"p99(ttft){stage:a} > 1s and p99(e2e){stage:b} > 2s", "a trigger watches one stage"},
+		{"rel(p95(e2e)) 30%", "missing comparison"},
+	} {
+		_, err := ParseTrigger(tc.expr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "trigger ") {
+			t.Errorf("ParseTrigger(%q) = %v, want an error containing %q", tc.expr, err, tc.want)
+		}
+	}
+}
+
+// src is a Source of fixed values by metric.
+type src map[string]float64
+
+func (s src) Lookup(_ string, _ float64, metric string) (float64, bool) {
+	v, ok := s[metric]
+	return v, ok
+}
+
+// TestWatchFiresOncePerHold steps a trigger through a calm spell, a bad
+// spell held long enough, a blip, and a second bad spell: it fires once
+// per hold that lasts its for, never twice in one hold.
+func TestWatchFiresOncePerHold(t *testing.T) {
+	tr, err := ParseTrigger("delta(p95(e2e)) > 300ms for 3s and error_rate >= 5%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watch{Trigger: tr}
+	base := []Source{src{"e2e": 100}, nil}
+	calm, bad := src{"e2e": 150, "error_rate": 0.01}, src{"e2e": 500, "error_rate": 0.08}
+	slowOnly := src{"e2e": 500, "error_rate": 0.01}
+	var fired []int
+	for s := 0; s <= 20; s++ {
+		now := calm
+		switch {
+		case s >= 4 && s <= 10: // bad 4..10: holds from 4, fires at 7
+			now = bad
+		case s == 12: // slow but no errors: not all hold
+			now = slowOnly
+		case s >= 14 && s <= 16: // bad for 2 s only: does not fire
+			now = bad
+		case s >= 18: // bad from 18, fires at 21 (after the end)
+			now = bad
+		}
+		if w.Step(time.Duration(s)*time.Second, now, base) {
+			fired = append(fired, s)
+		}
+	}
+	if !reflect.DeepEqual(fired, []int{7}) || w.Fired() != 1 {
+		t.Fatalf("fired at %v (%d), want once at 7 s", fired, w.Fired())
+	}
+	o := w.Outcome()
+	if o.Pass || !o.Trigger || o.Fired != 1 || o.FiredAtS == nil || *o.FiredAtS != 7 || o.Value != 400 || o.Err != "" {
+		t.Fatalf("outcome %+v", o)
+	}
+	// A second hold long enough fires again: two firings.
+	for s := 21; s <= 30; s++ {
+		w.Step(time.Duration(s)*time.Second, bad, base)
+	}
+	if w.Fired() != 2 {
+		t.Fatalf("fired %d times, want 2", w.Fired())
+	}
+}
+
+func TestWatchOutcomes(t *testing.T) {
+	tr, _ := ParseTrigger("delta(p95(e2e)) > 300ms for 5s")
+	// Calm for 10 s: passes, with the last delta as its value.
+	w := &Watch{Trigger: tr}
+	for s := 0; s <= 10; s++ {
+		w.Step(time.Duration(s)*time.Second, src{"e2e": 120}, []Source{src{"e2e": 100}})
+	}
+	if o := w.Outcome(); !o.Pass || o.Value != 20 || o.Err != "" || o.Fired != 0 {
+		t.Errorf("calm: %+v", o)
+	}
+	// Watched 3 s of a 5 s hold: it could not have fired, so no verdict.
+	w = &Watch{Trigger: tr}
+	for s := 0; s <= 3; s++ {
+		w.Step(time.Duration(s)*time.Second, src{"e2e": 120}, []Source{src{"e2e": 100}})
+	}
+	if o := w.Outcome(); o.Pass || !strings.Contains(o.Err, "could not have fired") {
+		t.Errorf("short: %+v", o)
+	}
+	// No baseline, ever: never evaluated.
+	w = &Watch{Trigger: tr}
+	w.Step(time.Second, src{"e2e": 120}, nil)
+	if o := w.Outcome(); o.Pass || !strings.Contains(o.Err, "never evaluated: its baseline was not measured yet") {
+		t.Errorf("no baseline: %+v", o)
+	}
+	// A relative change from a zero baseline has no value.
+	rel, _ := ParseTrigger("rel(error_rate) > 50%")
+	w = &Watch{Trigger: rel}
+	w.Step(time.Second, src{"error_rate": 0.1}, []Source{src{"error_rate": 0}})
+	if o := w.Outcome(); o.Pass || !strings.Contains(o.Err, "baseline of error_rate is 0") {
+		t.Errorf("zero baseline: %+v", o)
+	}
+	// rel: (0.3 − 0.1) / 0.1 = 200 % > 150 %: fires at once (no for).
+	rel, _ = ParseTrigger("rel(error_rate) > 150%")
+	w = &Watch{Trigger: rel}
+	if !w.Step(time.Second, src{"error_rate": 0.3}, []Source{src{"error_rate": 0.1}}) {
+		t.Error("rel did not fire")
+	}
+	if o := w.Outcome(); math.Abs(o.Value-2) > 1e-12 {
+		t.Errorf("rel value %v, want 2", o.Value)
+	}
+}
