@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Version is spate's version, recorded in every result (set at build time
 // with -ldflags '-X github.com/spate-dev/spate.Version=...').
-var Version = "0.1.0-dev"
+var Version = defaultVersion
+
+// defaultVersion is Version when the build sets none.
+const defaultVersion = "0.1.0-dev"
 
 // Build describes the binary: spate's version, the VCS commit it was built
 // from ("unknown" when the build did not record one) and the Go version.
@@ -26,8 +30,18 @@ func BuildInfo() Build {
 	if !ok {
 		return b
 	}
+	return fromBuildInfo(b, info)
+}
+
+// fromBuildInfo fills b from the build information the binary carries.
+func fromBuildInfo(b Build, info *debug.BuildInfo) Build {
 	if info.GoVersion != "" {
 		b.GoVersion = info.GoVersion
+	}
+	// go install .../cmd/spate@v1.2.3 records the module's version; a
+	// build from a clone records "(devel)" and keeps Version.
+	if v := info.Main.Version; b.Version == defaultVersion && v != "" && v != "(devel)" {
+		b.Version = strings.TrimPrefix(v, "v")
 	}
 	for _, s := range info.Settings {
 		if s.Key == "vcs.revision" && s.Value != "" {

@@ -245,7 +245,7 @@ func readCSV(b []byte, path, column string, lim Limits) (*Dataset, error) {
 	}
 	pi, ok := col[strings.ToLower(column)]
 	if !ok {
-		return nil, fmt.Errorf("dataset %s, line 1: no %q column in the header %q (choose one with --dataset-column)", path, column, strings.Join(head, ","))
+		return nil, fmt.Errorf("dataset %s, line 1: no %q column in the header %q (name the prompt column with datasetColumn: under workload: in an experiment file)", path, column, strings.Join(head, ","))
 	}
 	get := func(rec []string, name string) (string, bool) {
 		i, ok := col[name]

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -64,6 +65,9 @@ func (b *Baseline) Write(path string) error {
 	out, err := json.MarshalIndent(b, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding drift baseline: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing drift baseline %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing drift baseline: %w", err)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"math"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -107,5 +108,19 @@ func TestEmbedCanariesFromSimulator(t *testing.T) {
 	shuffled := append(v2[1:], v2[0])
 	if d, _ := CompareDrift(base, shuffled, time.Now()); d.MeanCosineDrift < 0.01 {
 		t.Errorf("shuffled canaries: mean drift %v, want clearly above 0", d.MeanCosineDrift)
+	}
+}
+
+// A baseline path under a directory that does not exist yet is created,
+// as every other output of spate is.
+func TestBaselineWriteCreatesItsDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spate-results", "drift", "baseline.json")
+	b := &Baseline{Model: "m", Canaries: []Canary{{Text: "a", Vector: []float32{1, 0}}}}
+	if err := b.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadBaseline(path)
+	if err != nil || len(got.Canaries) != 1 {
+		t.Fatalf("read back: %v %+v", err, got)
 	}
 }

@@ -199,8 +199,8 @@ func Header(path string, o Options) string {
 	header := []string{
 		fmt.Sprintf("spate k8s job %s: %d shards", path, o.Shards),
 		fmt.Sprintf("kubectl apply -f THIS.yaml; kubectl wait --for=condition=complete job/%s --timeout=1h", o.Name),
-		fmt.Sprintf("for i in $(seq 0 %d); do kubectl logs -l batch.kubernetes.io/job-completion-index=$i,app.kubernetes.io/instance=%s --tail=-1 > shard-$i.log; done", o.Shards-1, o.Name),
-		"spate merge shard-*.log -o merged.json",
+		fmt.Sprintf("mkdir -p spate-results; for i in $(seq 0 %d); do kubectl logs -l batch.kubernetes.io/job-completion-index=$i,app.kubernetes.io/instance=%s --tail=-1 > spate-results/shard-$i.log; done", o.Shards-1, o.Name),
+		"spate merge spate-results/shard-*.log -o spate-results/merged.json",
 	}
 	if o.StartAt != nil {
 		header = append(header, "all pods start sending at "+o.StartAt.Format(time.RFC3339)+": apply this manifest before then")
