@@ -299,7 +299,7 @@ func (r *run) converse(conv *workload.Request, rec *record.Record) {
 		req := &workload.Request{
 			Messages: history, MaxTokens: turn.MaxTokens, InputTokens: turn.InputTokens, KeepAnswer: true,
 			Intent: conv.Intent, Session: conv.Session, Tools: conv.Tools, Checks: conv.Checks,
-			Temperature: conv.Temperature, TopP: conv.TopP, Model: conv.Model,
+			Temperature: conv.Temperature, TopP: conv.TopP, Model: conv.Model, Logprobs: conv.Logprobs,
 			Labels: append(append(make([]workload.Label, 0, len(conv.Labels)+1), conv.Labels...), turnLabels[min(t, len(turnLabels)-1)]),
 			// No NormTokens: a turn also sends the history, whose answers
 			// the workload could not weigh; normalised throughput is then

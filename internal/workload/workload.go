@@ -61,6 +61,9 @@ type Request struct {
 	// target's (a LoRA adapter).
 	Temperature, TopP *float64
 	Model             string
+	// Logprobs, when above 0, asks for that many top logprobs a token (for
+	// ICE; see the openai client).
+	Logprobs int
 	// Original is the prompt as it was sampled, before a mutate step
 	// rewrote it ("" when none did).
 	Original string

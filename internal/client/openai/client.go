@@ -91,6 +91,10 @@ type Config struct {
 	// DefaultMaxModelID); MaxModelList the /models listing (0:
 	// DefaultMaxModelList). Over one, a request fails with record.TooLarge.
 	MaxText, MaxBody, MaxModelID, MaxModelList int64
+	// Logprobs asks every request for that many top logprobs a token (0:
+	// none; a request's own workload.Request.Logprobs wins), read into the
+	// record's entropy fields (see logprobs.go).
+	Logprobs int
 }
 
 // Client sends OpenAI API requests. It is safe for concurrent use.
@@ -235,6 +239,7 @@ type stream struct {
 	// response (see Field).
 	retryAfter string
 	location   bool
+	ent        entropyAcc // the answer's token entropies
 }
 
 type chatBody struct {
@@ -250,6 +255,8 @@ type chatBody struct {
 	User          string             `json:"user,omitempty"`
 	Temperature   *float64           `json:"temperature,omitempty"`
 	TopP          *float64           `json:"top_p,omitempty"`
+	Logprobs      any                `json:"logprobs,omitempty"`
+	TopLogprobs   *int               `json:"top_logprobs,omitempty"`
 }
 
 type streamOptions struct {
@@ -287,6 +294,11 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 	if req.Model != "" {
 		b.Model = req.Model // an intent's model (a LoRA adapter)
 	}
+	n := c.cfg.Logprobs
+	if req.Logprobs != 0 {
+		n = req.Logprobs
+	}
+	b.Logprobs, b.TopLogprobs = logprobsFields(c.cfg.API, n)
 	if c.cfg.Stream {
 		b.Stream = true
 		b.StreamOptions = &streamOptions{IncludeUsage: true}
@@ -309,6 +321,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		return
 	}
 	rec.RequestedOutput = req.MaxTokens
+	rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0
 	if c.raw != nil && c.doRaw(ctx, req, rec, body) {
 		return
 	}
@@ -375,6 +388,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	st := c.pool.Get().(*stream)
 	defer c.pool.Put(st)
 	st.text, st.bounds, st.events = st.text[:0], st.bounds[:0], 0
+	st.ent.reset()
 	if c.cfg.Stream && c.cfg.API != Embeddings {
 		err = c.readStream(st, src, rec, req.KeepAnswer)
 	} else {
@@ -503,6 +517,7 @@ func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record
 		if err := c.model(rec, st.skim.model); err != nil {
 			return false, err
 		}
+		setFinish(rec, st.skim.finish)
 		for _, p := range st.skim.parts {
 			if len(p.answer) > 0 {
 				answer = true
@@ -560,6 +575,8 @@ func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bo
 		}
 	}
 	for _, ch := range v.GetArray("choices") {
+		setFinish(rec, ch.GetStringBytes("finish_reason"))
+		st.ent.readLogprobs(ch.Get("logprobs"))
 		d := ch.Get("delta")
 		if d == nil {
 			// /v1/completions chunks carry text directly.
@@ -602,6 +619,13 @@ func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bo
 		}
 	}
 	return reasoning, answer, nil
+}
+
+// setFinish keeps a choice's finish_reason (the last one sent wins).
+func setFinish(rec *record.Record, reason []byte) {
+	if len(reason) > 0 && string(reason) != rec.FinishReason {
+		rec.FinishReason = string(reason)
+	}
 }
 
 func truncate(s string, n int) string {
@@ -649,6 +673,8 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 		return nil
 	}
 	for _, ch := range v.GetArray("choices") {
+		setFinish(rec, ch.GetStringBytes("finish_reason"))
+		st.ent.readLogprobs(ch.Get("logprobs"))
 		ans := len(st.text)
 		st.text = append(st.text, ch.GetStringBytes("text")...)
 		st.text = append(st.text, ch.GetStringBytes("message", "content")...)
@@ -696,6 +722,7 @@ func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
 		}
 		return
 	}
+	st.ent.fill(rec)
 	if rec.Chunks == 0 {
 		rec.Fail(record.EmptyOutput, "the response carried no generated content", rec.End)
 		return

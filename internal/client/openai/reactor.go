@@ -176,6 +176,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
 	st.retryAfter, st.location = "", false
+	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
 	st.trace = httptrace.ContextClientTrace(ctx)
 	if st.emit == nil {

@@ -14,6 +14,8 @@ type chunkSkim struct {
 	// The text fields of every choice, in order: content and text are
 	// answer text, reasoning the first of reasoning_content and reasoning.
 	parts []skimPart
+	// finish is the last choice's non-empty finish_reason.
+	finish []byte
 }
 
 type skimPart struct {
@@ -34,7 +36,7 @@ const maxSkimDepth = 64
 // skim fills out from data, reporting false when data needs the full
 // parser.
 func skim(data []byte, out *chunkSkim) bool {
-	out.model, out.parts = nil, out.parts[:0]
+	out.model, out.parts, out.finish = nil, out.parts[:0], nil
 	s := skimmer{b: data, out: out}
 	s.ws()
 	if !s.object(s.top) {
@@ -140,7 +142,7 @@ func (s *skimmer) choices() bool {
 			return false // a choice that is not an object: leave it to fastjson
 		}
 		var p skimPart
-		var hasDelta, textSeen, deltaSeen bool
+		var hasDelta, textSeen, deltaSeen, finishSeen, lpSeen bool
 		var text []byte
 		ok := s.object(func(key []byte) bool {
 			switch string(key) {
@@ -158,6 +160,22 @@ func (s *skimmer) choices() bool {
 				v, _, ok := s.stringOrOther()
 				text = v
 				return ok
+			case "finish_reason":
+				if finishSeen {
+					return s.value()
+				}
+				finishSeen = true
+				v, _, ok := s.stringOrOther()
+				if len(v) > 0 {
+					s.out.finish = v
+				}
+				return ok
+			case "logprobs":
+				if lpSeen {
+					return s.value()
+				}
+				lpSeen = true
+				return s.null() // logprobs are read by the full parser
 			}
 			return s.value()
 		})

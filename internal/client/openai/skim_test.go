@@ -24,6 +24,9 @@ func FuzzSkimMatchesFastjson(f *testing.F) {
 		`{"choices":[{"delta":{"content":"a\nb"}}]}`,
 		`{"a":[1,-2.5e+3,true,false,null,{"b":[]}],"choices":[{"delta":{"content":"x","content":"y"}}]}`,
 		` {"choices":[{"delta":{"content":"x"}}]} `,
+		`{"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`,
+		`{"choices":[{"delta":{"content":"a"},"finish_reason":"stop","finish_reason":"length"},{"delta":{},"finish_reason":null}]}`,
+		`{"choices":[{"delta":{"content":"a"},"logprobs":{"content":[{"token":"a","logprob":-0.1,"top_logprobs":[{"token":"a","logprob":-0.1}]}]}}]}`,
 		`{"choices":[{"delta":{"content":"x"}}]}x`,
 	} {
 		f.Add([]byte(s))
@@ -56,6 +59,9 @@ func FuzzSkimMatchesFastjson(f *testing.F) {
 		model := ""
 		if len(sk.model) > 0 {
 			model = string(sk.model)
+		}
+		if string(sk.finish) != rec.FinishReason || st.ent.n != 0 {
+			t.Fatalf("%q: skim finish_reason %q, fastjson %q (%d logprob positions)", data, sk.finish, rec.FinishReason, st.ent.n)
 		}
 		if r != reasoning || a != answer || !bytes.Equal(text, st.text) || !bytes.Equal(ans, rec.Answer) || model != rec.Model || rec.ToolCalls != 0 || rec.UsageTokens >= 0 {
 			t.Fatalf("%q: skim r=%v a=%v text=%q answer=%q model=%q; fastjson r=%v a=%v text=%q answer=%q model=%q tools=%d usage=%d",
