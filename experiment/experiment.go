@@ -124,6 +124,10 @@ type Target struct {
 	// TraceHeader sends a W3C traceparent header with every request
 	// (default true).
 	TraceHeader *bool `yaml:"traceHeader"`
+	// Logprobs asks every chat or completions request for that many top
+	// logprobs a token (1–20; 0: none), from which ICE is computed
+	// (workload intents may ask for their own).
+	Logprobs int `yaml:"logprobs"`
 }
 
 // SUT describes the version of the system under test, for provenance.
@@ -523,6 +527,9 @@ func (e *Experiment) Problems() []Problem {
 	case "", "auto", "true", "false":
 	default:
 		at("$.target.ignoreEOS", "ignoreEOS %q: use auto, true or false", e.Target.IgnoreEOS)
+	}
+	if e.Target.Logprobs < 0 || e.Target.Logprobs > 20 {
+		at("$.target.logprobs", "logprobs %d: ask for 1 to 20 top logprobs a token (0: none)", e.Target.Logprobs)
 	}
 	if e.Target.APIKeyEnv != "" && strings.HasPrefix(e.Target.APIKeyEnv, "sk-") {
 		at("$.target.apiKeyEnv", "apiKeyEnv names an environment variable (e.g. OPENAI_API_KEY), not the key itself: keep keys out of files")

@@ -56,6 +56,9 @@ type Workload struct {
 	// uniform:LO:HI drawn per request; intents may give their own.
 	Temperature string `yaml:"temperature,omitempty" json:"temperature,omitempty"`
 	TopP        string `yaml:"topP,omitempty" json:"topP,omitempty"`
+	// Logprobs asks every request for that many top logprobs a token
+	// (1–20), for ICE; intents may give their own.
+	Logprobs int `yaml:"logprobs,omitempty" json:"logprobs,omitempty"`
 }
 
 // Text is a fixed text, or synthetic text of Tokens tokens.
@@ -97,6 +100,8 @@ type Intent struct {
 	// Model is the model the intent's requests ask for instead of the
 	// target's (a LoRA adapter, so that an adapter mix is a workload).
 	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// Logprobs is the intent's own (see Workload's).
+	Logprobs int `yaml:"logprobs,omitempty" json:"logprobs,omitempty"`
 }
 
 // Popularity: request n reuses prompt k of a Pool drawn with Zipf
@@ -217,6 +222,9 @@ func (w Workload) Merge(over Workload) Workload {
 	str(&m.Constraints, over.Constraints)
 	str(&m.Temperature, over.Temperature)
 	str(&m.TopP, over.TopP)
+	if over.Logprobs != 0 {
+		m.Logprobs = over.Logprobs
+	}
 	return m
 }
 

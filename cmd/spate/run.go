@@ -29,6 +29,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "api", Usage: "API to drive: chat, completions, embeddings or http", X: func(x *xp) any { return &x.Target.API }},
 	{Name: "api-key", Usage: "API key (default $OPENAI_API_KEY); never written anywhere", X: func(x *xp) any { return &x.Target.APIKey }},
 	{Name: "stream", Usage: "ask for streamed responses (--stream=false for whole responses)", X: func(x *xp) any { return &x.Target.Stream }},
+	{Name: "logprobs", Usage: "ask every request for N top logprobs a token (1-20) and report ICE, the spread of answer entropy over a conversation's turns", X: func(x *xp) any { return &x.Target.Logprobs }},
 	{Name: "ignore-eos", Usage: "send ignore_eos so servers generate exactly max_tokens: auto (not to api.openai.com), true, false", X: func(x *xp) any { return &x.Target.IgnoreEOS }},
 	{Name: "timeout", Usage: "timeout of one request", X: func(x *xp) any { return &x.Target.Timeout }},
 	{Name: "idle-timeout", Usage: "fail a request whose response is silent this long", X: func(x *xp) any { return &x.Target.IdleTimeout }},

@@ -533,7 +533,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 			BaseURL: target, API: t.API, Model: t.Model, APIKey: t.APIKey, Stream: *t.Stream,
 			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
 			Tokenizer: r.tok, TokenizerSample: *r.X.Measurement.TokenizerSample, Headers: headers, TraceHeader: *t.TraceHeader,
-			NetHTTP: os.Getenv(envNetHTTP) != "", ReactorTick: reactorTick(),
+			NetHTTP: os.Getenv(envNetHTTP) != "", ReactorTick: reactorTick(), Logprobs: t.Logprobs,
 			MaxText: int64(r.X.Limits.ResponseText), MaxBody: int64(r.X.Limits.ResponseBody),
 			MaxModelID: int64(r.X.Limits.ModelID), MaxModelList: int64(r.X.Limits.ModelList),
 		})

@@ -12,12 +12,17 @@ type shaping struct {
 	constraints       *Constraints
 	temperature, topP *Sampling
 	model             string
+	logprobs          int
 }
 
 // parseShaping reads the shaping fields of a workload or an intent; where
 // starts its errors ("" or "intents[0] (faq): ").
-func parseShaping(where, mutate, constraints, temperature, topP string) (shaping, error) {
+func parseShaping(where, mutate, constraints, temperature, topP string, logprobs int) (shaping, error) {
 	var s shaping
+	if logprobs < 0 || logprobs > 20 {
+		return s, fmt.Errorf("%slogprobs %d: ask for 1 to 20 top logprobs a token (0: none)", where, logprobs)
+	}
+	s.logprobs = logprobs
 	if mutate != "" {
 		m, err := ParseMutation(mutate)
 		if err != nil {
@@ -67,6 +72,9 @@ func (s shaping) key() string {
 	if s.model != "" {
 		b.WriteString(" model=" + s.model)
 	}
+	if s.logprobs > 0 {
+		fmt.Fprintf(&b, " logprobs=%d", s.logprobs)
+	}
 	return b.String()
 }
 
@@ -86,6 +94,9 @@ func (s shaping) sample(r *Request, seed, n uint64) {
 	if s.model != "" && r.Model == "" {
 		r.Model = s.model
 		r.Labels = append(append([]Label(nil), r.Labels...), Label{Key: "model", Value: s.model})
+	}
+	if s.logprobs > 0 && r.Logprobs == 0 {
+		r.Logprobs = s.logprobs
 	}
 	if s.constraints != nil && r.constraints == nil {
 		r.constraints = s.constraints

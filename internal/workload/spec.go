@@ -68,7 +68,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	if err != nil {
 		return Built{}, fmt.Errorf("checks: %w", err)
 	}
-	sh, err := parseShaping("", s.Mutate, s.Constraints, s.Temperature, s.TopP)
+	sh, err := parseShaping("", s.Mutate, s.Constraints, s.Temperature, s.TopP, s.Logprobs)
 	if err != nil {
 		return Built{}, err
 	}
@@ -250,7 +250,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 		if err != nil {
 			return nil, fmt.Errorf("%s: checks: %w", where, err)
 		}
-		sh, err := parseShaping(where+": ", it.Mutate, it.Constraints, it.Temperature, it.TopP)
+		sh, err := parseShaping(where+": ", it.Mutate, it.Constraints, it.Temperature, it.TopP, it.Logprobs)
 		if err != nil {
 			return nil, err
 		}
