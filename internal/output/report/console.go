@@ -136,6 +136,7 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	if c := sc.Checks; c != nil {
 		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s (checked %.2f)\n", c.Passed, c.Checked, 100*c.PassRate, sc.Throughput.STPS, c.STPSChecked)
 	}
+	answers(b, sc)
 	breakdown(b, sc)
 	server(b, sc.Server)
 	if l.Valid {
@@ -247,5 +248,32 @@ func server(b *strings.Builder, s *result.Server) {
 	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(b, "warning: server metrics: %s\n", scrub.Text(w, 2000))
+	}
+}
+
+// answers writes how answers ended, when any was cut or dropped tokens or
+// was refused for its length, and ICE when conversations asked for
+// logprobs.
+func answers(b *strings.Builder, sc *result.Scenario) {
+	if o := sc.Output; o != nil && (o.Truncated > 0 || o.DroppedTokens > 0 || o.ContextRejected > 0) {
+		var parts []string
+		if o.TruncationRate != nil {
+			parts = append(parts, fmt.Sprintf("truncated %d (%.1f %%)", o.Truncated, 100**o.TruncationRate))
+		}
+		if o.TokenDropRate != nil {
+			parts = append(parts, fmt.Sprintf("token drop %.1f %% of %d exact answers", 100**o.TokenDropRate, o.ExactRequests))
+		}
+		if o.ContextRejected > 0 {
+			parts = append(parts, fmt.Sprintf("%d refused for their context length", o.ContextRejected))
+		}
+		fmt.Fprintf(b, "answers    %s\n", strings.Join(parts, " · "))
+	}
+	if ice := sc.ICE; ice != nil {
+		if ice.Conversations > 0 {
+			fmt.Fprintf(b, "ICE        %.3f nats mean over %d conversations (p90 %.3f, max %.3f) · turn entropy %.3f nats\n",
+				ice.Mean, ice.Conversations, ice.P90, ice.Max, ice.MeanEntropy)
+		} else {
+			fmt.Fprintf(b, "ICE        none: no conversation had two turns with logprobs (turn entropy %.3f nats)\n", ice.MeanEntropy)
+		}
 	}
 }

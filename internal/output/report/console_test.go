@@ -37,6 +37,9 @@ func sample() *result.Result {
 					"requests_waiting_peak": 85, "requests_running_peak": 64, "queue_ttft_p99_pearson": 0.99, "queue_ttft_p99_n_eff": 2.8},
 					Warnings: []string{"http://127.0.0.1:1/metrics: connection refused"}},
 				Checks: &result.Checks{CheckFigures: result.CheckFigures{Checked: 1195, Passed: 1100, PassRate: 1100.0 / 1195, STPSChecked: 18.2}},
+				Output: &result.Output{FinishReasons: map[string]int{"length": 1195}, FinishLength: 1195, Truncated: 120, TruncationRate: ptr(120.0 / 1195),
+					TokenDropRate: ptr(0.051), ExactRequests: 1195, DroppedTokens: 7800},
+				ICE: &result.ICE{ICEFigures: result.ICEFigures{Conversations: 400, Mean: 0.12, P50: 0.11, P90: 0.19, Max: 0.31}, Turns: 1195, MeanEntropy: 1.04},
 				Breakdown: map[string]map[string]result.Group{"cluster": { // the same split as intent: not shown twice
 					"comparison":  {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}},
 					"fact_lookup": {Requests: result.Requests{Total: 720, Succeeded: 717, Failed: 3}},
@@ -60,6 +63,8 @@ func sample() *result.Result {
 		},
 	}
 }
+
+func ptr(v float64) *float64 { return &v }
 
 func TestConsoleGolden(t *testing.T) {
 	var b bytes.Buffer
