@@ -45,6 +45,14 @@ type line struct {
 	// Complexity is the request's complexity score (0–100).
 	Complexity float64 `json:"complexity,omitempty"`
 	NormInput  float64 `json:"normalized_input_tokens,omitempty"`
+	// FinishReason is the server's finish_reason; MaxTokens the max_tokens
+	// asked.
+	FinishReason string `json:"finish_reason,omitempty"`
+	MaxTokens    int    `json:"max_tokens,omitempty"`
+	// Entropy is the answer's mean token entropy (nats) over EntropyTokens
+	// tokens with top logprobs, when the request asked for them.
+	Entropy       *float64 `json:"entropy,omitempty"`
+	EntropyTokens int      `json:"entropy_tokens,omitempty"`
 }
 
 // stepLine is one step of a multi-step request.
@@ -98,6 +106,11 @@ func (w *Writer) Write(scenario string, r *Record) {
 	if r.Recall >= 0 {
 		v := r.Recall
 		l.Recall = &v
+	}
+	l.FinishReason, l.MaxTokens = r.FinishReason, r.RequestedOutput
+	if r.EntropyTokens > 0 {
+		v := r.Entropy
+		l.Entropy, l.EntropyTokens = &v, r.EntropyTokens
 	}
 	if len(r.Labels) > 0 {
 		l.Labels = make(map[string]string, len(r.Labels))

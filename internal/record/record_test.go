@@ -48,6 +48,7 @@ func TestWriter(t *testing.T) {
 	r.FirstToken, r.End = r.Sent.Add(20*time.Millisecond), r.Sent.Add(40*time.Millisecond)
 	r.Gaps = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
 	r.OutputTokens, r.OutputSource = 3, TokensUsage
+	r.FinishReason, r.RequestedOutput, r.Entropy, r.EntropyTokens = "length", 3, 1.25, 3
 	w.Write("main", r)
 	r.Fail(HTTPStatus(503), "HTTP 503", r.End)
 	w.Write("main", r)
@@ -62,7 +63,8 @@ func TestWriter(t *testing.T) {
 	if err := json.Unmarshal(lines[0], &l); err != nil {
 		t.Fatal(err)
 	}
-	if l["seq"].(float64) != 7 || l["ttft_ms"].(float64) != 20 || l["intended_ms"].(float64) != 1000 || l["output_source"] != "usage" || len(l["itl_ms"].([]any)) != 2 {
+	if l["seq"].(float64) != 7 || l["ttft_ms"].(float64) != 20 || l["intended_ms"].(float64) != 1000 || l["output_source"] != "usage" || len(l["itl_ms"].([]any)) != 2 ||
+		l["finish_reason"] != "length" || l["max_tokens"].(float64) != 3 || l["entropy"].(float64) != 1.25 || l["entropy_tokens"].(float64) != 3 {
 		t.Fatalf("line %s", lines[0])
 	}
 	if !bytes.Contains(lines[1], []byte(`"error":"http_503"`)) {
