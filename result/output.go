@@ -6,12 +6,15 @@ type Output struct {
 	// the server sent it; "missing" counts those that carried none.
 	FinishReasons map[string]int `json:"finish_reasons"`
 	// FinishLength counts answers that ended with "length", Truncated
-	// those of them shorter than the max_tokens asked (the server's
-	// budget or context window cut them, not the user's cap).
+	// those shorter than the max_tokens asked (the server's budget or
+	// context window cut them, not the user's cap; see TruncationRate).
 	FinishLength int `json:"finish_length"`
 	Truncated    int `json:"truncated"`
-	// TruncationRate is Truncated over the answers with a finish_reason;
-	// FinishLengthRate FinishLength over them. Absent when none had one.
+	// TruncationRate is Truncated (answers with fewer tokens than the
+	// max_tokens asked that ended with "length" or asked for exactly
+	// max_tokens, ignore_eos) over the answers with a finish_reason or an
+	// exact length asked; FinishLengthRate is FinishLength over those with a
+	// finish_reason. Each is absent without any such answer.
 	TruncationRate   *float64 `json:"truncation_rate,omitempty"`
 	FinishLengthRate *float64 `json:"finish_length_rate,omitempty"`
 	// TokenDropRate is, over the ExactRequests that asked for exactly

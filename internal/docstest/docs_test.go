@@ -582,6 +582,7 @@ var otherPrograms = map[string]string{
 	"--hide-scrollbars": "chromium", "--virtual-time-budget": "chromium",
 	"--for": "kubectl wait", "--tail": "kubectl logs", "--from-file": "kubectl",
 	"--streams": "bench/stream-cpu.sh",
+	"--max-logprobs": "vllm serve",
 }
 
 // pendingFlags are flags the docs describe ahead of the code, each with

@@ -82,6 +82,7 @@ func bucketHistKey(bucket, metric string) string { return "ctx/" + bucket + "/" 
 type outputAgg struct {
 	finish                map[string]int
 	withFinish            int // successes with a finish_reason
+	judged                int // successes with one, or asked for an exact length
 	length, truncated     int
 	exact                 int   // requests that asked for an exact length
 	expected, dropped     int64 // their tokens asked for, and missing
@@ -123,10 +124,11 @@ func contextRejected(rec *record.Record) bool {
 	return strings.Contains(m, "context length") || strings.Contains(m, "context_length")
 }
 
-// Truncated reports an answer the server cut short: finish_reason length
-// with fewer output tokens than the max_tokens asked.
+// Truncated reports an answer the server cut short: fewer output tokens
+// than the max_tokens asked, and it ended with finish_reason length or it
+// asked for exactly max_tokens (ignore_eos).
 func Truncated(rec *record.Record) bool {
-	return rec.FinishReason == "length" && rec.RequestedOutput > 0 && rec.OutputTokens < rec.RequestedOutput
+	return rec.RequestedOutput > 0 && rec.OutputTokens < rec.RequestedOutput && (rec.FinishReason == "length" || rec.ExactOutput)
 }
 
 // add counts a finished, measured request (not cancelled).
@@ -158,6 +160,9 @@ func (a *outputAgg) add(rec *record.Record) {
 		a.withFinish++
 	}
 	a.finish[reason]++
+	if rec.FinishReason != "" || (rec.ExactOutput && rec.RequestedOutput > 0) {
+		a.judged++
+	}
 	if rec.FinishReason == "length" {
 		a.length++
 	}
@@ -189,8 +194,10 @@ func (a *outputAgg) result(enc map[string]string) (*result.Output, error) {
 	}
 	o := &result.Output{FinishReasons: a.finish, FinishLength: a.length, Truncated: a.truncated, ExactRequests: a.exact,
 		ContextRejected: a.rejected}
+	if a.judged > 0 {
+		o.TruncationRate = ratio(a.truncated, a.judged)
+	}
 	if a.withFinish > 0 {
-		o.TruncationRate = ratio(a.truncated, a.withFinish)
 		o.FinishLengthRate = ratio(a.length, a.withFinish)
 	} else if len(a.finish) > 0 {
 		o.Warnings = append(o.Warnings, "no answer carried a finish_reason: there is no truncation rate")

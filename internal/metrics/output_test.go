@@ -41,6 +41,9 @@ func TestOutputFigures(t *testing.T) {
 		}
 		recs = append(recs, ans(uint64(i), 1500, 20, got, "length", true))
 	}
+	// Exact lengths asked, fewer tokens came: truncated whatever the
+	// finish_reason, stop or none.
+	recs = append(recs, ans(7, 1500, 20, 15, "stop", true), ans(8, 1500, 20, 12, "", true))
 	// 4k-8k: 3 stop answers, 1 without a finish_reason, one context
 	// rejection, one 500 of an exact request that sent 5 tokens first.
 	for i := range 3 {
@@ -60,22 +63,24 @@ func TestOutputFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := sc.Output
-	if o == nil || !reflect.DeepEqual(o.FinishReasons, map[string]int{"length": 6, "stop": 3, "missing": 1}) {
+	if o == nil || !reflect.DeepEqual(o.FinishReasons, map[string]int{"length": 6, "stop": 4, "missing": 2}) {
 		t.Fatalf("output %+v", o)
 	}
-	// Truncated: 2 of the 9 answers with a finish_reason.
-	if o.Truncated != 2 || math.Abs(*o.TruncationRate-2.0/9) > 1e-12 || math.Abs(*o.FinishLengthRate-6.0/9) > 1e-12 {
+	// Truncated: 4 of the 11 answers with a finish_reason or an exact
+	// length; finish length: 6 of the 10 with a finish_reason.
+	if o.Truncated != 4 || math.Abs(*o.TruncationRate-4.0/11) > 1e-12 || math.Abs(*o.FinishLengthRate-6.0/10) > 1e-12 {
 		t.Errorf("truncation %d %v %v", o.Truncated, *o.TruncationRate, *o.FinishLengthRate)
 	}
-	// Dropped: 2×10 of the cut answers + 15 of the broken one, of 6×20 + 20.
-	if o.ExactRequests != 7 || o.DroppedTokens != 35 || math.Abs(*o.TokenDropRate-35.0/140) > 1e-12 {
+	// Dropped: 2×10 of the cut answers, 5 + 8 of the short ones, 15 of the
+	// broken one, of 8×20 + 20.
+	if o.ExactRequests != 9 || o.DroppedTokens != 48 || math.Abs(*o.TokenDropRate-48.0/180) > 1e-12 {
 		t.Errorf("drop %d %d %v", o.ExactRequests, o.DroppedTokens, *o.TokenDropRate)
 	}
 	if len(o.Context) != 2 || o.Context[0].Bucket != "1k-2k" || o.Context[1].Bucket != "4k-8k" {
 		t.Fatalf("context %+v", o.Context)
 	}
 	b1, b2 := o.Context[0], o.Context[1]
-	if b1.Requests != 6 || b1.Truncated != 2 || math.Abs(b1.TruncationRate-1.0/3) > 1e-12 || b1.Metrics["ttft_ms"].Count != 6 {
+	if b1.Requests != 8 || b1.Truncated != 4 || math.Abs(b1.TruncationRate-0.5) > 1e-12 || b1.Metrics["ttft_ms"].Count != 8 {
 		t.Errorf("1k-2k %+v", b1)
 	}
 	if b2.Requests != 6 || b2.Failed != 2 || b2.ContextRejected != 1 || b2.TruncationRate != 0 || b2.FromTokens != 4096 || b2.ToTokens != 8192 {
@@ -85,14 +90,14 @@ func TestOutputFigures(t *testing.T) {
 		expr string
 		want float64
 	}{
-		{"truncation_rate < 1", 2.0 / 9},
-		{"token_drop_rate < 1", 35.0 / 140},
-		{"finish_length_rate < 1", 6.0 / 9},
-		{"context_rejected_rate < 1", 1.0 / 12},
-		{"truncation_rate{input:1k-2k} < 1", 1.0 / 3},
+		{"truncation_rate < 1", 4.0 / 11},
+		{"token_drop_rate < 1", 48.0 / 180},
+		{"finish_length_rate < 1", 6.0 / 10},
+		{"context_rejected_rate < 1", 1.0 / 14},
+		{"truncation_rate{input:1k-2k} < 1", 0.5},
 		{"error_rate{input:4k-8k} < 1", 2.0 / 6},
 		{"context_rejected_rate{input:4k-8k} < 1", 1.0 / 6},
-		{"count(e2e){input:1k-2k} < 100", 6},
+		{"count(e2e){input:1k-2k} < 100", 8},
 	} {
 		th, err := threshold.Parse(tc.expr)
 		if err != nil {
