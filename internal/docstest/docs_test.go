@@ -581,7 +581,7 @@ var otherPrograms = map[string]string{
 	"--window-size": "chromium", "--proxy-server": "chromium", "--host-resolver-rules": "chromium",
 	"--hide-scrollbars": "chromium", "--virtual-time-budget": "chromium",
 	"--for": "kubectl wait", "--tail": "kubectl logs", "--from-file": "kubectl",
-	"--streams": "bench/stream-cpu.sh",
+	"--streams":      "bench/stream-cpu.sh",
 	"--max-logprobs": "vllm serve",
 }
 
