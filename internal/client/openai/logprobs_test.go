@@ -157,3 +157,32 @@ func TestLogprobsBody(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadLogprobs feeds any JSON as a choice's logprobs: the reader never
+// panics, and every estimate is a finite entropy ≥ 0 with a tail in [0, 1]
+// and a bound ≥ 0.
+func FuzzReadLogprobs(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"token":"a","logprob":-0.1,"top_logprobs":[{"token":"a","logprob":-0.1},{"token":"b","logprob":-2.5}]}]}`,
+		`{"top_logprobs":[{"a":-0.7,"b":-0.7},null,{}]}`,
+		`{"content":[{"top_logprobs":[{"token":"a","logprob":5},{"token":"a","logprob":-1e309}]}]}`,
+		`{"content":null}`, `[]`, `{"top_logprobs":[{"x":"y"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var p fastjson.Parser
+		v, err := p.ParseBytes(data)
+		if err != nil {
+			return
+		}
+		var a entropyAcc
+		a.readLogprobs(v)
+		rec := &record.Record{}
+		a.fill(rec)
+		if math.IsNaN(rec.Entropy) || math.IsInf(rec.Entropy, 0) || rec.Entropy < 0 || rec.TailMass < 0 || rec.TailMass > 1 ||
+			rec.EntropyBound < 0 || math.IsNaN(rec.EntropyBound) {
+			t.Fatalf("%s: entropy %v tail %v bound %v over %d tokens", data, rec.Entropy, rec.TailMass, rec.EntropyBound, rec.EntropyTokens)
+		}
+	})
+}
