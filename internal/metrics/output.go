@@ -83,6 +83,7 @@ type outputAgg struct {
 	finish                map[string]int
 	withFinish            int // successes with a finish_reason
 	judged                int // successes with one, or asked for an exact length
+	exactStop             int // truncated answers of an exact length that ended with stop
 	length, truncated     int
 	exact                 int   // requests that asked for an exact length
 	expected, dropped     int64 // their tokens asked for, and missing
@@ -169,6 +170,9 @@ func (a *outputAgg) add(rec *record.Record) {
 	if Truncated(rec) {
 		a.truncated++
 		b.truncated++
+		if rec.FinishReason == "stop" {
+			a.exactStop++
+		}
 	}
 	if len(rec.Checks) > 0 {
 		b.checked++
@@ -201,6 +205,9 @@ func (a *outputAgg) result(enc map[string]string) (*result.Output, error) {
 		o.FinishLengthRate = ratio(a.length, a.withFinish)
 	} else if len(a.finish) > 0 {
 		o.Warnings = append(o.Warnings, "no answer carried a finish_reason: there is no truncation rate")
+	}
+	if a.exactStop > 0 {
+		o.Warnings = append(o.Warnings, fmt.Sprintf("%d answers asked for exactly max_tokens (ignore_eos) ended with finish_reason stop before it: counted truncated, but the server may not honour ignore_eos (then run with --ignore-eos false)", a.exactStop))
 	}
 	if a.expected > 0 {
 		v := float64(a.dropped) / float64(a.expected)

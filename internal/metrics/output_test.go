@@ -3,6 +3,7 @@ package metrics
 import (
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,9 @@ func TestOutputFigures(t *testing.T) {
 	o := sc.Output
 	if o == nil || !reflect.DeepEqual(o.FinishReasons, map[string]int{"length": 6, "stop": 4, "missing": 2}) {
 		t.Fatalf("output %+v", o)
+	}
+	if len(o.Warnings) != 1 || !strings.Contains(o.Warnings[0], "1 answers asked for exactly max_tokens (ignore_eos) ended with finish_reason stop") {
+		t.Errorf("warnings %q", o.Warnings)
 	}
 	// Truncated: 4 of the 11 answers with a finish_reason or an exact
 	// length; finish length: 6 of the 10 with a finish_reason.

@@ -161,6 +161,16 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	for _, w := range sc.Warnings {
 		fmt.Fprintf(b, "warning: %s\n", scrub.Text(w, 2000))
 	}
+	if sc.Output != nil {
+		for _, w := range sc.Output.Warnings {
+			fmt.Fprintf(b, "warning: answers: %s\n", scrub.Text(w, 2000))
+		}
+	}
+	if sc.ICE != nil {
+		for _, w := range sc.ICE.Warnings {
+			fmt.Fprintf(b, "warning: ICE: %s\n", scrub.Text(w, 2000))
+		}
+	}
 	b.WriteString("\n")
 }
 

@@ -38,7 +38,7 @@ func sample() *result.Result {
 					Warnings: []string{"http://127.0.0.1:1/metrics: connection refused"}},
 				Checks: &result.Checks{CheckFigures: result.CheckFigures{Checked: 1195, Passed: 1100, PassRate: 1100.0 / 1195, STPSChecked: 18.2}},
 				Output: &result.Output{FinishReasons: map[string]int{"length": 1195}, FinishLength: 1195, Truncated: 120, TruncationRate: ptr(120.0 / 1195),
-					TokenDropRate: ptr(0.051), ExactRequests: 1195, DroppedTokens: 7800},
+					TokenDropRate: ptr(0.051), ExactRequests: 1195, DroppedTokens: 7800, Warnings: []string{"3 answers asked for exactly max_tokens ended with stop"}},
 				ICE: &result.ICE{ICEFigures: result.ICEFigures{Conversations: 400, Mean: 0.12, P50: 0.11, P90: 0.19, Max: 0.31}, Turns: 1195, MeanEntropy: 1.04},
 				Breakdown: map[string]map[string]result.Group{"cluster": { // the same split as intent: not shown twice
 					"comparison":  {Requests: result.Requests{Total: 480, Succeeded: 478, Failed: 2}},
