@@ -2,8 +2,11 @@ package spate_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +122,18 @@ func TestTriggerAbortsAgainstPreviousStage(t *testing.T) {
 		},
 		Thresholds: []experiment.ThresholdSpec{{Expr: trig, AbortOnFail: true, Window: time.Second}},
 	}
+	// The gate's fail action: a webhook that receives the failed trigger.
+	hooked := make(chan gatePayload, 1)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p gatePayload
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		select {
+		case hooked <- p:
+		default:
+		}
+	}))
+	defer hook.Close()
+	exp.Actions = map[string][]experiment.Action{"fail": {{Webhook: hook.URL}}, "pass": {{Webhook: hook.URL}}}
 	t0 := time.Now()
 	res, err := spate.Run(context.Background(), exp)
 	if !errors.Is(err, spate.ErrThresholdsFailed) {
@@ -139,6 +154,20 @@ func TestTriggerAbortsAgainstPreviousStage(t *testing.T) {
 	if chaos.Pass || chaos.Fired != 1 || chaos.Value < 150 {
 		t.Errorf("chaos %+v", chaos)
 	}
+	select {
+	case p := <-hooked:
+		if p.Verdict != "fail" || !slices.Contains(p.Failed, "chaos: "+trig) || res.Gate == nil || res.Gate.Verdict != "fail" {
+			t.Errorf("gate payload %+v, result gate %+v; want the fail verdict naming the trigger", p, res.Gate)
+		}
+	default:
+		t.Error("the gate's fail action did not run")
+	}
+}
+
+// gatePayload is what a gate webhook receives.
+type gatePayload struct {
+	Verdict string   `json:"verdict"`
+	Failed  []string `json:"failed_thresholds"`
 }
 
 func deref(p *float64) any {
