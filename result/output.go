@@ -17,6 +17,8 @@ type Output struct {
 	// finish_reason. Each is absent without any such answer.
 	TruncationRate   *float64 `json:"truncation_rate,omitempty"`
 	FinishLengthRate *float64 `json:"finish_length_rate,omitempty"`
+	// Judged counts the answers TruncationRate is over (for merging).
+	Judged int `json:"judged,omitempty"`
 	// TokenDropRate is, over the ExactRequests that asked for exactly
 	// max_tokens (ignore_eos), the tokens missing (DroppedTokens, failed
 	// requests' whole shortfall included) over the tokens asked for.
@@ -24,6 +26,8 @@ type Output struct {
 	TokenDropRate *float64 `json:"token_drop_rate,omitempty"`
 	ExactRequests int      `json:"exact_requests,omitempty"`
 	DroppedTokens int64    `json:"dropped_tokens,omitempty"`
+	// ExpectedTokens are the tokens those requests asked for.
+	ExpectedTokens int64 `json:"expected_tokens,omitempty"`
 	// ContextRejected counts requests the server refused for their context
 	// length (HTTP 400, maximum context length).
 	ContextRejected int `json:"context_rejected,omitempty"`

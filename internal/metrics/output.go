@@ -197,14 +197,14 @@ func (a *outputAgg) result(enc map[string]string) (*result.Output, error) {
 		return nil, nil
 	}
 	o := &result.Output{FinishReasons: a.finish, FinishLength: a.length, Truncated: a.truncated, ExactRequests: a.exact,
-		ContextRejected: a.rejected}
+		ContextRejected: a.rejected, Judged: a.judged, ExpectedTokens: a.expected}
 	if a.judged > 0 {
 		o.TruncationRate = ratio(a.truncated, a.judged)
 	}
 	if a.withFinish > 0 {
 		o.FinishLengthRate = ratio(a.length, a.withFinish)
 	} else if len(a.finish) > 0 {
-		o.Warnings = append(o.Warnings, "no answer carried a finish_reason: there is no truncation rate")
+		o.Warnings = append(o.Warnings, noFinishWarning(a.judged))
 	}
 	if a.exactStop > 0 {
 		o.Warnings = append(o.Warnings, fmt.Sprintf("%d answers asked for exactly max_tokens (ignore_eos) ended with finish_reason stop before it: counted truncated, but the server may not honour ignore_eos (then run with --ignore-eos false)", a.exactStop))
@@ -246,6 +246,13 @@ func (a *outputAgg) result(enc map[string]string) (*result.Output, error) {
 		o.Context = append(o.Context, cb)
 	}
 	return o, nil
+}
+
+func noFinishWarning(judged int) string {
+	if judged == 0 {
+		return "no answer carried a finish_reason: there is no truncation rate"
+	}
+	return "no answer carried a finish_reason: the truncation rate counts only answers of an exact length (ignore_eos)"
 }
 
 func ratio(k, n int) *float64 {

@@ -311,6 +311,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	var series []seriesPart
 	var good, done float64
 	var dropped []string
+	var outputs []*result.Output
 	var invalid []string
 	sc.Load = result.Load{Mode: f.Load.Mode, Arrival: f.Load.Arrival, LagBoundMS: f.Load.LagBoundMS, Valid: true}
 	for _, p := range parts {
@@ -356,6 +357,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			sc.Warnings = append(sc.Warnings, fmt.Sprintf("shard %d: %s", p.shard, w))
 		}
 		dropped = append(dropped, sections(s)...)
+		outputs = append(outputs, s.Output)
 	}
 	for _, p := range parts {
 		if d := p.sc.StartedAt.Sub(sc.StartedAt); d > MaxStartSpread {
@@ -389,6 +391,10 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		default:
 			sc.Metrics[k] = d
 		}
+	}
+	if o, ok := metrics.MergeOutput(outputs, merged); ok {
+		sc.Output = o
+		dropped = slices.DeleteFunc(dropped, func(s string) bool { return s == "output" })
 	}
 	enc, err := encodeHists(merged)
 	if err != nil {

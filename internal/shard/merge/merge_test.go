@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,6 +44,12 @@ func (synthClient) Do(_ context.Context, req *workload.Request, rec *record.Reco
 	}
 	rec.FirstToken = rec.Sent.Add(ttft)
 	rec.OutputTokens, rec.Chunks, rec.OutputSource = 3+g%5, 3+g%5, record.TokensUsage
+	// Exactly 6 tokens asked: answers of 3 to 5 are cut short (ending with
+	// length, or stop every fourth), of 6 and 7 whole.
+	rec.RequestedOutput, rec.ExactOutput, rec.FinishReason = 6, true, "length"
+	if g%4 == 0 {
+		rec.FinishReason = "stop"
+	}
 	at := rec.FirstToken
 	for k := 1; k < rec.Chunks; k++ {
 		gap := time.Duration(1000+(g%11)*150+k*10) * time.Microsecond
@@ -175,6 +183,20 @@ func TestMergeEqualsSingleProcess(t *testing.T) {
 			}
 			if len(got.Thresholds) != 1 || got.Thresholds[0].Pass || got.Thresholds[0].Value != got.Metrics[metrics.TTFT].P99 {
 				t.Fatalf("threshold on merged data: %+v (p99 %v)", got.Thresholds, got.Metrics[metrics.TTFT].P99)
+			}
+			// The output figures add up to the single process's, the
+			// context buckets' distributions too (warnings aside: each
+			// shard's own are kept).
+			if got.Output == nil || want.Output == nil || want.Output.Truncated == 0 || len(want.Output.Context) == 0 {
+				t.Fatalf("output: merged %+v, single process %+v", got.Output, want.Output)
+			}
+			go2, wo := *got.Output, *want.Output
+			go2.Warnings, wo.Warnings = nil, nil
+			if !reflect.DeepEqual(go2, wo) {
+				t.Errorf("output: merged %+v\nsingle process %+v", go2, wo)
+			}
+			if slices.ContainsFunc(got.Warnings, func(w string) bool { return strings.Contains(w, "not merged") && strings.Contains(w, "output") }) {
+				t.Errorf("warnings %q: output is merged", got.Warnings)
 			}
 			if got.Load.TargetRate != want.Load.TargetRate || got.Load.Concurrency != want.Load.Concurrency {
 				t.Fatalf("load target %v/%d, single process %v/%d", got.Load.TargetRate, got.Load.Concurrency, want.Load.TargetRate, want.Load.Concurrency)
