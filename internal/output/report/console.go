@@ -261,29 +261,45 @@ func server(b *strings.Builder, s *result.Server) {
 	}
 }
 
-// answers writes how answers ended, when any was cut or dropped tokens or
-// was refused for its length, and ICE when conversations asked for
-// logprobs.
+// answers writes how answers ended and ICE (see answersText, iceText).
 func answers(b *strings.Builder, sc *result.Scenario) {
-	if o := sc.Output; o != nil && (o.Truncated > 0 || o.DroppedTokens > 0 || o.ContextRejected > 0) {
-		var parts []string
-		if o.TruncationRate != nil {
-			parts = append(parts, fmt.Sprintf("truncated %d (%.1f %%)", o.Truncated, 100**o.TruncationRate))
-		}
-		if o.TokenDropRate != nil {
-			parts = append(parts, fmt.Sprintf("token drop %.1f %% of %d exact answers", 100**o.TokenDropRate, o.ExactRequests))
-		}
-		if o.ContextRejected > 0 {
-			parts = append(parts, fmt.Sprintf("%d refused for their context length", o.ContextRejected))
-		}
-		fmt.Fprintf(b, "answers    %s\n", strings.Join(parts, " · "))
+	if t := answersText(sc); t != "" {
+		fmt.Fprintf(b, "answers    %s\n", t)
 	}
-	if ice := sc.ICE; ice != nil {
-		if ice.Conversations > 0 {
-			fmt.Fprintf(b, "ICE        %.3f nats mean over %d conversations (p90 %.3f, max %.3f) · turn entropy %.3f nats\n",
-				ice.Mean, ice.Conversations, ice.P90, ice.Max, ice.MeanEntropy)
-		} else {
-			fmt.Fprintf(b, "ICE        none: no conversation had two turns with logprobs (turn entropy %.3f nats)\n", ice.MeanEntropy)
-		}
+	if t := iceText(sc); t != "" {
+		fmt.Fprintf(b, "ICE        %s\n", t)
 	}
+}
+
+// answersText says how answers ended, when any was cut, dropped tokens or
+// was refused for its length ("" otherwise).
+func answersText(sc *result.Scenario) string {
+	o := sc.Output
+	if o == nil || (o.Truncated == 0 && o.DroppedTokens == 0 && o.ContextRejected == 0) {
+		return ""
+	}
+	var parts []string
+	if o.TruncationRate != nil {
+		parts = append(parts, fmt.Sprintf("truncated %d (%.1f %%)", o.Truncated, 100**o.TruncationRate))
+	}
+	if o.TokenDropRate != nil {
+		parts = append(parts, fmt.Sprintf("token drop %.1f %% of %d exact answers", 100**o.TokenDropRate, o.ExactRequests))
+	}
+	if o.ContextRejected > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused for their context length", o.ContextRejected))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// iceText is the stage's ICE, "" when no request asked for logprobs.
+func iceText(sc *result.Scenario) string {
+	ice := sc.ICE
+	switch {
+	case ice == nil:
+		return ""
+	case ice.Conversations == 0:
+		return fmt.Sprintf("none: no conversation had two turns with logprobs (turn entropy %.3f nats)", ice.MeanEntropy)
+	}
+	return fmt.Sprintf("%.3f nats mean over %d conversations (p90 %.3f, max %.3f) · turn entropy %.3f nats",
+		ice.Mean, ice.Conversations, ice.P90, ice.Max, ice.MeanEntropy)
 }

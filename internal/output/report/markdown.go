@@ -90,6 +90,22 @@ func Markdown(w io.Writer, r *result.Result) error {
 		for _, w := range sc.Warnings {
 			notes = append(notes, fmt.Sprintf("stage %s: %s", sc.Name, w))
 		}
+		if t := answersText(&sc); t != "" {
+			notes = append(notes, fmt.Sprintf("stage %s: answers: %s", sc.Name, t))
+		}
+		if t := iceText(&sc); t != "" {
+			notes = append(notes, fmt.Sprintf("stage %s: ICE %s", sc.Name, t))
+		}
+		if sc.Output != nil {
+			for _, w := range sc.Output.Warnings {
+				notes = append(notes, fmt.Sprintf("stage %s: answers: %s", sc.Name, w))
+			}
+		}
+		if sc.ICE != nil {
+			for _, w := range sc.ICE.Warnings {
+				notes = append(notes, fmt.Sprintf("stage %s: ICE: %s", sc.Name, w))
+			}
+		}
 	}
 	if r.Interrupted {
 		notes = append(notes, "interrupted: the result holds what was measured until then")
