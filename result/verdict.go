@@ -12,15 +12,21 @@ type Resilience struct {
 	E2Ep99SlopeMSPerS  *float64 `json:"e2e_p99_slope_ms_per_s,omitempty"`
 	// SlopeWindows is the number of window positions the median is of.
 	SlopeWindows int `json:"slope_windows"`
+	// ErrorRateSlopePPPerMin is the error-rate slope: the same estimator
+	// on the per-second error rate in percent, in percentage points per
+	// minute (> 0: errors rising).
+	ErrorRateSlopePPPerMin *float64 `json:"error_rate_slope_pp_per_min,omitempty"`
 	// SLOMetric and SLOms are the objective recovery is measured against:
-	// the stage's ttft SLO, else its e2e SLO.
+	// the stage's ttft SLO, else its e2e SLO, else (SLOSource "baseline")
+	// 1.5 × the stage's E2E p99 before its first fault.
 	SLOMetric string  `json:"slo_metric,omitempty"`
 	SLOms     float64 `json:"slo_ms,omitempty"`
+	SLOSource string  `json:"slo_source,omitempty"`
 	// RecoveryWindowS is the window of the windowed P99, in seconds.
 	RecoveryWindowS int `json:"recovery_window_s,omitempty"`
 	// Recoveries are the times from each event (the load step at the
 	// stage's start, a fault's end) until windowed P99 was back under the
-	// SLO for good.
+	// SLO for good, each judged only up to the next fault's onset.
 	Recoveries []Recovery `json:"recoveries,omitempty"`
 	Warnings   []string   `json:"warnings,omitempty"`
 }
