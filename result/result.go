@@ -30,7 +30,10 @@ type Result struct {
 	// and the result holds what was measured until then.
 	Interrupted bool `json:"interrupted"`
 	// Aborted says which abortOnFail threshold stopped the run, if one did.
-	Aborted          string     `json:"aborted,omitempty"`
+	Aborted string `json:"aborted,omitempty"`
+	// Error says why the run could not start (the target unreachable, a
+	// file that cannot be read): the result then holds no scenario.
+	Error            string     `json:"error,omitempty"`
 	Fingerprint      string     `json:"fingerprint"`
 	Provenance       Provenance `json:"provenance"`
 	Config           Config     `json:"config"`
