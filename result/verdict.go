@@ -56,11 +56,19 @@ type Capacity struct {
 	SLOms         map[string]float64 `json:"slo_ms,omitempty"`
 	// RateRPS is the capacity: the highest rate that passed (0: none did).
 	RateRPS float64 `json:"rate_rps"`
-	// LowRPS and HighRPS bound the capacity: the highest passing rate and
-	// the lowest failing one above it (HighRPS 0: none failed up to the
-	// maximum tried).
+	// LowRPS and HighRPS are the search bracket: the highest passing rate
+	// and the lowest failing one above it (HighRPS 0: none failed up to
+	// the maximum tried). It says where the search stopped, not how sure
+	// the capacity is: see Interval.
 	LowRPS  float64 `json:"low_rps"`
 	HighRPS float64 `json:"high_rps"`
+	// Interval is the confidence interval of the capacity from repeated
+	// trials at the bracket's ends, when they allow one.
+	Interval *CapacityInterval `json:"interval,omitempty"`
+	// Inconclusive says why the search could not find the capacity it
+	// reports (trials too short to tell, a load the generator could not
+	// send); spate capacity then exits 4.
+	Inconclusive string `json:"inconclusive,omitempty"`
 	// Resolution is the relative width (high−low)/high the search stopped at.
 	Resolution float64 `json:"resolution"`
 	// Repeats is the number of trials at each rate; a rate passes when a
@@ -92,7 +100,33 @@ type CapacityTrial struct {
 	Valid       bool    `json:"valid"`
 	Pass        bool    `json:"pass"`
 	// Reason says why a trial failed: goodput, invalid, errors,
-	// underdelivered or ttft_growing; closed_loop marks a sweep's
-	// closed-loop measurement, which is not judged.
+	// underdelivered, queue_growing or ttft_growing; too_short marks a
+	// trial that could not tell, closed_loop a sweep's closed-loop
+	// measurement, which is not judged.
 	Reason string `json:"reason,omitempty"`
+	// CompletedRPS is the successes per second over the trial's steady
+	// seconds (SteadyS), and Delivered those successes over the requests
+	// sent for them; Score is the smallest of Delivered/min_delivered and
+	// goodput/goodput_target (≥ 1 meets both).
+	CompletedRPS float64 `json:"completed_rps,omitempty"`
+	Delivered    float64 `json:"delivered,omitempty"`
+	SteadyS      int     `json:"steady_s,omitempty"`
+	Score        float64 `json:"score,omitempty"`
+	// Retry marks a trial that repeats an invalid one at the same rate.
+	Retry bool `json:"retry,omitempty"`
+	// Confirm marks a trial repeated at a bracket end for the interval.
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// CapacityInterval is a confidence interval of the capacity: the rate at
+// which a trial's score (CapacityTrial.Score) crosses 1, interpolated
+// between the mean scores of the repeated trials at the bracket's ends,
+// and its bootstrap percentile interval over those trials.
+type CapacityInterval struct {
+	LowRPS      float64 `json:"low_rps"`
+	HighRPS     float64 `json:"high_rps"`
+	EstimateRPS float64 `json:"estimate_rps"`
+	Confidence  float64 `json:"confidence"`
+	// Trials is the number of trials at each end (low, high).
+	Trials [2]int `json:"trials"`
 }
