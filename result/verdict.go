@@ -36,8 +36,9 @@ type Recovery struct {
 	// Event is "load_step" (the stage's start, when its load began) or
 	// "fault_end" (the faults of the stage before ended).
 	Event string `json:"event"`
-	// AtS is the second the event fell in, from the stage's start (the
-	// series is per second).
+	// AtS is when the event happened, in seconds from the stage's start:
+	// the stage's start, or the fault window's end; recovery is judged on
+	// the whole seconds of the series from the first after it.
 	AtS float64 `json:"at_s"`
 	// Recovered is false when windowed P99 was still over the SLO when
 	// the stage ended; RecoveryS is then how long was watched.

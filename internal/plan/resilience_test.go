@@ -40,14 +40,14 @@ func TestResilienceObserverFaultEnd(t *testing.T) {
 	}
 	// A fault window from the start to 1.5 s (the chaos observer's), and
 	// one from 5 s still open at the end. The first leaves no load step
-	// to recover from (the fault was on); its recovery is measured from
-	// its end, the first whole second after it (2), up to the next
-	// onset (5): the window at 2 (500, 50 → 275) is over, the one at 3
-	// is not: 1 s.
+	// to recover from (the fault was on); its recovery is judged from the
+	// first whole second after its end (2) up to the next onset (5): the
+	// window at 2 (500, 50 → 275) is over, the one at 3 is not: back at
+	// 3 s, 1.5 s after the end.
 	third := stage()
 	third.Chaos = &result.Chaos{Windows: []result.ChaosWindow{{StartS: 0, EndS: 1.5}, {StartS: 5, EndS: 8}}}
 	o.StageEnd(runner.Stage{Name: "inner faults"}, third)
-	want = []result.Recovery{{Event: "fault_end", AtS: 2, Recovered: true, RecoveryS: 1}}
+	want = []result.Recovery{{Event: "fault_end", AtS: 1.5, Recovered: true, RecoveryS: 1.5}}
 	if got := third.Resilience.Recoveries; len(got) != 1 || got[0] != want[0] {
 		t.Errorf("fault window inside the stage: %+v, want %+v", got, want)
 	}

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/spate-dev/spate/result"
@@ -30,8 +31,12 @@ type Options struct {
 }
 
 // BaselineFactor times the E2E p99 before a stage's first fault is the
-// bound recovery is judged against when the stage has no SLO.
-const BaselineFactor = 1.5
+// bound recovery is judged against when the stage has no SLO, taken over
+// at least MinBaselineSeconds seconds with completions.
+const (
+	BaselineFactor     = 1.5
+	MinBaselineSeconds = 2
+)
 
 // Figures computes a stage's resilience figures from its series and SLOs
 // (slo, in ms, keyed "ttft", "e2e" as in result.Goodput.SLOms). It returns
@@ -93,16 +98,16 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 		r.SLOMetric, r.SLOms, p99 = "e2e", slo["e2e"], cut(s.E2Ep99ms, n)
 	case len(o.FaultEnds) > 0 || o.AfterFaults:
 		// No SLO: the bound is the stage's own E2E p99 before its first
-		// fault (its seconds of load after the first), times 1.5.
+		// fault (the median of its seconds), times 1.5.
 		p99 = cut(s.E2Ep99ms, n)
 		var base []float64
-		for i := 1; i < firstOnset && i < len(p99); i++ {
+		for i := 0; i < firstOnset && i < len(p99); i++ {
 			if e2eHas[i] && p99[i] > 0 {
 				base = append(base, p99[i])
 			}
 		}
-		if len(base) < 3 || o.AfterFaults {
-			r.Warnings = append(r.Warnings, "no recovery time: no SLO, and fewer than 3 seconds before the first fault to take a baseline from (give --slo)")
+		if len(base) < MinBaselineSeconds || o.AfterFaults {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("no recovery time: no SLO, and fewer than %d seconds before the first fault to take a baseline from (give --slo)", MinBaselineSeconds))
 			return r
 		}
 		r.SLOMetric, r.SLOms, r.SLOSource = "e2e", BaselineFactor*median(base), "baseline"
@@ -128,12 +133,15 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "load_step", 0, firstOnset, o.RecoveryWindow, r.SLOms))
 	}
 	for _, end := range o.FaultEnds {
-		// From the first whole second after the window's end.
-		at := int(math.Ceil(end))
+		// Judged from the first whole second after the window's end (10 ms
+		// of slack for the proxy's timing), measured from the end itself.
+		at := int(math.Ceil(end - 0.01))
 		if at >= n {
 			continue
 		}
-		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "fault_end", at, nextOnset(at), o.RecoveryWindow, r.SLOms))
+		rec := recovery(p99, weights, "fault_end", at, nextOnset(at), o.RecoveryWindow, r.SLOms)
+		rec.AtS, rec.RecoveryS = math.Round(1000*end)/1000, math.Round(1000*(rec.RecoveryS+float64(at)-end))/1000
+		r.Recoveries = append(r.Recoveries, rec)
 	}
 	return r
 }

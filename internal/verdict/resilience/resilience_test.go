@@ -181,20 +181,21 @@ func TestErrorRateSlopeAndBaseline(t *testing.T) {
 		t.Errorf("error-rate slope %v, want ≈ 15 pp/min", r.ErrorRateSlopePPPerMin)
 	}
 	// Baseline: 400 ms before the fault → bound 600 ms; from second 25
-	// (the first after the end) 800 ms for 3 s: recovered at 28.
+	// (the first after the end at 24.5) 800 ms for 3 s: recovered at 28,
+	// 3.5 s after the end.
 	if r.SLOSource != "baseline" || r.SLOms != 600 || len(r.Recoveries) != 2 {
 		t.Fatalf("baseline %q %v, recoveries %+v", r.SLOSource, r.SLOms, r.Recoveries)
 	}
-	if got := r.Recoveries[1]; got.Event != "fault_end" || got.AtS != 25 || !got.Recovered || got.RecoveryS != 3 {
-		t.Errorf("fault_end recovery %+v, want at 25 after 3 s", got)
+	if got := r.Recoveries[1]; got.Event != "fault_end" || got.AtS != 24.5 || !got.Recovered || got.RecoveryS != 3.5 {
+		t.Errorf("fault_end recovery %+v, want at 24.5 after 3.5 s", got)
 	}
 	// The load step is judged before the fault only: never over.
 	if got := r.Recoveries[0]; got.Event != "load_step" || !got.Recovered || got.RecoveryS != 0 {
 		t.Errorf("load_step %+v", got)
 	}
 	sc := &result.Scenario{Resilience: r}
-	if v, ok := Scalar(sc, RecoveryName); !ok || v != 3000 {
-		t.Errorf("recovery_time %v %v, want 3000 ms", v, ok)
+	if v, ok := Scalar(sc, RecoveryName); !ok || v != 3500 {
+		t.Errorf("recovery_time %v %v, want 3500 ms", v, ok)
 	}
 	if v, ok := Scalar(sc, ErrorSlopeName); !ok || v != *r.ErrorRateSlopePPPerMin {
 		t.Errorf("error_rate_slope %v %v", v, ok)
