@@ -365,9 +365,7 @@ func inconclusive(rep *Report, invalid []string) string {
 	if len(rep.Stages) == 0 {
 		return "no stage is in every result: nothing was compared"
 	}
-	if len(invalid) > 0 {
-		return invalid[0] + " (--allow-invalid to judge it anyway)"
-	}
+	var reasons []string
 	var unknown []string
 	first := ""
 	for _, st := range rep.Stages {
@@ -380,14 +378,17 @@ func inconclusive(rep *Report, invalid []string) string {
 			}
 		}
 	}
-	if len(unknown) == 0 {
-		return ""
+	if len(unknown) > 0 {
+		msg := "no verdict on gated " + strings.Join(unknown, ", ")
+		if first != "" {
+			msg += ": " + first
+		}
+		reasons = append(reasons, msg)
 	}
-	msg := "no verdict on gated " + strings.Join(unknown, ", ")
-	if first != "" {
-		msg += ": " + first
+	if len(invalid) > 0 {
+		reasons = append(reasons, invalid[0]+" (--allow-invalid to judge it anyway)")
 	}
-	return msg
+	return strings.Join(reasons, "; ")
 }
 
 // chooseWindow is the window length of a stage: cfg.Window when set, else
