@@ -275,7 +275,12 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 			len(c.Trials), describe(last), t.SteadyS, MinSteadySeconds)
 		return nil
 	case errors.Is(err, errInvalid):
-		c.Inconclusive = fmt.Sprintf("the load generator could not keep the schedule of %s in %d tries (the measurement was invalid, see the trial's load.invalid_reason): the capacity is at least %.4g req/s but could not be measured above", describe(last), MaxInvalidRetries+1, lo)
+		c.Inconclusive = fmt.Sprintf("the load generator could not keep the schedule of %s in %d tries (the measurement was invalid, see the trial's load.invalid_reason): ", describe(last), MaxInvalidRetries+1)
+		if lo > 0 {
+			c.Inconclusive += fmt.Sprintf("the capacity is at least %.4g req/s but could not be measured above", lo)
+		} else {
+			c.Inconclusive += "no rate could be measured (a quieter machine, or --lag-bound, which loosens the validity rule)"
+		}
 		return nil
 	}
 	return err
