@@ -67,9 +67,12 @@ type Criteria struct {
 	Warmup, Duration time.Duration
 	// ServiceTime, when known, is the lag from a send to its completion
 	// on an unloaded server (the search takes it from the trials that
-	// passed): a trial whose own first completions come later — a server
-	// that shares itself among too many requests finishes none early — is
-	// judged from it.
+	// passed): a trial in which nothing completed while the load ran — a
+	// server that shares itself among too many requests finishes none
+	// early — is judged from it (and cannot tell without it). A trial
+	// with completions is judged from its own lag, since a batching
+	// server's E2E lengthens with its load long before it stops keeping
+	// up.
 	ServiceTime time.Duration
 }
 
@@ -135,6 +138,11 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 		a.Reason = reason
 		return a
 	}
+	if rate > 0 {
+		// The figures are computed for every trial, shown also when it
+		// is not judged.
+		delivery(&a, sc, c)
+	}
 	switch {
 	case sc.Requests.Succeeded == 0:
 		a.Score = 0
@@ -143,7 +151,6 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 		return fail(ReasonInvalid)
 	}
 	if rate > 0 {
-		delivery(&a, sc, c)
 		if a.SteadyS < MinSteadySeconds {
 			a.CannotTell = true
 			return fail(ReasonTooShort)
@@ -170,9 +177,9 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 // delivery fills the delivery figures of an open-loop trial from its
 // per-second series. The steady seconds run from the first whole second
 // after the lag from a send to its completion (the fastest second's E2E
-// p50: a server's service time, which a queue building up through the
-// trial does not lengthen; Criteria.ServiceTime when shorter) to the end
-// of sending; the server's completion
+// p50 in the trial, which a queue building up through the trial does not
+// lengthen; Criteria.ServiceTime when nothing completed while the load
+// ran) to the end of sending; the server's completion
 // rate over them is set against the rate the trial sent at. Requests
 // whose E2E spreads widely fill the pipeline slowly, which lowers the
 // first seconds' rate: trials should last several times their requests'
@@ -189,8 +196,12 @@ func delivery(a *Assessment, sc *result.Scenario, c Criteria) {
 		return
 	}
 	lag := fastestE2E(s, end)
-	if base := float64(c.ServiceTime) / float64(time.Millisecond); base > 0 && (lag == 0 || base < lag) {
-		lag = base
+	if lag == 0 {
+		// Nothing completed while the load ran: judged from the service
+		// time of a trial that kept up, or, before one, not at all.
+		if lag = float64(c.ServiceTime) / float64(time.Millisecond); lag == 0 {
+			return
+		}
 	}
 	from := int(math.Ceil(lag / 1000))
 	a.SteadyS = max(end-from, 0)

@@ -401,3 +401,43 @@ func grow(ttft ...float64) result.Series {
 	s.SentPerS = append(s.SentPerS, 1)
 	return s
 }
+
+// TestJudgeBatchingServer: a batching server's E2E lengthens with its load
+// long before it stops keeping up. At 5 req/s with E2E 2 s (0.6 s on an
+// unloaded server) it completes its 5 a second once the pipeline is full:
+// the trial is judged from its own lag, and passes (judged from the
+// unloaded service time, it "delivered" 86 % and failed). A trial in which
+// nothing completed while the load ran fails against a known service
+// time, and cannot tell without one.
+func TestJudgeBatchingServer(t *testing.T) {
+	var s result.Series
+	for i := range 8 {
+		done, e2e := 5, 2000.0
+		if i < 2 {
+			done, e2e = 0, 0
+		}
+		s.SentPerS = append(s.SentPerS, 5)
+		s.CompletedPerS = append(s.CompletedPerS, done)
+		s.ErrorsPerS = append(s.ErrorsPerS, 0)
+		s.InFlight = append(s.InFlight, 10)
+		s.TTFTp50ms = append(s.TTFTp50ms, 300)
+		s.E2Ep50ms = append(s.E2Ep50ms, e2e)
+	}
+	sc := result.Scenario{Load: result.Load{Valid: true, ScheduledRate: 5}, Requests: result.Requests{Succeeded: 30},
+		Goodput: result.Goodput{Fraction: 1}, Series: s}
+	c := Criteria{Duration: 8 * time.Second, ServiceTime: 600 * time.Millisecond}
+	if a := Assess(&sc, 5, c); !a.Pass || a.SteadyS != 6 || math.Abs(a.CompletedRPS-5) > 1e-9 {
+		t.Errorf("batching server keeping up at 5 req/s: %+v", a)
+	}
+	// Nothing completed in the 8 s of load.
+	none := sc
+	none.Series.CompletedPerS = make([]int, 8)
+	none.Series.E2Ep50ms = make([]float64, 8)
+	if a := Assess(&none, 5, c); a.Pass || a.Reason != ReasonUnderdelivery {
+		t.Errorf("nothing completed, service time 600 ms: %+v", a)
+	}
+	c.ServiceTime = 0
+	if a := Assess(&none, 5, c); !a.CannotTell || a.Reason != ReasonTooShort {
+		t.Errorf("nothing completed, service time unknown: %+v", a)
+	}
+}
