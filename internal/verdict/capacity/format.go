@@ -46,6 +46,8 @@ func WriteSummary(w io.Writer, c *result.Capacity) error {
 		fmt.Fprintf(&b, "capacity: below %.4g req/s (the lowest rate tried failed)\n", c.HighRPS)
 	case c.RateRPS == 0:
 		fmt.Fprintf(&b, "capacity: none found\n")
+	case c.HighRPS == 0 && c.Inconclusive != "":
+		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate that passed before the search stopped)\n", c.RateRPS)
 	case c.HighRPS == 0:
 		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate tried passed)\n", c.RateRPS)
 	default:

@@ -258,7 +258,7 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("the lowest rate tried, %g req/s, already failed: lower --min-rate", hi))
 	case lo == 0 && hi > 0:
 		c.Warnings = append(c.Warnings, fmt.Sprintf("the lowest step, %.4g req/s, already failed: give lower --sweep-steps", hi))
-	case hi == 0 && lo > 0 && adaptive:
+	case hi == 0 && lo > 0 && adaptive && err == nil:
 		c.Warnings = append(c.Warnings, fmt.Sprintf("the highest rate tried, %g req/s, passed: the capacity is above it (raise --max-rate)", lo))
 	}
 	last := Load{}
@@ -271,8 +271,14 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 		return nil
 	case errors.Is(err, errCannotTell):
 		t := c.Trials[len(c.Trials)-1]
-		c.Inconclusive = fmt.Sprintf("trial %d at %s cannot tell: %d whole second(s) of steady completions, %d needed (the trial is short beside its requests' latency): raise --trial-duration",
+		c.Inconclusive = fmt.Sprintf("trial %d at %s cannot tell: %d whole second(s) of steady completions, %d needed (the trial is short beside its requests' latency",
 			len(c.Trials), describe(last), t.SteadyS, MinSteadySeconds)
+		if n := len(s.out.Scenarios); n > 0 {
+			if m, ok := s.out.Scenarios[n-1].Metrics["e2e_ms"]; ok && m.P50 > 0 {
+				c.Inconclusive += fmt.Sprintf(", E2E p50 %.0f ms", m.P50)
+			}
+		}
+		c.Inconclusive += "): raise --trial-duration"
 		return nil
 	case errors.Is(err, errInvalid):
 		c.Inconclusive = fmt.Sprintf("the load generator could not keep the schedule of %s in %d tries (the measurement was invalid, see the trial's load.invalid_reason): ", describe(last), MaxInvalidRetries+1)
