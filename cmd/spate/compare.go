@@ -27,12 +27,11 @@ type compareFlags struct {
 func newCompareCmd() *cobra.Command {
 	f := &compareFlags{}
 	c := &cobra.Command{
-		Use:     "compare BASE.json NEW.json | --base A.json... --new B.json...",
+		Use:     "compare BASE.json NEW.json | BASE.json... -- NEW.json... | --base A.json... --new B.json...",
 		Short:   "Judge new results against base ones: change, interval and verdict per metric",
 		Long:    help("compare", strings.Join(compare.DefaultGate, ", ")),
 		Example: help("compare.example"),
-		Args:    cobra.MaximumNArgs(2),
-		RunE:    func(cmd *cobra.Command, args []string) error { return runCompare(cmd, f, args) },
+		RunE:    func(cmd *cobra.Command, args []string) error { return runCompare(cmd, f, args, cmd.ArgsLenAtDash()) },
 	}
 	fl := c.Flags()
 	fl.StringArrayVar(&f.base, "base", nil, "base result file or glob (repeatable)")
@@ -61,7 +60,9 @@ func metricList() string {
 	return strings.Join(names, ", ")
 }
 
-func runCompare(cmd *cobra.Command, f *compareFlags, args []string) error {
+// runCompare runs spate compare; dash is where "--" splits the positional
+// results into base and new ones (-1 when not given).
+func runCompare(cmd *cobra.Command, f *compareFlags, args []string, dash int) error {
 	if !slices.Contains(compare.Formats, f.format) {
 		return usageErr("--format %q: use %s", f.format, strings.Join(compare.Formats, ", "))
 	}
@@ -80,11 +81,13 @@ func runCompare(cmd *cobra.Command, f *compareFlags, args []string) error {
 	}
 	base, nw := f.base, f.nw
 	switch {
-	case len(args) == 2 && len(base) == 0 && len(nw) == 0:
+	case dash > 0 && dash < len(args) && len(base) == 0 && len(nw) == 0:
+		base, nw = args[:dash], args[dash:]
+	case dash < 0 && len(args) == 2 && len(base) == 0 && len(nw) == 0:
 		base, nw = args[:1], args[1:]
 	case len(args) == 0 && len(base) > 0 && len(nw) > 0:
 	default:
-		return usageErr("give BASE.json NEW.json, or --base and --new (each repeatable, globs allowed), not both")
+		return usageErr("give BASE.json NEW.json, BASE.json... -- NEW.json..., or --base and --new (each repeatable, globs allowed), not both")
 	}
 	if (len(f.baseRef) == 0) != (len(f.newRef) == 0) {
 		return usageErr("--base-ref and --new-ref go together")
