@@ -18,7 +18,8 @@ import (
 // gate's error actions, and returns that result with err. A pipeline that
 // gates on the result file or on its error action hears of the failure.
 func startFailed(ctx context.Context, x *experiment.Experiment, env Env, err error) (*result.Result, error) {
-	if errors.Is(err, ErrInvalid) {
+	var oe outputError
+	if errors.Is(err, ErrInvalid) || errors.As(err, &oe) {
 		return nil, err
 	}
 	now := time.Now().UTC()
