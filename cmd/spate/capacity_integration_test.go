@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestCapacityFindsFourSlots(t *testing.T) {
 	code, stdout, stderr := cli(t, ctx, "capacity", "--target", target, "--api", "http", "--arrival", "constant", "--lag-bound", "100ms",
 		"--min-rate", "10", "--max-rate", "40", "--resolution", "0.1", "--trial-duration", "3s", "--out", out)
 	t.Logf("spate capacity:\n%s", stdout)
+	skipIfTooBusy(t, code, stdout)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -56,6 +58,7 @@ func TestCapacityEngineSimKeepsUp(t *testing.T) {
 		"--trial-duration", "10s", "--confirm", "0", "--out", out}, load...)
 	code, stdout, stderr := cli(t, ctx, args...)
 	t.Logf("spate capacity:\n%s", stdout)
+	skipIfTooBusy(t, code, stdout)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -74,6 +77,17 @@ func TestCapacityEngineSimKeepsUp(t *testing.T) {
 	t.Logf("capacity %.4g req/s; at that load for 8 s the server completed %.3g req/s (%.0f %% of the sends)", c.RateRPS, a.CompletedRPS, 100*a.Delivered)
 	if c.RateRPS > 1.1*a.CompletedRPS {
 		t.Errorf("capacity %.4g req/s is more than 1.1 × the %.3g req/s completed at that load", c.RateRPS, a.CompletedRPS)
+	}
+}
+
+// skipIfTooBusy skips a capacity test whose search ended inconclusive
+// because the machine was too busy for the generator to keep its schedule
+// even within --lag-bound: that is the search saying it cannot measure,
+// rightly, not a wrong capacity.
+func skipIfTooBusy(t *testing.T, code int, stdout string) {
+	t.Helper()
+	if code == exitInvalid && strings.Contains(stdout, "could not keep the schedule") {
+		t.Skipf("the machine was too busy to measure (every try of a rate was invalid)")
 	}
 }
 
@@ -116,6 +130,7 @@ func TestCapacitySearchFindsTheKnee(t *testing.T) {
 	args := append([]string{"capacity", "--target", smallGPU(t), "--goodput", "0.9", "--min-rate", "2", "--max-rate", "64",
 		"--trial-duration", capacityTrialDuration, "--resolution", "0.08", "--seed", "1", "--confirm", "0", "--out", out}, capacityTrialArgs...)
 	code, stdout, stderr := cli(t, ctx, args...)
+	skipIfTooBusy(t, code, stdout)
 	if code != 0 {
 		t.Fatalf("capacity: exit %d: %s\n%s", code, stderr, stdout)
 	}
