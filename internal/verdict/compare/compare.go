@@ -357,9 +357,19 @@ func everyHas(s Sides, stage string, m Metric) bool {
 }
 
 // inconclusive says why a comparison with no gated regression cannot be
-// trusted to have found none, or "".
+// trusted to have found none, or "". With nothing gated (--gate none) there
+// is no verdict to vouch for: the comparison is a report.
 func inconclusive(rep *Report, invalid []string) string {
 	if len(rep.Regressed) > 0 {
+		return ""
+	}
+	gated := false
+	for _, st := range rep.Stages {
+		for _, r := range st.Rows {
+			gated = gated || r.Gated
+		}
+	}
+	if !gated && len(rep.Stages) > 0 {
 		return ""
 	}
 	if len(rep.Stages) == 0 {

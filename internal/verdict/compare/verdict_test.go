@@ -123,6 +123,10 @@ func TestInvalidStageInconclusive(t *testing.T) {
 	if rep, _ := Compare(s, Config{Resamples: 100, AllowInvalid: true}); rep.Inconclusive != "" {
 		t.Errorf("--allow-invalid: %q", rep.Inconclusive)
 	}
+	// Nothing gated (--gate none): a report, with no verdict to doubt.
+	if rep, _ := Compare(s, Config{Resamples: 100, Gate: []string{}}); rep.Inconclusive != "" {
+		t.Errorf("--gate none: %q", rep.Inconclusive)
+	}
 	m.P99Factor = 1.3
 	n2 := m.result(2, "v1")
 	n2.Scenarios[0].Load.Valid = false
