@@ -16,18 +16,21 @@ type Chaos struct {
 	// ErrorAmplification is ErrorsSeen / FaultsInjected: below 1 the
 	// clients absorbed faults, above 1 a fault cost more than one request.
 	ErrorAmplification *float64 `json:"error_amplification,omitempty"`
-	// Retried is the number of requests sent more than once; RetriedOK
-	// those of them that finally succeeded; RRetry = RetriedOK / Retried
-	// (retry convergence).
-	Retried int `json:"retried"`
+	// Retried is the number of requests sent more than once, and
+	// RetryAttempts the attempts after the first they made; RetriedOK
+	// those of them that finally succeeded; RRetry = RetriedOK /
+	// RetryAttempts (retry convergence per retry attempt, seed 004 §3.3).
+	Retried       int `json:"retried"`
+	RetryAttempts int `json:"retry_attempts"`
 	// Attempts is the number of attempts all measured requests made
 	// (retries and failovers included).
 	Attempts  int      `json:"attempts"`
 	RetriedOK int      `json:"retried_ok"`
 	RRetry    *float64 `json:"r_retry,omitempty"`
-	// FailoverMS is the first failing window's failover time: from its
-	// onset to the end of the first successful response among requests
-	// sent at or after it.
+	// FailoverMS is the first failing window's failover time that
+	// completed: from its onset to the first token of the first successful
+	// response among the requests it reached (sent in it, with a failed
+	// attempt).
 	FailoverMS *float64 `json:"failover_ms,omitempty"`
 	// TMaxMS is T_max of MSR (800 ms by default).
 	TMaxMS float64 `json:"t_max_ms"`
@@ -35,6 +38,9 @@ type Chaos struct {
 	// (≥ 0.9), medium (≥ 0.7) or low.
 	MSR      *float64 `json:"msr,omitempty"`
 	MSRGrade string   `json:"msr_grade,omitempty"`
+	// MSRReason says why there is no MSR (no failing window, no failover
+	// needed, no retries), or why it is 0 (the failover did not complete).
+	MSRReason string `json:"msr_reason,omitempty"`
 	// RecoveryMS is the first failing window's recovery time: from the
 	// fault's end to the first bin of RecoveryBinMS whose requests are
 	// back to the baseline error rate and E2E p99 (see docs/chaos.md).

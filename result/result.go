@@ -30,7 +30,10 @@ type Result struct {
 	// and the result holds what was measured until then.
 	Interrupted bool `json:"interrupted"`
 	// Aborted says which abortOnFail threshold stopped the run, if one did.
-	Aborted          string     `json:"aborted,omitempty"`
+	Aborted string `json:"aborted,omitempty"`
+	// Error says why the run could not start (the target unreachable, a
+	// file that cannot be read): the result then holds no scenario.
+	Error            string     `json:"error,omitempty"`
 	Fingerprint      string     `json:"fingerprint"`
 	Provenance       Provenance `json:"provenance"`
 	Config           Config     `json:"config"`
@@ -73,9 +76,14 @@ type Provenance struct {
 	Model          string `json:"model"`
 	SUTVersion     string `json:"sut_version,omitempty"`
 	WorkloadSHA256 string `json:"workload_sha256"`
-	Target         string `json:"target"` // base URL, with credentials removed
-	API            string `json:"api"`
-	Tokenizer      string `json:"tokenizer"`
+	// WorkloadSpecSHA256 is the digest of what the workload is made of
+	// with its seed left out (the workload settings and the contents of
+	// the files they name): runs that differ only in their seed share it,
+	// and spate compare takes them as replicates.
+	WorkloadSpecSHA256 string `json:"workload_spec_sha256,omitempty"`
+	Target             string `json:"target"` // base URL, with credentials removed
+	API                string `json:"api"`
+	Tokenizer          string `json:"tokenizer"`
 	// ExperimentSHA256 is the digest of the experiment file, when one was used.
 	ExperimentSHA256 string `json:"experiment_sha256,omitempty"`
 }
@@ -285,6 +293,26 @@ type Series struct {
 	E2Ep50ms  []float64 `json:"e2e_p50_ms"`
 	E2Ep99ms  []float64 `json:"e2e_p99_ms"`
 	E2EMeanMS []float64 `json:"e2e_mean_ms"`
+
+	// GoodPerS counts the requests completed in each second that succeeded
+	// and met every SLO (every success when there is no SLO).
+	GoodPerS []int `json:"good_per_s,omitempty"`
+	// ITL, TPOT and the intended-time twins of TTFT and E2E, of the
+	// requests that succeeded in each second (docs/design.md §3); a
+	// second with none holds 0. ITL figures are of the gaps of those
+	// requests.
+	ITLp50ms           []float64 `json:"itl_p50_ms,omitempty"`
+	ITLp99ms           []float64 `json:"itl_p99_ms,omitempty"`
+	ITLMeanMS          []float64 `json:"itl_mean_ms,omitempty"`
+	TPOTp50ms          []float64 `json:"tpot_p50_ms,omitempty"`
+	TPOTp99ms          []float64 `json:"tpot_p99_ms,omitempty"`
+	TPOTMeanMS         []float64 `json:"tpot_mean_ms,omitempty"`
+	TTFTIntendedP50ms  []float64 `json:"ttft_intended_p50_ms,omitempty"`
+	TTFTIntendedP99ms  []float64 `json:"ttft_intended_p99_ms,omitempty"`
+	TTFTIntendedMeanMS []float64 `json:"ttft_intended_mean_ms,omitempty"`
+	E2EIntendedP50ms   []float64 `json:"e2e_intended_p50_ms,omitempty"`
+	E2EIntendedP99ms   []float64 `json:"e2e_intended_p99_ms,omitempty"`
+	E2EIntendedMeanMS  []float64 `json:"e2e_intended_mean_ms,omitempty"`
 }
 
 // Write writes r as indented JSON to path, creating its directory.

@@ -12,15 +12,21 @@ type Resilience struct {
 	E2Ep99SlopeMSPerS  *float64 `json:"e2e_p99_slope_ms_per_s,omitempty"`
 	// SlopeWindows is the number of window positions the median is of.
 	SlopeWindows int `json:"slope_windows"`
+	// ErrorRateSlopePPPerMin is the error-rate slope: the same estimator
+	// on the per-second error rate in percent, in percentage points per
+	// minute (> 0: errors rising).
+	ErrorRateSlopePPPerMin *float64 `json:"error_rate_slope_pp_per_min,omitempty"`
 	// SLOMetric and SLOms are the objective recovery is measured against:
-	// the stage's ttft SLO, else its e2e SLO.
+	// the stage's ttft SLO, else its e2e SLO, else (SLOSource "baseline")
+	// 1.5 × the stage's E2E p99 before its first fault.
 	SLOMetric string  `json:"slo_metric,omitempty"`
 	SLOms     float64 `json:"slo_ms,omitempty"`
+	SLOSource string  `json:"slo_source,omitempty"`
 	// RecoveryWindowS is the window of the windowed P99, in seconds.
 	RecoveryWindowS int `json:"recovery_window_s,omitempty"`
 	// Recoveries are the times from each event (the load step at the
 	// stage's start, a fault's end) until windowed P99 was back under the
-	// SLO for good.
+	// SLO for good, each judged only up to the next fault's onset.
 	Recoveries []Recovery `json:"recoveries,omitempty"`
 	Warnings   []string   `json:"warnings,omitempty"`
 }
@@ -30,8 +36,9 @@ type Recovery struct {
 	// Event is "load_step" (the stage's start, when its load began) or
 	// "fault_end" (the faults of the stage before ended).
 	Event string `json:"event"`
-	// AtS is the second the event fell in, from the stage's start (the
-	// series is per second).
+	// AtS is when the event happened, in seconds from the stage's start:
+	// the stage's start, or the fault window's end; recovery is judged on
+	// the whole seconds of the series from the first after it.
 	AtS float64 `json:"at_s"`
 	// Recovered is false when windowed P99 was still over the SLO when
 	// the stage ended; RecoveryS is then how long was watched.
@@ -50,11 +57,19 @@ type Capacity struct {
 	SLOms         map[string]float64 `json:"slo_ms,omitempty"`
 	// RateRPS is the capacity: the highest rate that passed (0: none did).
 	RateRPS float64 `json:"rate_rps"`
-	// LowRPS and HighRPS bound the capacity: the highest passing rate and
-	// the lowest failing one above it (HighRPS 0: none failed up to the
-	// maximum tried).
+	// LowRPS and HighRPS are the search bracket: the highest passing rate
+	// and the lowest failing one above it (HighRPS 0: none failed up to
+	// the maximum tried). It says where the search stopped, not how sure
+	// the capacity is: see Interval.
 	LowRPS  float64 `json:"low_rps"`
 	HighRPS float64 `json:"high_rps"`
+	// Interval is the confidence interval of the capacity from repeated
+	// trials at the bracket's ends, when they allow one.
+	Interval *CapacityInterval `json:"interval,omitempty"`
+	// Inconclusive says why the search could not find the capacity it
+	// reports (trials too short to tell, a load the generator could not
+	// send); spate capacity then exits 4.
+	Inconclusive string `json:"inconclusive,omitempty"`
 	// Resolution is the relative width (high−low)/high the search stopped at.
 	Resolution float64 `json:"resolution"`
 	// Repeats is the number of trials at each rate; a rate passes when a
@@ -86,7 +101,33 @@ type CapacityTrial struct {
 	Valid       bool    `json:"valid"`
 	Pass        bool    `json:"pass"`
 	// Reason says why a trial failed: goodput, invalid, errors,
-	// underdelivered or ttft_growing; closed_loop marks a sweep's
-	// closed-loop measurement, which is not judged.
+	// underdelivered, queue_growing or ttft_growing; too_short marks a
+	// trial that could not tell, closed_loop a sweep's closed-loop
+	// measurement, which is not judged.
 	Reason string `json:"reason,omitempty"`
+	// CompletedRPS is the successes per second over the trial's steady
+	// seconds (SteadyS), and Delivered those successes over the requests
+	// sent for them; Score is the smallest of Delivered/min_delivered and
+	// goodput/goodput_target (≥ 1 meets both).
+	CompletedRPS float64 `json:"completed_rps,omitempty"`
+	Delivered    float64 `json:"delivered,omitempty"`
+	SteadyS      int     `json:"steady_s,omitempty"`
+	Score        float64 `json:"score,omitempty"`
+	// Retry marks a trial that repeats an invalid one at the same rate.
+	Retry bool `json:"retry,omitempty"`
+	// Confirm marks a trial repeated at a bracket end for the interval.
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// CapacityInterval is a confidence interval of the capacity: the rate at
+// which a trial's score (CapacityTrial.Score) crosses 1, interpolated
+// between the mean scores of the repeated trials at the bracket's ends,
+// and its bootstrap percentile interval over those trials.
+type CapacityInterval struct {
+	LowRPS      float64 `json:"low_rps"`
+	HighRPS     float64 `json:"high_rps"`
+	EstimateRPS float64 `json:"estimate_rps"`
+	Confidence  float64 `json:"confidence"`
+	// Trials is the number of trials at each end (low, high).
+	Trials [2]int `json:"trials"`
 }

@@ -38,13 +38,14 @@ func newCapacityCmd() *cobra.Command {
 	fl.Float64Var(&f.MaxRate, "max-rate", 1000, "adaptive: highest rate tried, req/s")
 	fl.Float64Var(&f.Resolution, "resolution", 0.05, "adaptive: stop when (lowest failing − highest passing)/lowest failing is at most this")
 	fl.IntVar(&f.Repeats, "repeats", 1, "trials per rate; a rate passes when most of them do")
+	fl.IntVar(&f.Confirm, "confirm", capacity.DefaultConfirm, "trials at each end of the final bracket behind the capacity's confidence interval (0: no interval)")
 	fl.IntVar(&f.MaxTrials, "max-trials", 40, "adaptive: most trials to run")
 	fl.DurationVar(&f.TrialDuration, "trial-duration", 10*time.Second, "measured duration of each trial (after --warmup)")
 	fl.IntVar(&f.SweepConcurrency, "sweep-concurrency", 16, "sweep: closed-loop concurrency whose throughput tops the sweep")
 	fl.Float64SliceVar(&f.SweepSteps, "sweep-steps", capacity.DefaultSteps, "sweep: open-loop rates as fractions of the closed-loop throughput")
 	// The default shown as the flag takes it, 0.2,0.4,..., not [0.200000,...].
 	fl.Lookup("sweep-steps").DefValue = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(capacity.DefaultSteps)), ","), "[]")
-	fl.Float64Var(&f.Criteria.MinDelivered, "min-delivered", 0.9, "a trial whose achieved rate is under this fraction of the rate asked for fails (saturation)")
+	fl.Float64Var(&f.Criteria.MinDelivered, "min-delivered", capacity.DefaultMinDelivered, "a trial fails when the server completes, successfully, under this fraction of the requests sent while the load runs")
 	rf = addRunFlags(c, "spate-results/capacity.json")
 	fl.Lookup("out").Usage = "result file to write: one scenario per trial and the capacity"
 	return c
@@ -55,6 +56,9 @@ func runCapacity(cmd *cobra.Command, cfg *capacity.RunConfig, rf *runFlags, args
 		if cmd.Flags().Changed(name) {
 			return usageErr("--%s: spate capacity sets each trial's load itself (use --min-rate/--max-rate, --trial-duration, --sweep-concurrency)", name)
 		}
+	}
+	if cmd.Flags().Changed("confirm") && cfg.Confirm == 0 {
+		cfg.Confirm = -1 // no interval
 	}
 	if err := cfg.Check(); err != nil {
 		return err
@@ -77,5 +81,9 @@ func runCapacity(cmd *cobra.Command, cfg *capacity.RunConfig, rf *runFlags, args
 		}
 		return res, err
 	})
+	if errors.Is(err, capacity.ErrInconclusive) {
+		// The summary's last line says why; the result is written.
+		return &exitErr{code: exitInvalid, err: err}
+	}
 	return err
 }

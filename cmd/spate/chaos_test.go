@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -110,8 +111,8 @@ func TestChaosUsageErrors(t *testing.T) {
 // first of two upstreams, black-holed from 1 s to 2 s by an experiment
 // stage's faults, failing over after a 300 ms attempt timeout. The result
 // carries the window, a failover time of the timeout plus the second
-// upstream's 30 ms response plus at most the 50 ms to the next send, and
-// MSR = 1 − failover/800 ms with every retried request converging.
+// upstream's 20 ms to its first token plus at most the 50 ms to the next
+// send, and MSR = 1 − failover/800 ms with every retry converging.
 func TestRunChaosFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
@@ -155,8 +156,8 @@ stages:
 	// The timings are held precisely by chaos.TestBlackholeFailover; here
 	// the wiring: at least the attempt timeout plus B's answer, and not a
 	// whole second more.
-	if *c.FailoverMS < 325 || *c.FailoverMS > 1330 {
-		t.Errorf("failover %.1f ms, want 330 ms and up (330..440 on an idle machine)", *c.FailoverMS)
+	if *c.FailoverMS < 315 || *c.FailoverMS > 1320 {
+		t.Errorf("failover %.1f ms, want 320 ms and up (320..430 on an idle machine)", *c.FailoverMS)
 	}
 	// 20 sends in the 1 s window; a stalled machine may fail over a few
 	// more requests outside it.
@@ -174,8 +175,9 @@ stages:
 // TestRunChaosRetriesConverge: a run-wide 30 % error rate on the proxy
 // and up to 3 retries. Every failed attempt is an injected fault, so
 // attempts − successes = faults injected exactly; a request fails for the
-// user only when all 4 attempts fail (0.3⁴ ≈ 0.8 %), so retry convergence
-// is about 1 − 0.3³ ≈ 0.97.
+// user only when all 4 attempts fail (0.3⁴ ≈ 0.8 %), so about 1 − 0.3³ ≈
+// 97 % of the retried requests converge, while R_retry, per retry attempt
+// (seed 004 §3.3), is the chance a retry succeeds: about 0.7.
 func TestRunChaosRetriesConverge(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
@@ -196,8 +198,11 @@ func TestRunChaosRetriesConverge(t *testing.T) {
 	if int64(c.Attempts-sc.Requests.Succeeded) != c.FaultsInjected || c.Injected["error"] != c.FaultsInjected {
 		t.Errorf("attempts %d − succeeded %d != faults injected %d", c.Attempts, sc.Requests.Succeeded, c.FaultsInjected)
 	}
-	if c.ErrorsSeen != sc.Requests.Failed || *c.RRetry < 0.9 || c.Retried < 80 || c.Retried > 160 {
-		t.Errorf("errors %d (failed %d), r_retry %.3f, retried %d (want ~120)", c.ErrorsSeen, sc.Requests.Failed, *c.RRetry, c.Retried)
+	converged := float64(c.RetriedOK) / float64(c.Retried)
+	if c.ErrorsSeen != sc.Requests.Failed || converged < 0.9 || math.Abs(*c.RRetry-0.7) > 0.1 || c.Retried < 80 || c.Retried > 160 ||
+		c.RetryAttempts != c.Attempts-sc.Requests.Total {
+		t.Errorf("errors %d (failed %d), converged %.3f, r_retry %.3f (want ≈ 0.7), retried %d (want ~120), retry attempts %d (attempts %d − requests %d)",
+			c.ErrorsSeen, sc.Requests.Failed, converged, *c.RRetry, c.Retried, c.RetryAttempts, c.Attempts, sc.Requests.Total)
 	}
 	if want := float64(c.ErrorsSeen) / float64(c.FaultsInjected); *c.ErrorAmplification != want {
 		t.Errorf("amplification %v, want %v", *c.ErrorAmplification, want)

@@ -18,22 +18,24 @@ import (
 )
 
 // TestCompareFindsPlantedRegressions runs spate against the deterministic
-// simulator three times at once (so that the machine's load is shared
-// alike), the second and third with TTFT and ITL raised by 5 % and 10 %,
-// and checks that spate compare finds both rises in p99 at α = 0.01 (exit
-// 3) and measures them within a few points. Latencies are long (E2E 2 s)
-// so that the client's scheduling jitter on a loaded machine (tens of ms
-// under -race) stays small beside 5 %.
+// simulator four times at once for 10 s each (so that the machine's load
+// is shared alike), two with the base timings and two with TTFT and ITL
+// raised by 10 % and 20 %, and compares them at the default settings
+// (windows chosen from the runs' length): the +20 % is regressed in E2E
+// p99 and exits 3, measured within a few points; the +10 % is found in the
+// median; the second base run gives "~" on E2E and no gated regression.
+// Latencies are long (E2E 2 s) so that the client's scheduling jitter on a
+// loaded machine (tens of ms under -race) stays small beside them.
 func TestCompareFindsPlantedRegressions(t *testing.T) {
 	if testing.Short() {
-		t.Skip("sends load for 25 s")
+		t.Skip("sends load for 12 s")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	runs := []struct {
 		name    string
 		planted float64
-	}{{"base", 0}, {"same", 0}, {"plus5", 0.05}, {"plus10", 0.10}}
+	}{{"base", 0}, {"same", 0}, {"plus10", 0.10}, {"plus20", 0.20}}
 	var wg sync.WaitGroup
 	errs := make([]string, len(runs))
 	for i, r := range runs {
@@ -45,7 +47,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 			defer wg.Done()
 			var out, errb bytes.Buffer
 			code := execute(ctx, []string{"run", "--target", target, "--model", "spate-sim", "--rate", "10",
-				"--arrival", "constant", "--duration", "20s", "--output-tokens", "16", "--quiet",
+				"--arrival", "constant", "--duration", "10s", "--output-tokens", "16", "--quiet", "--lag-bound", "100ms",
 				"--out", filepath.Join(dir, r.name+".json"), "--sut-version", r.name}, &out, &errb)
 			if code != 0 {
 				errs[i] = fmt.Sprintf("run %s: exit %d: %s", r.name, code, errb.String())
@@ -59,54 +61,69 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 		}
 	}
 	base := filepath.Join(dir, "base.json")
-	// The same configuration twice: the changes stay far under the 5 %
-	// the test finds below (the ≥ 95 % "~" rate itself is proven on many
-	// synthetic pairs in package compare; one pair on a loaded machine
-	// cannot prove a rate).
-	code, stdout, _ := cli(t, ctx, "compare", base, filepath.Join(dir, "same.json"), "--window", "1s", "--format", "json")
-	var same compare.Report
-	if err := json.Unmarshal([]byte(stdout), &same); err != nil {
-		t.Fatalf("same: %v\n%s", err, stdout)
-	}
-	for _, r := range same.Stages[0].Rows {
-		t.Logf("same %s: %+.2f %% [%+.2f, %+.2f] p %.2g %s", r.Metric, 100*r.Change, 100*r.ChangeLo, 100*r.ChangeHi, r.P, r.Verdict)
-		if (r.Metric == "e2e_p50_ms" || r.Metric == "e2e_p99_ms") && math.Abs(r.Change) > 0.025 {
-			t.Errorf("same configuration: %s changed by %+.3f", r.Metric, r.Change)
-		}
-	}
-	t.Logf("same configuration: exit %d, regressed %v", code, same.Regressed)
-	for _, c := range runs[2:] {
-		nw := filepath.Join(dir, c.name+".json")
-		code, stdout, stderr := cli(t, ctx, "compare", base, nw, "--window", "1s", "--format", "json")
-		if code != exitThreshold {
-			t.Errorf("%s: exit %d, want 3 (%s)\n%s", c.name, code, stderr, stdout)
-		}
+	compareJSON := func(name string, extra ...string) (int, compare.Report) {
+		args := append([]string{"compare", base, filepath.Join(dir, name+".json"), "--format", "json"}, extra...)
+		code, stdout, stderr := cli(t, ctx, args...)
 		var rep compare.Report
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-			t.Fatalf("%s: %v\n%s", c.name, err, stdout)
+			t.Fatalf("%s: %v\n%s\n%s", name, err, stdout, stderr)
 		}
+		st := rep.Stages[0]
+		t.Logf("%s: exit %d, %d windows of %d s, lag-1 %.2f, regressed %v, inconclusive %q", name, code, st.Windows, st.WindowS, st.Lag1, rep.Regressed, rep.Inconclusive)
+		for _, r := range st.Rows {
+			t.Logf("  %s: %.1f → %.1f, %+.2f %% [%+.2f, %+.2f] p %.2g n %d/%d %s %v", r.Metric, r.Base.Center, r.New.Center,
+				100*r.Change, 100*r.ChangeLo, 100*r.ChangeHi, r.P, r.NBase, r.NNew, r.Verdict, r.Warnings)
+		}
+		return code, rep
+	}
+	get := func(rep compare.Report, metric string) compare.Row {
 		for _, r := range rep.Stages[0].Rows {
-			switch r.Metric {
-			case "e2e_p99_ms", "ttft_p99_ms", "e2e_p50_ms":
-				t.Logf("%s %s: %.1f → %.1f ms, %+.2f %% [%+.2f, %+.2f] p %.2g n %d/%d %s", c.name, r.Metric, r.Base.Center, r.New.Center,
-					100*r.Change, 100*r.ChangeLo, 100*r.ChangeHi, r.P, r.NBase, r.NNew, r.Verdict)
-				// TTFT p99 moves by only 40 ms at +5 %, within the client's
-				// jitter on a loaded 2-core machine: it is logged, not
-				// asserted; E2E p99 (+100 ms) is.
-				if r.Metric != "ttft_p99_ms" && r.Verdict != compare.Regressed {
-					t.Errorf("%s %s: verdict %s, want regressed", c.name, r.Metric, r.Verdict)
-				}
+			if r.Metric == metric {
+				return r
 			}
-			if r.Metric == "e2e_p50_ms" && (r.Change < c.planted-0.02 || r.Change > c.planted+0.02) {
-				// The median is the least noisy: deterministic timings
-				// plus a little client overhead.
-				t.Errorf("%s e2e_p50 change %+.3f, want %+.2f ± 0.02", c.name, r.Change, c.planted)
-			}
+		}
+		t.Fatalf("no row %s", metric)
+		return compare.Row{}
+	}
+	// The same configuration twice: no gated regression, "~" on E2E.
+	code, same := compareJSON("same")
+	if code == exitInvalid && strings.Contains(same.Inconclusive, "not a valid measurement") {
+		// The busy machine made a run late beyond even --lag-bound:
+		// inconclusive, rightly; judged anyway, it must find nothing.
+		t.Logf("same configuration inconclusive (%s): judged with --allow-invalid", same.Inconclusive)
+		code, same = compareJSON("same", "--allow-invalid")
+	}
+	if code != exitOK || len(same.Regressed) > 0 {
+		t.Errorf("same configuration: exit %d, regressed %v, inconclusive %q", code, same.Regressed, same.Inconclusive)
+	}
+	for _, m := range []string{"e2e_p50_ms", "e2e_p99_ms"} {
+		if r := get(same, m); r.Verdict != compare.Same {
+			t.Errorf("same configuration: %s %s", m, r.Verdict)
 		}
 	}
-	// The table names the regression.
-	code, stdout, _ = cli(t, ctx, "compare", "--base", base, "--new", filepath.Join(dir, "plus10.json"), "--window", "1s", "--gate", "e2e_p99_ms")
-	if code != exitThreshold || !strings.Contains(stdout, "REGRESSED (gated): main/e2e_p99_ms") {
+	// +20 %: regressed in E2E p99 (gated, exit 3), measured; ITL in its
+	// mean (its p99 is the client's scheduling jitter on a busy machine).
+	code, plus20 := compareJSON("plus20")
+	if code != exitThreshold {
+		t.Errorf("plus20: exit %d, want 3", code)
+	}
+	for _, m := range []string{"e2e_p50_ms", "e2e_p99_ms", "itl_mean_ms"} {
+		r := get(plus20, m)
+		if r.Verdict != compare.Regressed {
+			t.Errorf("plus20 %s: %s, want regressed", m, r.Verdict)
+		}
+		if m == "e2e_p50_ms" && math.Abs(r.Change-0.20) > 0.03 {
+			t.Errorf("plus20 e2e_p50 change %+.3f, want +0.20 ± 0.03", r.Change)
+		}
+	}
+	// +10 % is twice the 5 % margin: found in the median, the least noisy.
+	if _, plus10 := compareJSON("plus10"); get(plus10, "e2e_p50_ms").Verdict != compare.Regressed {
+		t.Errorf("plus10 e2e_p50: %s, want regressed", get(plus10, "e2e_p50_ms").Verdict)
+	}
+	// The table names the regression in its last line, and the margin.
+	code, stdout, _ := cli(t, ctx, "compare", "--base", base, "--new", filepath.Join(dir, "plus20.json"), "--gate", "e2e_p99_ms")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if code != exitThreshold || lines[len(lines)-1] != "REGRESSED (gated): main/e2e_p99_ms" || !strings.Contains(stdout, "±5 %") {
 		t.Errorf("table: exit %d\n%s", code, stdout)
 	}
 }
@@ -120,6 +137,8 @@ func TestCompareUsage(t *testing.T) {
 		{"compare", "a.json", "b.json", "--window", "1500ms"},
 		{"compare", "--base", "nothing-*.json", "--new", "b.json"},
 		{"compare", "a.json", "b.json", "--base-ref", "r.json"},
+		{"compare", "a.json", "b.json", "--"},
+		{"compare", "--", "a.json", "b.json"},
 	} {
 		if code, _, stderr := cli(t, ctx, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
@@ -171,6 +190,12 @@ func TestCompareFilesAndFingerprints(t *testing.T) {
 	code, stdout, _ = cli(t, ctx, "compare", "--base", filepath.Join(dir, "a*.json"), "--new", b, "--format", "markdown", "--window", "3s")
 	if code != exitThreshold || !strings.Contains(stdout, "| e2e_p99_ms* | 1000.7 [") || !strings.Contains(stdout, "ms | 1100.8 [") || !strings.Contains(stdout, "**regressed**") {
 		t.Errorf("markdown: exit %d\n%s", code, stdout)
+	}
+	// Several runs a side, split by "--" (after which everything is a
+	// file): the same comparison.
+	code, stdout2, _ := cli(t, ctx, "compare", "--format", "markdown", "--window", "3s", a, a, "--", b)
+	if code != exitThreshold || !strings.Contains(stdout2, "**regressed**") {
+		t.Errorf("BASE BASE -- NEW: exit %d\n%s", code, stdout2)
 	}
 	if code, _, _ = cli(t, ctx, "compare", a, b, "--gate", "none", "--window", "3s"); code != exitOK {
 		t.Errorf("--gate none: exit %d, want 0", code)

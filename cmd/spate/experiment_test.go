@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -135,7 +136,7 @@ actions:
 	out := filepath.Join(dir, "r.json")
 	code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
 	if b, _ := os.ReadFile(marker); code != 0 || strings.TrimSpace(string(b)) != "promoted pass" {
-		t.Fatalf("pass: exit %d, marker %q, stderr %s", code, b, stderr)
+		t.Fatalf("pass: exit %d, marker %q, stderr %s, gate %+v", code, b, stderr, readResult(t, out).Gate)
 	}
 	if g := readResult(t, out).Gate; g == nil || g.Verdict != "pass" || len(g.Actions) != 1 || !g.Actions[0].OK {
 		t.Fatalf("gate %+v", g)
@@ -150,6 +151,45 @@ actions:
 	}
 	if !strings.Contains(stderr, "gate: verdict fail") {
 		t.Errorf("stderr does not report the actions: %s", stderr)
+	}
+}
+
+// TestGateErrorOnUnreachableTarget: a target that cannot be reached at
+// the start still gives a result, holding the error, and runs the error
+// actions; the exit code stays 1. With and without --model (the run then
+// fails while listing the server's models).
+func TestGateErrorOnUnreachableTarget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/v1"
+	ln.Close() // nothing listens there now
+	for _, model := range []string{"m", ""} {
+		dir := t.TempDir()
+		marker := filepath.Join(dir, "verdict.txt")
+		file := filepath.Join(dir, "e.yaml")
+		os.WriteFile(file, []byte(`apiVersion: spate/v1
+kind: Experiment
+target: {url: "`+dead+`", model: "`+model+`"}
+stages: [{name: s, concurrency: 2, requests: 4}]
+actions:
+  error:
+    - command: ["sh", "-c", "echo $SPATE_VERDICT $SPATE_RESULT > `+marker+`"]
+  pass:
+    - command: ["false"]
+`), 0o644)
+		out := filepath.Join(dir, "r.json")
+		code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
+		b, _ := os.ReadFile(marker)
+		if code != exitError || strings.TrimSpace(string(b)) != "error "+out {
+			t.Fatalf("model %q: exit %d, marker %q, stderr %s", model, code, b, stderr)
+		}
+		r := readResult(t, out)
+		if !strings.Contains(r.Error, "could not start") || len(r.Scenarios) != 0 || r.Gate == nil || r.Gate.Verdict != "error" || len(r.Gate.Actions) != 1 || !r.Gate.Actions[0].OK {
+			t.Fatalf("model %q: result error %q, %d scenarios, gate %+v", model, r.Error, len(r.Scenarios), r.Gate)
+		}
+		t.Logf("model %q: %s", model, r.Error)
 	}
 }
 

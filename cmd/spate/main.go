@@ -32,6 +32,9 @@ const (
 	exitError     = 1
 	exitUsage     = 2
 	exitThreshold = 3
+	// exitInvalid: no trustworthy verdict (an invalid measurement, a
+	// comparison or a search that could not judge); results are written.
+	exitInvalid = 4
 )
 
 // exitErr carries the exit code a failure should end the process with.
@@ -69,8 +72,8 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, spate.ErrThresholdsFailed):
 		return exitThreshold // the summary says which
 	case errors.As(err, &ee):
-		if ee.code == exitThreshold {
-			return exitThreshold
+		if ee.code == exitThreshold || ee.code == exitInvalid {
+			return ee.code // the output's last line says why
 		}
 		fmt.Fprintf(stderr, "spate: %v\n", redact(ee.err))
 		return ee.code

@@ -14,10 +14,11 @@ import (
 
 func newMergeCmd() *cobra.Command {
 	var (
-		out    string
-		force  bool
-		spread time.Duration
-		quiet  bool
+		out     string
+		force   bool
+		partial bool
+		spread  time.Duration
+		quiet   bool
 	)
 	c := &cobra.Command{
 		Use:     "merge SHARD.json... -o merged.json",
@@ -26,19 +27,20 @@ func newMergeCmd() *cobra.Command {
 		Example: help("merge.example"),
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runMerge(cmd, args, out, force, spread, quiet)
+			return runMerge(cmd, args, out, merge.Options{Force: force, AllowPartial: partial, MaxClockSpread: spread}, quiet)
 		},
 	}
 	c.Flags().StringVarP(&out, "out", "o", "", "merged result file (default: the JSON on stdout)")
 	c.Flags().BoolVar(&force, "force", false, "merge shards that disagree on the experiment, or repeat an index, anyway")
+	c.Flags().BoolVar(&partial, "allow-partial", false, "merge an incomplete set: shards missing, or an index given twice (merged once)")
 	c.Flags().DurationVar(&spread, "max-clock-spread", merge.DefaultMaxClockSpread, "warn when the shards' clock offsets provably differ by more than this")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "print no summary")
 	return c
 }
 
-func runMerge(cmd *cobra.Command, paths []string, out string, force bool, spread time.Duration, quiet bool) error {
-	if spread < 0 {
-		return usageErr("--max-clock-spread %s: must not be negative", spread)
+func runMerge(cmd *cobra.Command, paths []string, out string, opt merge.Options, quiet bool) error {
+	if opt.MaxClockSpread < 0 {
+		return usageErr("--max-clock-spread %s: must not be negative", opt.MaxClockSpread)
 	}
 	var in []merge.Input
 	for _, p := range paths {
@@ -48,7 +50,7 @@ func runMerge(cmd *cobra.Command, paths []string, out string, force bool, spread
 		}
 		in = append(in, merge.Input{Name: p, Result: r})
 	}
-	res, err := merge.Merge(in, merge.Options{Force: force, MaxClockSpread: spread})
+	res, err := merge.Merge(in, opt)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/llmtest"
+	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -36,5 +40,78 @@ func TestResilienceInRunResult(t *testing.T) {
 	}
 	if code, _, _ := cli(t, context.Background(), "run", "--target", target, "--resilience-window", "1s"); code != exitUsage {
 		t.Errorf("--resilience-window 1s: exit %d, want 2", code)
+	}
+}
+
+// TestResilienceGates: the resilience figures gate like any threshold.
+// A 10 s stage at 20 req/s whose answers are held 400 ms from 3 s to 5 s
+// (a chaos window): with no SLO, recovery is judged against 1.5 × the E2E
+// p99 before the fault, from the window's end (5 s): the second after it
+// still holds the answers held over the end, then P99 is back (≈ 1 s); the slopes are small; MSR was not measured (nothing failed
+// over) and its threshold fails saying so. The console prints the figures.
+func TestResilienceGates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load for 10 s")
+	}
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
+	defer srv.Close()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "gates.yaml")
+	os.WriteFile(exp, []byte(`apiVersion: spate/v1
+kind: Experiment
+stages:
+  - name: spike
+    arrival: constant
+    rate: 20
+    duration: 10s
+    faults:
+      url: /admin/faults
+      set: {seed: 3, schedule: [{from: 3s, until: 5s, spike_rate: 1, spike_delay: 400ms}]}
+thresholds:
+  - "recovery_time < 3s"
+  - "resilience_slope < 200"
+  - "error_rate_slope < 1.35"
+  - "msr >= 0.5"
+`), 0o644)
+	out := filepath.Join(dir, "r.json")
+	code, stdout, stderr := cli(t, context.Background(), "run", exp, "--target", srv.BaseURL(), "--chaos-proxy",
+		"--output-tokens", "3", "--input-tokens", "8", "--out", out, "--lag-bound", "250ms",
+		"--resilience-window", "3s", "--recovery-window", "1s")
+	t.Logf("%s", stdout)
+	if code != exitThreshold {
+		t.Fatalf("exit %d, want 3 (msr not measured)\n%s", code, stderr)
+	}
+	sc := readResult(t, out).Scenarios[0]
+	r := sc.Resilience
+	if r == nil || r.SLOSource != "baseline" || r.ErrorRateSlopePPPerMin == nil {
+		t.Fatalf("resilience %+v", r)
+	}
+	got := map[string]result.ThresholdOutcome{}
+	for _, th := range sc.Thresholds {
+		got[th.Expr] = th
+	}
+	for _, expr := range []string{"recovery_time < 3s", "resilience_slope < 200", "error_rate_slope < 1.35"} {
+		if !got[expr].Pass {
+			t.Errorf("%s: %+v", expr, got[expr])
+		}
+	}
+	if m := got["msr >= 0.5"]; m.Pass || !strings.Contains(m.Err, "msr was not measured") {
+		t.Errorf("msr: %+v", m)
+	}
+	var fault *result.Recovery
+	for i, rec := range r.Recoveries {
+		if rec.Event == "fault_end" {
+			fault = &r.Recoveries[i]
+		}
+	}
+	if fault == nil || math.Abs(fault.AtS-5) > 0.1 || !fault.Recovered || fault.RecoveryS > 2 || got["recovery_time < 3s"].Value != 1000*fault.RecoveryS {
+		t.Errorf("recoveries %+v, recovery_time %v", r.Recoveries, got["recovery_time < 3s"].Value)
+	}
+	// The load step is judged before the fault began (3 s) only.
+	if rec := r.Recoveries[0]; rec.Event != "load_step" || !rec.Recovered {
+		t.Errorf("load step %+v", rec)
+	}
+	if !strings.Contains(stdout, "recovery   to e2e p99 ≤") || !strings.Contains(stdout, "fault_end at 5") || !strings.Contains(stdout, "resilience slope E2E p99") {
+		t.Errorf("console:\n%s", stdout)
 	}
 }

@@ -160,11 +160,23 @@ func TestShardRunsMerge(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, "more than once") {
 		t.Fatalf("duplicate shard: exit %d %s", code, stderr)
 	}
-	// One missing: merged, reported.
-	code, _, stderr = cli(t, context.Background(), "merge", "-q", "-o", filepath.Join(dir, "part.json"), paths[0], paths[2])
-	if code != exitThreshold || !strings.Contains(stderr, "shard(s) 1 of 3 missing") {
-		t.Fatalf("missing shard: exit %d %s", code, stderr)
+	// One missing: refused (exit 1), no file written.
+	part := filepath.Join(dir, "part.json")
+	code, _, stderr = cli(t, context.Background(), "merge", "-q", "-o", part, paths[0], paths[2])
+	if _, err := os.Stat(part); code != exitError || !strings.Contains(stderr, "shard(s) 1 of 3 missing") || !strings.Contains(stderr, "--allow-partial") || err == nil {
+		t.Fatalf("missing shard: exit %d %s (file written: %v)", code, stderr, err == nil)
 	}
+	// With --allow-partial: merged, reported (exit 3: the threshold fails).
+	code, _, stderr = cli(t, context.Background(), "merge", "-q", "--allow-partial", "-o", part, paths[0], paths[2])
+	if code != exitThreshold || !strings.Contains(stderr, "shard(s) 1 of 3 missing") {
+		t.Fatalf("missing shard, --allow-partial: exit %d %s", code, stderr)
+	}
+	// A duplicate with --allow-partial: merged once.
+	code, _, stderr = cli(t, context.Background(), "merge", "-q", "--allow-partial", "-o", filepath.Join(dir, "dup.json"), paths[0], paths[1], paths[1], paths[2])
+	if code != exitThreshold || !strings.Contains(stderr, "merged once each") {
+		t.Fatalf("duplicate shard, --allow-partial: exit %d %s", code, stderr)
+	}
+	checkMerged(t, readResult(t, filepath.Join(dir, "dup.json")), shards, 90)
 }
 
 func TestShardFlags(t *testing.T) {

@@ -17,7 +17,8 @@ import (
 // second (from 1, 2 and 3 s into the stage, set through the stage's faults
 // over the admin API). The client fails over after a 300 ms attempt
 // timeout, so each window's failover time is the wait for the next send
-// after onset (< 50 ms) + 300 ms + the second simulator's 35 ms response;
+// after onset (< 50 ms) + 300 ms + the second simulator's 20 ms to its
+// first token;
 // every retried request converges, so MSR = 1 − T_failover / 800 ms. The
 // median of the three windows is held to the planted timings (a loaded
 // machine may stall any one request).
@@ -28,6 +29,7 @@ func TestBlackholeFailover(t *testing.T) {
 	const (
 		attempt = 300 * time.Millisecond
 		e2eB    = 35 * time.Millisecond // 20 ms TTFT + 3 × 5 ms ITL
+		ttftB   = 20 * time.Millisecond
 		gap     = 50 * time.Millisecond
 	)
 	simA, simB := startSim(t, 20*time.Millisecond, 5*time.Millisecond, 4), startSim(t, 20*time.Millisecond, 5*time.Millisecond, 4)
@@ -77,7 +79,7 @@ func TestBlackholeFailover(t *testing.T) {
 	t.Logf("r_retry %v, msr %.3f (%s), injected %v, errors seen %d", *c.RRetry, *c.MSR, c.MSRGrade, c.Injected, c.ErrorsSeen)
 	slices.Sort(failovers)
 	slices.Sort(recoveries)
-	lo, hi := ms(attempt+e2eB)-5, ms(attempt+e2eB+gap)+60
+	lo, hi := ms(attempt+ttftB)-5, ms(attempt+ttftB+gap)+60
 	if m := failovers[1]; m < lo || m > hi {
 		t.Errorf("median failover %.1f ms, want %.0f..%.0f", m, lo, hi)
 	}
@@ -103,5 +105,53 @@ func TestBlackholeFailover(t *testing.T) {
 	}
 	if c.Upstreams["b"] != c.Retried || c.Upstreams["a"]+c.Upstreams["b"] != 90 {
 		t.Errorf("upstreams %v, retried %d", c.Upstreams, c.Retried)
+	}
+}
+
+// TestBlackholeLongStreams: answers stream for 2 s (50 ms to the first
+// token, then 20 tokens 100 ms apart) from two simulators, the first
+// behind the proxy, black-holed from 1 s to 2.5 s; the client fails over
+// after a 300 ms attempt timeout. T_failover runs to the first token of
+// the first request the fault reached that succeeded, so it is about
+// 300 + 50 ms (plus the wait for the next send), not the 2 s to the end of
+// that answer, and MSR is well above 0 with no error.
+func TestBlackholeLongStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 2 s streams for 4 s")
+	}
+	const attempt = 300 * time.Millisecond
+	simA, simB := startSim(t, 50*time.Millisecond, 100*time.Millisecond, 21), startSim(t, 50*time.Millisecond, 100*time.Millisecond, 21)
+	p, proxyURL := startProxy(t, simA, nil)
+	fc, err := failover.New(failover.Config{
+		Upstreams: []failover.Upstream{{Name: "a", Client: newClient(t, proxyURL, 10*time.Second)}, {Name: "b", Client: newClient(t, simB, 10*time.Second)}},
+		Policy:    failover.Failover, Budget: 1, AttemptTimeout: attempt,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := []any{map[string]any{"from": "1s", "until": "2.5s", "blackhole_rate": 1}}
+	obs := &Observer{Stats: LocalStats(p)}
+	res, err := runner.Run(context.Background(), runner.Plan{
+		Stages: []runner.Stage{{Name: "chaos", Arrival: "constant", Rate: 5, Duration: 4 * time.Second,
+			Faults: &runner.Faults{URL: proxyURL + "/admin/faults", Set: map[string]any{"schedule": sched}}}},
+		Source:    workload.Synthetic{Input: workload.Lengths{Mean: 8}, Output: workload.Lengths{Mean: 21}, Seed: 1},
+		Client:    fc,
+		Observers: []runner.Observer{obs},
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sc := res.Scenarios[0]
+	c := sc.Chaos
+	if c == nil || c.FailoverMS == nil || c.MSR == nil || c.RRetry == nil {
+		t.Fatalf("chaos section %+v", c)
+	}
+	t.Logf("e2e p50 %.0f ms; failover %.1f ms, r_retry %.3f (%d/%d), msr %.3f (%s), errors %d",
+		sc.Metrics["e2e_ms"].P50, *c.FailoverMS, *c.RRetry, c.RetriedOK, c.RetryAttempts, *c.MSR, c.MSRGrade, c.ErrorsSeen)
+	if sc.Metrics["e2e_ms"].P50 < 2000 {
+		t.Errorf("e2e p50 %.0f ms: the answers were meant to stream for 2 s", sc.Metrics["e2e_ms"].P50)
+	}
+	if *c.FailoverMS < ms(attempt) || *c.FailoverMS > 700 || *c.MSR <= 0 || c.ErrorsSeen != 0 || *c.RRetry != 1 {
+		t.Errorf("failover %.1f ms (want 300–700: onset to a first token), msr %v (want > 0), errors %d, r_retry %v", *c.FailoverMS, *c.MSR, c.ErrorsSeen, *c.RRetry)
 	}
 }

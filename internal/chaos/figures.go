@@ -12,9 +12,20 @@ import (
 // Sample is what the figures need of one measured request.
 type Sample struct {
 	Sent, End time.Time
-	Failed    bool
-	Attempts  int
-	Upstream  string
+	// FirstToken is when the answer's first content arrived (zero: not
+	// streamed, End is used).
+	FirstToken time.Time
+	Failed     bool
+	Attempts   int
+	Upstream   string
+}
+
+// firstToken is when the answer began: its first token, or its end.
+func (s Sample) firstToken() time.Time {
+	if s.FirstToken.IsZero() {
+		return s.End
+	}
+	return s.FirstToken
 }
 
 // Figure defaults.
@@ -103,6 +114,7 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 		bound = time.Duration(1.5 * base.E2EP99MS * float64(time.Millisecond))
 	}
 
+	failing, failovers, unfinished := 0, 0, 0
 	for i, w := range windows {
 		sp := spans[i]
 		var inside, outside []Sample
@@ -120,11 +132,18 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 			c.Warnings = append(c.Warnings, fmt.Sprintf("window %d (%s): only %d requests inside: its figures are rough", i, w.Faults, cw.Inside.Requests))
 		}
 		if w.Failing {
-			if f, ok := failoverTime(samples, sp.from); ok {
+			f, needed, ok := failoverTime(samples, sp.from, sp.to)
+			switch {
+			case ok:
 				cw.FailoverMS = ptr(ms(f))
-			} else {
-				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request sent after the fault's onset succeeded within the stage", i))
+				failovers++
+			case needed:
+				unfinished++
+				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request the fault reached (sent in it, with a failed attempt) succeeded within the stage: the failover did not complete", i))
+			default:
+				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request sent during it failed an attempt: no failover was needed", i))
 			}
+			failing++
 			if !w.End.IsZero() && w.End.Before(o.End) {
 				if r, ok := recovery(samples, w.End, o.End, o.RecoveryBin, base.ErrorRate, bound); ok {
 					cw.RecoveryMS = ptr(ms(r))
@@ -150,6 +169,7 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 		c.Attempts += max(s.Attempts, 1)
 		if s.Attempts > 1 {
 			c.Retried++
+			c.RetryAttempts += s.Attempts - 1
 			if !s.Failed {
 				c.RetriedOK++
 			}
@@ -164,16 +184,30 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 	if o.Failing > 0 {
 		c.ErrorAmplification = ptr(float64(c.ErrorsSeen) / float64(o.Failing))
 	}
-	if c.Retried > 0 {
-		c.RRetry = ptr(float64(c.RetriedOK) / float64(c.Retried))
+	if c.RetryAttempts > 0 {
+		// R_retry per retry attempt (seed 004 §3.3): the successful
+		// responses over the retry requests sent; a request retried twice
+		// that succeeded is one success of two attempts.
+		c.RRetry = ptr(float64(c.RetriedOK) / float64(c.RetryAttempts))
 	}
 	switch {
-	case c.FailoverMS == nil:
+	case failing == 0:
+		c.MSRReason = "no failing fault window in the stage: nothing to fail over from"
+	case failovers == 0 && unfinished == 0:
+		c.MSRReason = "no request sent during the fault windows failed an attempt: no failover was needed"
 	case c.RRetry == nil:
-		c.Warnings = append(c.Warnings, "no request was retried or failed over: MSR needs R_retry (run with --retries or --policy failover)")
+		c.MSRReason = "no request was retried or failed over: MSR needs R_retry (run with --retries, or --targets with --policy failover)"
+	case c.FailoverMS == nil:
+		// The fault reached requests and none that was retried succeeded:
+		// T_failover is past the stage, its factor 0.
+		c.MSR, c.MSRGrade = ptr(0.0), Grade(0)
+		c.MSRReason = "the failover did not complete within the stage: MSR 0"
 	default:
 		m := MSR(time.Duration(*c.FailoverMS*float64(time.Millisecond)), o.TMax, *c.RRetry)
 		c.MSR, c.MSRGrade = ptr(m), Grade(m)
+	}
+	if c.MSR == nil {
+		c.Warnings = append(c.Warnings, "no MSR: "+c.MSRReason)
 	}
 	return c
 }
@@ -194,22 +228,34 @@ func Grade(msr float64) string {
 	return "low"
 }
 
-// failoverTime is the time from onset to the end of the first successful
-// response among requests sent at or after it.
-func failoverTime(samples []Sample, onset time.Time) (time.Duration, bool) {
+// failoverTime is T_failover of a fault window [onset, end): from the
+// onset to the first token of the first successful response among the
+// requests the fault reached, those sent in the window that took more than
+// one attempt (a request that went straight to a healthy upstream did not
+// fail over). needed says some request sent in the window failed an
+// attempt; ok that one of them succeeded.
+func failoverTime(samples []Sample, onset, end time.Time) (d time.Duration, needed, ok bool) {
 	var best time.Time
 	for _, s := range samples {
-		if s.Failed || s.Sent.Before(onset) {
+		if s.Sent.Before(onset) || !s.Sent.Before(end) {
 			continue
 		}
-		if best.IsZero() || s.End.Before(best) {
-			best = s.End
+		if s.Attempts <= 1 {
+			needed = needed || s.Failed
+			continue
+		}
+		needed = true
+		if s.Failed {
+			continue
+		}
+		if t := s.firstToken(); best.IsZero() || t.Before(best) {
+			best = t
 		}
 	}
 	if best.IsZero() {
-		return 0, false
+		return 0, needed, false
 	}
-	return best.Sub(onset), true
+	return best.Sub(onset), true, true
 }
 
 // recovery is the time from a fault's end to the start of the first bin

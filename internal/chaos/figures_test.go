@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -9,7 +10,8 @@ import (
 // plantedStage is a 5 s stage with a request every 100 ms and a failing
 // fault window from 2 s to 3 s: before it requests take 20 ms; inside it
 // all are retried, the first two fail (300 ms) and the rest succeed in
-// 250 ms; for half a second after it they take 100 ms, then 20 ms again.
+// 250 ms, their first token 200 ms after the send; for half a second
+// after it they take 100 ms, then 20 ms again.
 func plantedStage(t0 time.Time) ([]Sample, []Window) {
 	var ss []Sample
 	for i := 0; i < 50; i++ {
@@ -19,7 +21,7 @@ func plantedStage(t0 time.Time) ([]Sample, []Window) {
 		case i == 20 || i == 21:
 			s.End, s.Failed, s.Attempts, s.Upstream = sent.Add(300*time.Millisecond), true, 2, "b"
 		case i >= 22 && i < 30:
-			s.End, s.Attempts, s.Upstream = sent.Add(250*time.Millisecond), 2, "b"
+			s.End, s.FirstToken, s.Attempts, s.Upstream = sent.Add(250*time.Millisecond), sent.Add(200*time.Millisecond), 2, "b"
 		case i >= 30 && i < 35:
 			s.End = sent.Add(100 * time.Millisecond)
 		}
@@ -57,15 +59,16 @@ func TestFigures(t *testing.T) {
 	if lo, hi := w.Inside.ErrorRateCI95[0], w.Inside.ErrorRateCI95[1]; math.Abs(lo-0.0567) > 1e-4 || math.Abs(hi-0.5098) > 1e-4 {
 		t.Errorf("Wilson interval %v, want [0.0567, 0.5098]", w.Inside.ErrorRateCI95)
 	}
-	// First success sent after onset: 2.2 s + 250 ms = 450 ms after it.
-	near("failover_ms", *c.FailoverMS, 450)
+	// The first success the fault reached was sent 200 ms after onset and
+	// its first token came 200 ms later: 400 ms (to its end: 450).
+	near("failover_ms", *c.FailoverMS, 400)
 	// Bin [3.0, 3.5) has p99 100 ms > 1.5 × 20 ms; [3.5, 4.0) is back.
 	near("recovery_ms", *c.RecoveryMS, 500)
 	if c.Retried != 10 || c.RetriedOK != 8 || c.ErrorsSeen != 2 {
 		t.Errorf("retried %d ok %d errors %d", c.Retried, c.RetriedOK, c.ErrorsSeen)
 	}
 	near("r_retry", *c.RRetry, 0.8)
-	near("msr", *c.MSR, (1-450.0/800)*0.8)
+	near("msr", *c.MSR, (1-400.0/800)*0.8)
 	if c.MSRGrade != "low" {
 		t.Errorf("grade %q", c.MSRGrade)
 	}
@@ -85,7 +88,7 @@ func TestFigures(t *testing.T) {
 	// window's figures: outside is outside that window.
 	ws = append(ws, Window{Faults: `{"latency":"fixed:1ms"}`, Start: t0})
 	c = Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(5 * time.Second), RecoveryBin: 500 * time.Millisecond})
-	if w := c.Windows[0]; w.Outside.Requests != 40 || *c.RecoveryMS != 500 || *c.FailoverMS != 450 {
+	if w := c.Windows[0]; w.Outside.Requests != 40 || *c.RecoveryMS != 500 || *c.FailoverMS != 400 {
 		t.Errorf("with an overlapping latency window: outside %d, recovery %v, failover %v", w.Outside.Requests, *c.RecoveryMS, *c.FailoverMS)
 	}
 	if w := c.Windows[1]; w.Inside.Requests != 50 || w.Outside.Requests != 0 || w.FailoverMS != nil {
@@ -93,8 +96,9 @@ func TestFigures(t *testing.T) {
 	}
 }
 
-// TestFiguresEdges: no retries gives no MSR (with a warning), a window
-// still open at the stage's end no recovery, no success no failover.
+// TestFiguresEdges: no retries gives no MSR (with the reason), a window
+// still open at the stage's end no recovery, a failover that never
+// completes MSR 0, a fault no request felt no MSR (not 0).
 func TestFiguresEdges(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ss, ws := plantedStage(t0)
@@ -103,18 +107,65 @@ func TestFiguresEdges(t *testing.T) {
 	}
 	ws[0].End = time.Time{}
 	c := Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})
-	if c.MSR != nil || c.RRetry != nil || c.RecoveryMS != nil || len(c.Warnings) == 0 {
-		t.Errorf("msr %v r_retry %v recovery %v warnings %v", c.MSR, c.RRetry, c.RecoveryMS, c.Warnings)
+	if c.MSR != nil || c.RRetry != nil || c.RecoveryMS != nil || !strings.Contains(c.MSRReason, "no request was retried") {
+		t.Errorf("no retries: msr %v r_retry %v recovery %v reason %q", c.MSR, c.RRetry, c.RecoveryMS, c.MSRReason)
 	}
 	if c.Windows[0].EndS != 5 {
 		t.Errorf("open window end_s %v, want the stage's end", c.Windows[0].EndS)
 	}
-	for i := 20; i < 50; i++ {
+	// Every request the fault reached was retried and failed: the
+	// failover never completed, MSR 0 (R_retry is 0 too).
+	ss, ws = plantedStage(t0)
+	for i := 20; i < 30; i++ {
 		ss[i].Failed = true
 	}
 	c = Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})
-	if c.FailoverMS != nil {
-		t.Errorf("failover %v with no success after onset", *c.FailoverMS)
+	if c.FailoverMS != nil || c.MSR == nil || *c.MSR != 0 || !strings.Contains(c.MSRReason, "did not complete") {
+		t.Errorf("no success: failover %v msr %v reason %q", c.FailoverMS, c.MSR, c.MSRReason)
+	}
+	// A window no request felt (every request inside went through at
+	// once): no failover was needed, so no MSR rather than 0.
+	ss, ws = plantedStage(t0)
+	for i := range ss {
+		ss[i].Attempts, ss[i].Failed, ss[i].End, ss[i].FirstToken = 1, false, ss[i].Sent.Add(20*time.Millisecond), time.Time{}
+	}
+	ss[45].Attempts = 2 // a retry outside the window
+	c = Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})
+	if c.MSR != nil || c.FailoverMS != nil || !strings.Contains(c.MSRReason, "no failover was needed") {
+		t.Errorf("fault felt by none: msr %v failover %v reason %q", c.MSR, c.FailoverMS, c.MSRReason)
+	}
+	// No failing window at all.
+	c = Figures(ss, nil, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})
+	if c.MSR != nil || !strings.Contains(c.MSRReason, "no failing fault window") {
+		t.Errorf("no window: msr %v reason %q", c.MSR, c.MSRReason)
+	}
+}
+
+// TestRRetryPerAttempt: R_retry counts retry attempts, not requests (seed
+// 004 §3.3): 9 requests retried with 12 retry attempts, 7 of them
+// converging, give 7/12, not 7/9.
+func TestRRetryPerAttempt(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var ss []Sample
+	for i := range 20 {
+		sent := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		s := Sample{Sent: sent, End: sent.Add(50 * time.Millisecond), Attempts: 1}
+		switch {
+		case i < 3: // three requests retried twice (3 attempts), converged
+			s.Attempts = 3
+		case i < 7: // four retried once, converged
+			s.Attempts = 2
+		case i < 9: // two retried once, failed
+			s.Attempts, s.Failed = 2, true
+		}
+		ss = append(ss, s)
+	}
+	c := Figures(ss, []Window{{Start: t0, End: t0.Add(time.Second), Failing: true}}, FigureOptions{Start: t0, End: t0.Add(2 * time.Second)})
+	if c.Retried != 9 || c.RetryAttempts != 12 || c.RetriedOK != 7 || math.Abs(*c.RRetry-7.0/12) > 1e-12 {
+		t.Errorf("retried %d attempts %d ok %d r_retry %v, want 9, 12, 7, 7/12", c.Retried, c.RetryAttempts, c.RetriedOK, *c.RRetry)
+	}
+	if c.MSR == nil || math.Abs(*c.MSR-(1-50.0/800)*7/12) > 1e-9 {
+		t.Errorf("msr %v, want (1 − 50/800) × 7/12", c.MSR)
 	}
 }
 

@@ -45,11 +45,17 @@ func WriteSummary(w io.Writer, stage string, c *result.Chaos) error {
 		fmt.Fprintf(&b, " (amplification %.3f of %d failing faults)", *c.ErrorAmplification, c.FaultsInjected)
 	}
 	b.WriteString("\n")
-	if c.Retried > 0 {
-		fmt.Fprintf(&b, "retries   %d requests retried, %d converged (R_retry %.3f), %d attempts in all\n", c.Retried, c.RetriedOK, *c.RRetry, c.Attempts)
+	if c.Retried > 0 && c.RRetry != nil {
+		fmt.Fprintf(&b, "retries   %d requests retried with %d retry attempts, %d converged: R_retry %d/%d = %.3f per attempt; %d attempts in all\n",
+			c.Retried, c.RetryAttempts, c.RetriedOK, c.RetriedOK, c.RetryAttempts, *c.RRetry, c.Attempts)
 	}
-	if c.MSR != nil {
-		fmt.Fprintf(&b, "MSR       %.3f (%s) = (1 − %.1f ms / %.0f ms) × %.3f\n", *c.MSR, c.MSRGrade, *c.FailoverMS, c.TMaxMS, *c.RRetry)
+	switch {
+	case c.MSR != nil && c.FailoverMS != nil:
+		fmt.Fprintf(&b, "MSR       %.3f (%s) = (1 − %.1f ms / %.0f ms) × %.3f  (T_failover: onset → first token of the first retried request that succeeded)\n", *c.MSR, c.MSRGrade, *c.FailoverMS, c.TMaxMS, *c.RRetry)
+	case c.MSR != nil:
+		fmt.Fprintf(&b, "MSR       %.3f (%s): %s\n", *c.MSR, c.MSRGrade, c.MSRReason)
+	case c.MSRReason != "":
+		fmt.Fprintf(&b, "MSR       none: %s\n", c.MSRReason)
 	}
 	for _, wn := range c.Warnings {
 		fmt.Fprintf(&b, "  ! %s\n", wn)

@@ -79,7 +79,7 @@ func (o *Observer) Record(_ string, rec *record.Record) {
 	if rec.Warmup {
 		return
 	}
-	s := Sample{Sent: rec.Sent, End: rec.End, Failed: rec.Failed(), Attempts: rec.Attempts, Upstream: rec.Upstream}
+	s := Sample{Sent: rec.Sent, End: rec.End, FirstToken: rec.FirstToken, Failed: rec.Failed(), Attempts: rec.Attempts, Upstream: rec.Upstream}
 	o.mu.Lock()
 	o.samples = append(o.samples, s)
 	o.mu.Unlock()

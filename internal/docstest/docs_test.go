@@ -588,9 +588,7 @@ var otherPrograms = map[string]string{
 // pendingFlags are flags the docs describe ahead of the code, each with
 // the work that adds it. They pass the checks until they exist; then
 // TestPendingFlagsStillPending asks for them to be taken off this list.
-var pendingFlags = map[string]string{
-	"--allow-invalid": "issue 16: exit code 4 and --allow-invalid",
-}
+var pendingFlags = map[string]string{}
 
 var promptRE = regexp.MustCompile(`^\s*\$ +(.*)$`)
 

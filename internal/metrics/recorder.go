@@ -11,6 +11,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/verdict/resilience"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -100,6 +101,7 @@ type Recorder struct {
 	series   result.Series
 	secHist  *hdr.Histogram // TTFT of the current second
 	secE2E   *hdr.Histogram // E2E of the current second's successes
+	secCols  *secColumns    // ITL, TPOT, intended TTFT and E2E of the current second
 	curSec   int
 
 	normIn          float64 // normalised input tokens of successes
@@ -127,6 +129,7 @@ func New(cfg Config) *Recorder {
 		errorSamples: map[string]string{},
 		secHist:      hdr.New(1, latencyMax, 2),
 		secE2E:       hdr.New(1, latencyMax, 2),
+		secCols:      newSecColumns(),
 		groups:       breakdown{},
 		byCheck:      map[string]*result.CheckCount{},
 		readLag:      newLatencyHist(),
@@ -167,6 +170,7 @@ func (r *Recorder) grow(s int) {
 		r.series.E2Ep50ms = append(r.series.E2Ep50ms, 0)
 		r.series.E2Ep99ms = append(r.series.E2Ep99ms, 0)
 		r.series.E2EMeanMS = append(r.series.E2EMeanMS, 0)
+		r.secCols.grow(&r.series)
 	}
 }
 
@@ -214,6 +218,7 @@ func (r *Recorder) flushSec() {
 	}
 	r.secHist.Reset()
 	r.secE2E.Reset()
+	r.secCols.flush(&r.series, r.curSec)
 }
 
 // Record adds a finished request. Every request passed to Sent must be
@@ -247,6 +252,10 @@ func (r *Recorder) Record(rec *record.Record) {
 	}
 	if !rec.Failed() {
 		r.secE2E.RecordValue(max(int64(rec.E2E()/time.Microsecond), 1))
+		r.secondOK(rec, ttft, hasTTFT)
+		if r.meetsSLO(rec, ttft, hasTTFT) {
+			r.series.GoodPerS[s]++
+		}
 	}
 	if rec.Warmup {
 		r.warmup++
@@ -325,10 +334,8 @@ func (r *Recorder) Record(rec *record.Record) {
 	if !rec.FirstAnswer.IsZero() {
 		r.hists[FirstAnswer].recordDuration(rec.FirstAnswer.Sub(rec.Sent))
 	}
-	var maxGap time.Duration
 	for _, g := range rec.Gaps {
 		r.hists[ITL].recordDuration(g)
-		maxGap = max(maxGap, g)
 	}
 	switch {
 	case len(rec.ChunkTokens) > 0:
@@ -342,11 +349,7 @@ func (r *Recorder) Record(rec *record.Record) {
 	if hasTPOT {
 		r.hists[TPOT].recordDuration(tpot)
 	}
-	slo := r.cfg.SLO
-	good := (slo.TTFT == 0 || (hasTTFT && ttft <= slo.TTFT)) &&
-		(slo.TPOT == 0 || !hasTPOT || tpot <= slo.TPOT) &&
-		(slo.ITL == 0 || maxGap <= slo.ITL) &&
-		(slo.E2E == 0 || e2e <= slo.E2E)
+	good := r.meetsSLO(rec, ttft, hasTTFT)
 	if good {
 		r.good++
 	}
@@ -600,6 +603,10 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 			return sc.Vector.Recall.Mean, true
 		case "attack_success_rate", "interception_rate", "leak_rate", "false_refusal_rate":
 			return probeRate(sc.Probes, metric), true
+		case resilience.MSR, resilience.SlopeName, resilience.RecoveryName, resilience.ErrorSlopeName:
+			// A figure the stage does not have (no chaos, no fault, too
+			// short) is not measured: the threshold fails saying so.
+			return resilience.Scalar(sc, metric)
 		}
 		return 0, false
 	}
@@ -728,4 +735,34 @@ func probeRate(p *result.Probes, metric string) float64 {
 		return math.NaN()
 	}
 	return float64(r.K) / float64(r.N)
+}
+
+// secondOK adds a successful request to the current second's ITL, TPOT
+// and intended-time columns.
+func (r *Recorder) secondOK(rec *record.Record, ttft time.Duration, hasTTFT bool) {
+	lag := rec.Lag()
+	for _, g := range rec.Gaps {
+		r.secCols.itl.record(g)
+	}
+	if tpot, ok := rec.TPOT(); ok {
+		r.secCols.tpot.record(tpot)
+	}
+	if hasTTFT {
+		r.secCols.ttftIntended.record(ttft + lag)
+	}
+	r.secCols.e2eIntended.record(rec.E2E() + lag)
+}
+
+// meetsSLO says whether a successful request met every SLO.
+func (r *Recorder) meetsSLO(rec *record.Record, ttft time.Duration, hasTTFT bool) bool {
+	slo := r.cfg.SLO
+	var maxGap time.Duration
+	for _, g := range rec.Gaps {
+		maxGap = max(maxGap, g)
+	}
+	tpot, hasTPOT := rec.TPOT()
+	return (slo.TTFT == 0 || (hasTTFT && ttft <= slo.TTFT)) &&
+		(slo.TPOT == 0 || !hasTPOT || tpot <= slo.TPOT) &&
+		(slo.ITL == 0 || maxGap <= slo.ITL) &&
+		(slo.E2E == 0 || rec.E2E() <= slo.E2E)
 }

@@ -21,7 +21,10 @@ import (
 func Execute(ctx context.Context, e *experiment.Experiment, env Env) (*result.Result, error) {
 	r, err := Build(ctx, e, env)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, ErrInvalid) {
+			return nil, err
+		}
+		return startFailed(ctx, withDefaults(e), env, err)
 	}
 	defer r.Close()
 	return r.Execute(ctx)
@@ -49,7 +52,10 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 	settleHeap()
 	res, runErr := runner.Run(ctx, p)
 	if res == nil {
-		return nil, runErr
+		if runErr == nil {
+			return nil, nil
+		}
+		return startFailed(ctx, x, r.env, runErr)
 	}
 	redactResult(r.red, res)
 	out := x.Outputs.Result
@@ -91,19 +97,7 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 	outs := gate.Run(context.WithoutCancel(ctx), x.Actions[verdict], gate.Payload{
 		Verdict: verdict, Experiment: x.Path, Fingerprint: res.Fingerprint, Result: out, Failed: gate.FailedThresholds(res),
 	})
-	res.Gate = &result.Gate{Verdict: verdict, Actions: []result.GateAction{}}
-	failed := 0
-	for _, o := range outs {
-		res.Gate.Actions = append(res.Gate.Actions, result.GateAction{Action: o.Action, OK: o.OK, Error: o.Error, Output: o.Output, Seconds: o.Seconds})
-		status := "ok"
-		if !o.OK {
-			status, failed = "FAILED: "+o.Error, failed+1
-		}
-		fmt.Fprintf(r.stderr(), "gate: verdict %s → %s %s (%.1f s)\n", verdict, o.Action, status, o.Seconds)
-		if o.OK && o.Output != "" {
-			fmt.Fprintf(r.stderr(), "  %s\n", strings.ReplaceAll(o.Output, "\n", "\n  "))
-		}
-	}
+	failed := r.recordGate(res, verdict, outs)
 	if err := write(); err != nil {
 		return res, err
 	}
@@ -143,4 +137,22 @@ func outcome(res *result.Result, runErr error) error {
 		return ErrThresholdsFailed
 	}
 	return nil
+}
+
+// recordGate puts the verdict and how its actions went into the result,
+// prints a line per action and returns how many failed.
+func (r *Run) recordGate(res *result.Result, verdict string, outs []gate.Outcome) (failed int) {
+	res.Gate = &result.Gate{Verdict: verdict, Actions: []result.GateAction{}}
+	for _, o := range outs {
+		res.Gate.Actions = append(res.Gate.Actions, result.GateAction{Action: o.Action, OK: o.OK, Error: o.Error, Output: o.Output, Seconds: o.Seconds})
+		status := "ok"
+		if !o.OK {
+			status, failed = "FAILED: "+o.Error, failed+1
+		}
+		fmt.Fprintf(r.stderr(), "gate: verdict %s → %s %s (%.1f s)\n", verdict, o.Action, status, o.Seconds)
+		if o.OK && o.Output != "" {
+			fmt.Fprintf(r.stderr(), "  %s\n", strings.ReplaceAll(o.Output, "\n", "\n  "))
+		}
+	}
+	return failed
 }

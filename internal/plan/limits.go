@@ -139,6 +139,13 @@ func outputs(x *experiment.Experiment) []struct{ path, flag string } {
 	}
 }
 
+// outputError is an output path that cannot be written: a run that fails
+// on it writes no result (it could not), unlike one whose target is
+// unreachable (startFailed).
+type outputError struct{ error }
+
+func (e outputError) Unwrap() error { return e.error }
+
 // checkOutputs makes sure every output file can be written before the
 // load starts, so that a run is not lost to a bad path: it is not a
 // directory, its directory can be made, and a file can be created beside
@@ -152,11 +159,11 @@ func checkOutputs(_ context.Context, x *experiment.Experiment) error {
 			return invalidf("%s %s is a directory: give a file name, e.g. %s", o.flag, o.path, filepath.Join(o.path, "result.json"))
 		}
 		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
-			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+			return outputError{fmt.Errorf("%s %s: %w", o.flag, o.path, err)}
 		}
 		f, err := os.CreateTemp(filepath.Dir(o.path), ".spate-probe-*")
 		if err != nil {
-			return fmt.Errorf("%s %s: cannot write there: %w", o.flag, o.path, err)
+			return outputError{fmt.Errorf("%s %s: cannot write there: %w", o.flag, o.path, err)}
 		}
 		f.Close()
 		os.Remove(f.Name())

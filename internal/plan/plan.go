@@ -411,6 +411,9 @@ func (r *Run) build(ctx context.Context) error {
 	p.Version = r.env.Version
 	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: openai.Redact(x.Target.URL),
 		API: x.Target.API, Tokenizer: r.tok.Name(), ExperimentSHA256: x.SHA256}
+	if p.Provenance.WorkloadSpecSHA256, err = workloadSpecDigest(x); err != nil {
+		return err
+	}
 	st := stages[0]
 	p.Config = result.Config{
 		Arrival: st.Arrival, Rate: st.Rate, Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,

@@ -63,7 +63,9 @@ func (o *resilienceObserver) Record(string, *record.Record)                     
 
 // StageEnd computes the figures. Fault windows that closed during the
 // stage (sc.Chaos, filled by the chaos observer, which runs first: see
-// features) add a recovery from each end.
+// features) add a recovery from each end; their onsets bound the
+// recoveries before them (a fault on from the start leaves no load step to
+// recover from).
 func (o *resilienceObserver) StageEnd(st runner.Stage, sc *result.Scenario) {
 	opts := o.opts
 	opts.AfterFaults = o.prevFaults
@@ -71,6 +73,7 @@ func (o *resilienceObserver) StageEnd(st runner.Stage, sc *result.Scenario) {
 	if sc.Chaos != nil {
 		secs := float64(len(sc.Series.SentPerS))
 		for _, w := range sc.Chaos.Windows {
+			opts.FaultStarts = append(opts.FaultStarts, w.StartS)
 			if w.EndS > 0 && w.EndS+1 < secs {
 				opts.FaultEnds = append(opts.FaultEnds, w.EndS)
 			}

@@ -38,16 +38,28 @@ func TestResilienceObserverFaultEnd(t *testing.T) {
 	if got := second.Resilience.Recoveries; len(got) != 1 || got[0] != want[0] {
 		t.Errorf("stage after faults %+v, want %+v", got, want)
 	}
-	// A fault window that closed at 1.5 s inside the stage (the chaos
-	// observer's), and one still open at the end, which is skipped.
+	// A fault window from the start to 1.5 s (the chaos observer's), and
+	// one from 5 s still open at the end. The first leaves no load step
+	// to recover from (the fault was on); its recovery is judged from the
+	// first whole second after its end (2) up to the next onset (5): the
+	// window at 2 (500, 50 → 275) is over, the one at 3 is not: back at
+	// 3 s, 1.5 s after the end.
 	third := stage()
 	third.Chaos = &result.Chaos{Windows: []result.ChaosWindow{{StartS: 0, EndS: 1.5}, {StartS: 5, EndS: 8}}}
 	o.StageEnd(runner.Stage{Name: "inner faults"}, third)
-	// From second 1: windows at 1 (500, 500) and 2 (500, 50 → 275) are
-	// over, the one at 3 is not: 2 s.
-	want = append(want, result.Recovery{Event: "fault_end", AtS: 1, Recovered: true, RecoveryS: 2})
-	want[0].Event = "load_step"
-	if got := third.Resilience.Recoveries; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+	want = []result.Recovery{{Event: "fault_end", AtS: 1.5, Recovered: true, RecoveryS: 1.5}}
+	if got := third.Resilience.Recoveries; len(got) != 1 || got[0] != want[0] {
 		t.Errorf("fault window inside the stage: %+v, want %+v", got, want)
+	}
+	// A fault from 4 s to 5 s: the load step is judged on seconds 0–3
+	// only (windows at 0, 1 over; at 2: 275 over; … recovered at 3 would
+	// need a window of 2 inside [0, 4): the one at 2 is the last, still
+	// over): not recovered before the fault, watched 4 s.
+	fourth := stage()
+	fourth.Chaos = &result.Chaos{Windows: []result.ChaosWindow{{StartS: 4, EndS: 5}}}
+	o.StageEnd(runner.Stage{Name: "late fault"}, fourth)
+	want = []result.Recovery{{Event: "load_step", Recovered: false, RecoveryS: 4}, {Event: "fault_end", AtS: 5, Recovered: true, RecoveryS: 0}}
+	if got := fourth.Resilience.Recoveries; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("late fault: %+v, want %+v", got, want)
 	}
 }

@@ -58,6 +58,9 @@ func Console(w io.Writer, r *result.Result) error {
 	if r.Aborted != "" {
 		fmt.Fprintf(&b, "aborted: %s\n", r.Aborted)
 	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", scrub.Text(r.Error, 1000))
+	}
 	// The model id is the server's: printed escaped, never raw.
 	fmt.Fprintf(&b, "model %s · fingerprint %s\n", scrub.Text(orDash(r.Provenance.Model), 200), r.Fingerprint)
 	_, err := io.WriteString(w, b.String())
@@ -139,6 +142,7 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	answers(b, sc)
 	breakdown(b, sc)
 	server(b, sc.Server)
+	resilience(b, sc.Resilience)
 	if l.Valid {
 		fmt.Fprintf(b, "measurement: valid (schedule lag p99 %.2f ms ≤ %.0f ms)\n", l.ScheduleLagMS.P99, l.LagBoundMS)
 	} else {

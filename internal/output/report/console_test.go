@@ -59,6 +59,10 @@ func sample() *result.Result {
 				Metrics:    map[string]result.Dist{"ttft_ms": dist(1800, 300), "first_reasoning_ms": dist(1800, 200), "first_answer_ms": dist(1800, 900)},
 				Thresholds: []threshold.Outcome{{Expr: "p99(ttft) < 400ms", Value: 450, Pass: false}, {Expr: "stps >= 1", Err: "stps was not measured in this run"}},
 				Warnings:   []string{"something to know"},
+				Resilience: &result.Resilience{SlopeWindowS: 10, SlopeWindows: 21, E2Ep99SlopeMSPerS: new(0.82), TTFTp99SlopeMSPerS: new(-0.1),
+					ErrorRateSlopePPPerMin: new(1.35), SLOMetric: "e2e", SLOms: 600, SLOSource: "baseline", RecoveryWindowS: 5,
+					Recoveries: []result.Recovery{{Event: "load_step", Recovered: true}, {Event: "fault_end", AtS: 25, Recovered: true, RecoveryS: 3},
+						{Event: "fault_end", AtS: 50, RecoveryS: 10}}},
 			},
 		},
 	}

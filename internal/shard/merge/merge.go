@@ -47,12 +47,17 @@ type Options struct {
 	// MaxClockSpread is how far the shards' clock offsets may provably
 	// disagree before the merge warns (0: DefaultMaxClockSpread).
 	MaxClockSpread time.Duration
+	// AllowPartial merges an incomplete set of shards instead of refusing
+	// it: missing shards are merged around (Shard.Missing) and a shard
+	// index given more than once is merged once, from its first input
+	// (Shard.Duplicates), each with a warning.
+	AllowPartial bool
 }
 
 // Merge combines shard results into one. It refuses, unless opt.Force,
 // inputs that are not shards of one run (different experiment, count or
-// fingerprint) and shard indexes given twice; missing shards are merged
-// around, listed in Shard.Missing and warned about.
+// fingerprint), and, unless opt.AllowPartial (or opt.Force for
+// duplicates), a set with a shard missing or given twice.
 func Merge(in []Input, opt Options) (*result.Result, error) {
 	if len(in) == 0 {
 		return nil, errors.New("merging: no shard results given")
@@ -95,14 +100,26 @@ func Merge(in []Input, opt Options) (*result.Result, error) {
 	}
 	slices.Sort(sh.Merged)
 	slices.Sort(sh.Duplicates)
-	if len(sh.Duplicates) > 0 {
-		if !opt.Force {
-			return nil, fmt.Errorf("shard index(es) %s given more than once: merging them would count their requests twice (merge anyway with --force)", ints(sh.Duplicates))
-		}
+	switch {
+	case len(sh.Duplicates) == 0:
+	case opt.Force:
 		sh.Forced = true
 		warns = append(warns, fmt.Sprintf("forced: shard index(es) %s merged more than once: their requests are counted twice", ints(sh.Duplicates)))
+	case opt.AllowPartial:
+		in = firstOfEach(in)
+		sh.Merged = sh.Merged[:0]
+		for _, x := range in {
+			sh.Merged = append(sh.Merged, x.Result.Shard.Index)
+		}
+		slices.Sort(sh.Merged)
+		warns = append(warns, fmt.Sprintf("shard index(es) %s given more than once: merged once each, from the first file given", ints(sh.Duplicates)))
+	default:
+		return nil, fmt.Errorf("shard index(es) %s given more than once: merging them would count their requests twice (merge each once with --allow-partial, or count them twice with --force)", ints(sh.Duplicates))
 	}
 	if len(sh.Missing) > 0 {
+		if !opt.AllowPartial {
+			return nil, fmt.Errorf("shard(s) %s of %d missing: the merged result would hold only part of the load (merge the shards given with --allow-partial)", ints(sh.Missing), count)
+		}
 		warns = append(warns, fmt.Sprintf("shard(s) %s of %d missing: the merged result holds only part of the load", ints(sh.Missing), count))
 	}
 	if w, spread := clockSpread(in, opt.MaxClockSpread); spread != nil {
@@ -569,4 +586,17 @@ func ints(xs []int) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// firstOfEach keeps the first input of each shard index, in order.
+func firstOfEach(in []Input) []Input {
+	seen := map[int]bool{}
+	var out []Input
+	for _, x := range in {
+		if !seen[x.Result.Shard.Index] {
+			seen[x.Result.Shard.Index] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }

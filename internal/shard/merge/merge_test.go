@@ -273,7 +273,10 @@ func TestMergeRefusesAndReports(t *testing.T) {
 	}
 	t.Run("missing", func(t *testing.T) {
 		in := clone(base)
-		m, err := Merge([]Input{in[0], in[2]}, Options{})
+		if _, err := Merge([]Input{in[0], in[2]}, Options{}); err == nil || !strings.Contains(err.Error(), "shard(s) 1 of 3 missing") || !strings.Contains(err.Error(), "--allow-partial") {
+			t.Fatalf("a missing shard: err = %v, want a refusal naming it", err)
+		}
+		m, err := Merge([]Input{in[0], in[2]}, Options{AllowPartial: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,6 +286,21 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		want := in[0].Result.Scenarios[0].Requests.Total + in[2].Result.Scenarios[0].Requests.Total
 		if got := m.Scenarios[0].Requests.Total; got != want {
 			t.Fatalf("total %d, want %d", got, want)
+		}
+	})
+	t.Run("duplicate allowed as partial", func(t *testing.T) {
+		in := clone(base)
+		m, err := Merge([]Input{in[0], in[1], in[1], in[2]}, Options{AllowPartial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for _, x := range in {
+			want += x.Result.Scenarios[0].Requests.Total
+		}
+		if got := m.Scenarios[0].Requests.Total; got != want || len(m.Shard.Merged) != 3 || m.Shard.Forced ||
+			!strings.Contains(strings.Join(m.Warnings, "\n"), "merged once each") {
+			t.Fatalf("total %d (want %d), shard %+v, warnings %q", got, want, m.Shard, m.Warnings)
 		}
 	})
 }

@@ -39,6 +39,24 @@ func mergeSeries(parts []seriesPart, base time.Time) (out result.Series, skew ti
 	}
 	ttftW := make([]float64, n)
 	e2eW := make([]float64, n)
+	var extra []extraColumns
+	for _, p := range parts {
+		if len(p.s.GoodPerS) > 0 {
+			out.GoodPerS = make([]int, n)
+			break
+		}
+	}
+	for _, c := range extraLatencies {
+		for _, p := range parts {
+			if len(*c.mean(&p.s)) > 0 {
+				for _, f := range []func(*result.Series) *[]float64{c.p50, c.p99, c.mean} {
+					*f(&out) = make([]float64, n)
+				}
+				extra = append(extra, extraColumns{cols: c, w: make([]float64, n)})
+				break
+			}
+		}
+	}
 	for i, p := range parts {
 		s := p.s
 		for k := range s.SentPerS {
@@ -62,6 +80,18 @@ func mergeSeries(parts []seriesPart, base time.Time) (out result.Series, skew ti
 			out.TTFTp99ms[j] = max(out.TTFTp99ms[j], at(s.TTFTp99ms, k))
 			out.E2Ep50ms[j] = max(out.E2Ep50ms[j], at(s.E2Ep50ms, k))
 			out.E2Ep99ms[j] = max(out.E2Ep99ms[j], at(s.E2Ep99ms, k))
+			if out.GoodPerS != nil {
+				out.GoodPerS[j] += at(s.GoodPerS, k)
+			}
+			for _, e := range extra {
+				c := e.cols
+				if m := at(*c.mean(&s), k); m > 0 && ok > 0 {
+					(*c.mean(&out))[j] += m * ok
+					e.w[j] += ok
+				}
+				(*c.p50(&out))[j] = max((*c.p50(&out))[j], at(*c.p50(&s), k))
+				(*c.p99(&out))[j] = max((*c.p99(&out))[j], at(*c.p99(&s), k))
+			}
 		}
 	}
 	for j := range n {
@@ -70,6 +100,11 @@ func mergeSeries(parts []seriesPart, base time.Time) (out result.Series, skew ti
 		}
 		if e2eW[j] > 0 {
 			out.E2EMeanMS[j] /= e2eW[j]
+		}
+		for _, e := range extra {
+			if e.w[j] > 0 {
+				(*e.cols.mean(&out))[j] /= e.w[j]
+			}
 		}
 	}
 	return out, skew
@@ -81,4 +116,25 @@ func at[T int | int64 | float64](s []T, k int) T {
 		return s[k]
 	}
 	return 0
+}
+
+// latencyColumns point at the p50, p99 and mean columns of one latency of
+// a series.
+type latencyColumns struct {
+	p50, p99, mean func(*result.Series) *[]float64
+}
+
+// extraLatencies are the per-second latencies of successes beyond TTFT and
+// E2E (ITL, TPOT, the intended-time twins), merged as E2E is.
+var extraLatencies = []latencyColumns{
+	{func(s *result.Series) *[]float64 { return &s.ITLp50ms }, func(s *result.Series) *[]float64 { return &s.ITLp99ms }, func(s *result.Series) *[]float64 { return &s.ITLMeanMS }},
+	{func(s *result.Series) *[]float64 { return &s.TPOTp50ms }, func(s *result.Series) *[]float64 { return &s.TPOTp99ms }, func(s *result.Series) *[]float64 { return &s.TPOTMeanMS }},
+	{func(s *result.Series) *[]float64 { return &s.TTFTIntendedP50ms }, func(s *result.Series) *[]float64 { return &s.TTFTIntendedP99ms }, func(s *result.Series) *[]float64 { return &s.TTFTIntendedMeanMS }},
+	{func(s *result.Series) *[]float64 { return &s.E2EIntendedP50ms }, func(s *result.Series) *[]float64 { return &s.E2EIntendedP99ms }, func(s *result.Series) *[]float64 { return &s.E2EIntendedMeanMS }},
+}
+
+// extraColumns is one extra latency being merged, with its mean's weights.
+type extraColumns struct {
+	cols latencyColumns
+	w    []float64
 }

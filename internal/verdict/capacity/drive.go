@@ -14,6 +14,11 @@ import (
 // ErrUsage marks settings a search cannot run with (test with errors.Is).
 var ErrUsage = errors.New("capacity usage")
 
+// ErrInconclusive is Run's error when the search could not find a
+// capacity it can vouch for (Capacity.Inconclusive says why); the result
+// is complete and written. spate capacity exits 4 on it.
+var ErrInconclusive = errors.New("capacity search inconclusive")
+
 type usageError struct{ err error }
 
 func (e usageError) Error() string        { return e.err.Error() }
@@ -36,6 +41,9 @@ type RunConfig struct {
 	MaxTrials                    int
 	// Repeats is the number of trials per rate.
 	Repeats int
+	// Confirm is the number of trials at each end of the final bracket
+	// behind the confidence interval (0: DefaultConfirm; negative: none).
+	Confirm int
 	// SweepConcurrency and SweepSteps shape a sweep (see SweepConfig).
 	SweepConcurrency int
 	SweepSteps       []float64
@@ -61,6 +69,10 @@ func (c RunConfig) Check() error {
 		err = fmt.Errorf("--trial-duration %v: must be positive", c.TrialDuration)
 	case c.Repeats < 1 || c.MaxTrials < 1 || c.SweepConcurrency < 1:
 		err = errors.New("--repeats, --max-trials and --sweep-concurrency must be at least 1")
+	case c.Confirm < -1:
+		err = fmt.Errorf("--confirm %d: want 0 for no interval, or at least 2", c.Confirm)
+	case c.Confirm == 1:
+		err = errors.New("--confirm 1: an interval needs at least 2 trials at each end of the bracket (0: no interval)")
 	}
 	if err != nil {
 		return usageError{err}
@@ -89,6 +101,14 @@ func Run(ctx context.Context, exp *experiment.Experiment, cfg RunConfig, run Run
 		seed = *exp.Workload.Seed
 	}
 	crit := cfg.Criteria
+	if len(exp.Stages) > 0 {
+		crit.Warmup = exp.Stages[0].Warmup
+	}
+	crit.Duration = cfg.TrialDuration
+	confirm := cfg.Confirm
+	onTrial := func(n int, l Load, sc *result.Scenario, a Assessment) {
+		_ = WriteTrial(out, n, l, sc, a)
+	}
 	var first *result.Result
 	hists := map[int]map[string]string{}
 	n := 0
@@ -121,9 +141,6 @@ func Run(ctx context.Context, exp *experiment.Experiment, cfg RunConfig, run Run
 			first = res
 		}
 		sc := res.Scenarios[0]
-		if err := WriteTrial(out, n, l, &sc, crit); err != nil {
-			return nil, err
-		}
 		// Histograms are keyed by scenario name, which the search sets:
 		// remember them by trial number.
 		hists[n] = res.Histograms[sc.Name]
@@ -132,10 +149,11 @@ func Run(ctx context.Context, exp *experiment.Experiment, cfg RunConfig, run Run
 	var o *Outcome
 	var err error
 	if cfg.Method == "sweep" {
-		o, err = Sweep(ctx, trial, SweepConfig{Criteria: crit, Concurrency: cfg.SweepConcurrency, Steps: cfg.SweepSteps, Repeats: cfg.Repeats})
+		o, err = Sweep(ctx, trial, SweepConfig{Criteria: crit, Concurrency: cfg.SweepConcurrency, Steps: cfg.SweepSteps, Repeats: cfg.Repeats,
+			Confirm: confirm, OnTrial: onTrial})
 	} else {
 		o, err = Search(ctx, trial, Config{Criteria: crit, MinRate: cfg.MinRate, MaxRate: cfg.MaxRate,
-			Resolution: cfg.Resolution, Repeats: cfg.Repeats, MaxTrials: cfg.MaxTrials})
+			Resolution: cfg.Resolution, Repeats: cfg.Repeats, MaxTrials: cfg.MaxTrials, Confirm: confirm, OnTrial: onTrial})
 	}
 	if o == nil {
 		if errors.Is(err, ErrUsage) {
@@ -171,9 +189,12 @@ func Run(ctx context.Context, exp *experiment.Experiment, cfg RunConfig, run Run
 		}
 	}
 	fmt.Fprintln(out)
-	_ = WriteSummary(out, res.Capacity)
 	if p := exp.Outputs.Result; p != "" {
 		fmt.Fprintf(out, "result written to %s\n", p)
+	}
+	_ = WriteSummary(out, res.Capacity)
+	if err == nil && res.Capacity.Inconclusive != "" {
+		err = ErrInconclusive
 	}
 	return &res, err
 }

@@ -13,16 +13,8 @@ import (
 func TestFormatGolden(t *testing.T) {
 	var buf bytes.Buffer
 	s := &server{Knee: 7.3, MaxRate: 7.6}
-	n := 0
-	trial := func(ctx context.Context, l Load) (*result.Scenario, error) {
-		sc, err := s.trial(ctx, l)
-		n++
-		if err == nil {
-			err = WriteTrial(&buf, n, l, sc, Criteria{})
-		}
-		return sc, err
-	}
-	out, err := Search(context.Background(), trial, Config{MinRate: 1, MaxRate: 100, Repeats: 1})
+	onTrial := func(n int, l Load, sc *result.Scenario, a Assessment) { _ = WriteTrial(&buf, n, l, sc, a) }
+	out, err := Search(context.Background(), s.trial, Config{MinRate: 1, MaxRate: 100, Repeats: 1, OnTrial: onTrial})
 	if err != nil {
 		t.Fatal(err)
 	}

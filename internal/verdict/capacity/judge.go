@@ -1,9 +1,12 @@
 // Package capacity finds how much load a server takes under its SLOs: an
 // adaptive search (exponential, then bisection) for the highest open-loop
-// rate at which the goodput fraction meets a target, reported as an
-// interval [highest passing, lowest failing], and a sweep (closed-loop
-// maximum, then open-loop steps up to it). Trials are run by the caller's
-// function, so the package holds the search and the verdicts only.
+// rate whose trials pass (the server completes what it is offered, its
+// queue does not grow, and the goodput fraction meets a target), reported
+// as a search bracket [highest passing, lowest failing) and, from repeated
+// trials at the bracket's ends, a confidence interval; and a sweep
+// (closed-loop maximum, then open-loop steps up to it). Trials are run by
+// the caller's function, so the package holds the search and the verdicts
+// only.
 //
 // Stage: verdict (over many runs).
 // The data flow: experiment → workload → schedule → engine → client → record
@@ -11,28 +14,45 @@
 package capacity
 
 import (
+	"math"
+	"slices"
+	"time"
+
 	"github.com/spate-dev/spate/internal/verdict/resilience"
 	"github.com/spate-dev/spate/result"
 )
 
-// Reasons a trial fails.
+// Reasons a trial fails, or cannot be judged.
 const (
 	ReasonGoodput       = "goodput"        // goodput fraction under the target
 	ReasonInvalid       = "invalid"        // load.valid false: the schedule was not kept
 	ReasonErrors        = "errors"         // no request succeeded
-	ReasonUnderdelivery = "underdelivered" // achieved rate well under the rate asked for
+	ReasonUnderdelivery = "underdelivered" // the server completed well under the rate offered
+	ReasonQueueGrowing  = "queue_growing"  // requests in flight grew through the trial
 	ReasonTTFTGrowing   = "ttft_growing"   // TTFT grew through the trial: a queue without bound
 	ReasonClosedLoop    = "closed_loop"    // a sweep's closed-loop measurement, not judged
+	// ReasonTooShort marks a trial that cannot tell: too few whole seconds
+	// of steady completions (the trial is short beside its requests).
+	ReasonTooShort = "too_short"
 )
+
+// DefaultMinDelivered is the least fraction of the requests sent that a
+// passing trial's server completes while the load runs: a capacity found
+// is at most 1/0.95 ≈ 1.05 × what the server completes at that load.
+const DefaultMinDelivered = 0.95
+
+// MinSteadySeconds is the fewest whole seconds of steady completions a
+// trial needs to be judged (Assessment.SteadyS).
+const MinSteadySeconds = 2
 
 // Criteria say when a trial passes.
 type Criteria struct {
 	// Goodput is the fraction of requests that must succeed within every
 	// SLO (default 0.95).
 	Goodput float64
-	// MinDelivered is the least achieved/asked rate of an open-loop trial
-	// (default 0.9). The rate asked for is the schedule's own rate when the
-	// result has it (a Poisson schedule's realised rate), else the target.
+	// MinDelivered is the least fraction of the requests offered that the
+	// server must complete, successfully, while the load runs (default
+	// DefaultMinDelivered; see Assess).
 	MinDelivered float64
 	// MaxTTFTGrowth is the most TTFT p50 may grow over a trial, as a
 	// multiple of its level (least-squares slope × trial length / median;
@@ -40,6 +60,20 @@ type Criteria struct {
 	// also exceed half of it, so that jitter on a small TTFT is not taken
 	// for a queue.
 	MaxTTFTGrowth float64
+	// Warmup is the trials' warm-up, whose seconds are left out of the
+	// steady seconds, and Duration their measured duration after it: the
+	// seconds of sending up to warm-up + duration are whole (0: the second
+	// of the last send is taken as partial).
+	Warmup, Duration time.Duration
+	// ServiceTime, when known, is the lag from a send to its completion
+	// on an unloaded server (the search takes it from the trials that
+	// passed): a trial in which nothing completed while the load ran — a
+	// server that shares itself among too many requests finishes none
+	// early — is judged from it (and cannot tell without it). A trial
+	// with completions is judged from its own lag, since a batching
+	// server's E2E lengthens with its load long before it stops keeping
+	// up.
+	ServiceTime time.Duration
 }
 
 func (c Criteria) withDefaults() Criteria {
@@ -47,7 +81,7 @@ func (c Criteria) withDefaults() Criteria {
 		c.Goodput = 0.95
 	}
 	if c.MinDelivered <= 0 {
-		c.MinDelivered = 0.9
+		c.MinDelivered = DefaultMinDelivered
 	}
 	if c.MaxTTFTGrowth <= 0 {
 		c.MaxTTFTGrowth = 1
@@ -55,26 +89,183 @@ func (c Criteria) withDefaults() Criteria {
 	return c
 }
 
+// Assessment is the verdict on one trial and the figures it rests on.
+type Assessment struct {
+	Pass bool
+	// Reason says why the trial failed, or (CannotTell) why it cannot be
+	// judged.
+	Reason     string
+	CannotTell bool
+	// SteadyS is the number of steady seconds the delivery was judged
+	// on, CompletedRPS the successes per second the server completed in
+	// them, and Delivered that rate over the rate the trial sent at (see
+	// delivery).
+	SteadyS      int
+	CompletedRPS float64
+	Delivered    float64
+	// QueueGrowth is how many requests in flight grew by over those
+	// seconds (least-squares slope × their length).
+	QueueGrowth float64
+	// completed and sent are the counts Delivered is made of.
+	completed int
+	sent      float64
+	// Score is how far the trial is from failing: the smallest of
+	// Delivered / MinDelivered and goodput / Goodput (≥ 1 passes them).
+	Score float64
+}
+
 // Judge says whether a trial at the given open-loop rate (0 for closed
-// loop) passed, and why not. A trial passes when its measurement is valid,
-// some request succeeded and the goodput fraction met the target — the
-// condition of metrics.Knee — and, for open loop, the server took the rate
-// asked for without a queue growing through the trial.
+// loop) passed, and why not (see Assess).
 func Judge(sc *result.Scenario, rate float64, c Criteria) (pass bool, reason string) {
+	a := Assess(sc, rate, c)
+	return a.Pass, a.Reason
+}
+
+// Assess judges a trial at the given open-loop rate (0 for closed loop).
+// It passes when its measurement is valid, some request succeeded, and,
+// for open loop, the server kept up with what it was offered over the
+// trial's steady seconds — it completed, successfully, at least
+// MinDelivered of the requests sent, less one request for the seconds'
+// edges (the sends shifted by the fastest requests' E2E, so that a
+// completion is set against the send it answers), the requests in flight did not grow by more than 10 % of those
+// offered in the meantime (at least 3), and TTFT did not grow through the
+// trial — and the goodput fraction met its target. A trial with fewer than
+// MinSteadySeconds steady seconds cannot tell.
+func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 	c = c.withDefaults()
+	a := Assessment{Score: sc.Goodput.Fraction / c.Goodput}
+	fail := func(reason string) Assessment {
+		a.Reason = reason
+		return a
+	}
+	if rate > 0 {
+		// The figures are computed for every trial, shown also when it
+		// is not judged.
+		delivery(&a, sc, c)
+	}
 	switch {
 	case sc.Requests.Succeeded == 0:
-		return false, ReasonErrors
+		a.Score = 0
+		return fail(ReasonErrors)
 	case !sc.Load.Valid:
-		return false, ReasonInvalid
-	case rate > 0 && sc.Load.AchievedRate < c.MinDelivered*asked(sc, rate):
-		return false, ReasonUnderdelivery
-	case growing(sc, c.MaxTTFTGrowth):
-		return false, ReasonTTFTGrowing
-	case sc.Goodput.Fraction < c.Goodput:
-		return false, ReasonGoodput
+		return fail(ReasonInvalid)
 	}
-	return true, ""
+	if rate > 0 {
+		if a.SteadyS < MinSteadySeconds {
+			a.CannotTell = true
+			return fail(ReasonTooShort)
+		}
+		a.Score = math.Min(a.Score, a.Delivered/c.MinDelivered)
+		offered := asked(sc, rate) * float64(a.SteadyS)
+		switch {
+		case float64(a.completed) < c.MinDelivered*a.sent-1:
+			return fail(ReasonUnderdelivery)
+		case a.QueueGrowth > math.Max(3, 0.1*offered):
+			return fail(ReasonQueueGrowing)
+		}
+	}
+	switch {
+	case growing(sc, c.MaxTTFTGrowth):
+		return fail(ReasonTTFTGrowing)
+	case sc.Goodput.Fraction < c.Goodput:
+		return fail(ReasonGoodput)
+	}
+	a.Pass = true
+	return a
+}
+
+// delivery fills the delivery figures of an open-loop trial from its
+// per-second series. The steady seconds run from the first whole second
+// after the lag from a send to its completion (the fastest second's E2E
+// p50 in the trial, which a queue building up through the trial does not
+// lengthen; Criteria.ServiceTime when nothing completed while the load
+// ran) to the end of sending; the server's completion
+// rate over them is set against the rate the trial sent at. Requests
+// whose E2E spreads widely fill the pipeline slowly, which lowers the
+// first seconds' rate: trials should last several times their requests'
+// E2E. The queue's growth is the slope of requests in flight over the
+// same seconds.
+func delivery(a *Assessment, sc *result.Scenario, c Criteria) {
+	s := &sc.Series
+	end := loadEnd(s)
+	if c.Duration > 0 {
+		// The seconds up to the end of sending are whole, the last too.
+		end = min(end+1, int((c.Warmup+c.Duration)/time.Second))
+	}
+	if end <= 0 {
+		return
+	}
+	lag := fastestE2E(s, end)
+	if lag == 0 {
+		// Nothing completed while the load ran: judged from the service
+		// time of a trial that kept up, or, before one, not at all.
+		if lag = float64(c.ServiceTime) / float64(time.Millisecond); lag == 0 {
+			return
+		}
+	}
+	from := int(math.Ceil(lag / 1000))
+	a.SteadyS = max(end-from, 0)
+	if a.SteadyS == 0 {
+		return
+	}
+	ok, sent := 0, 0
+	for i := range end {
+		sent += at(s.SentPerS, i)
+		if i >= from {
+			ok += at(s.CompletedPerS, i) - at(s.ErrorsPerS, i)
+		}
+	}
+	a.CompletedRPS = float64(ok) / float64(a.SteadyS)
+	sendRate := float64(sent) / float64(end)
+	a.completed, a.sent = ok, sendRate*float64(a.SteadyS)
+	if sent > 0 {
+		a.Delivered = a.CompletedRPS / sendRate
+	}
+	if a.SteadyS >= 2 {
+		flight := make([]float64, 0, a.SteadyS)
+		for i := from; i < end; i++ {
+			flight = append(flight, float64(at(s.InFlight, i))+1) // Slope leaves out values ≤ 0
+		}
+		if slope, _, ok := resilience.Slope(flight, nil, len(flight)); ok {
+			a.QueueGrowth = slope * float64(len(flight))
+		}
+	}
+}
+
+// FastestE2E is the smallest per-second E2E p50 (ms) of a trial's seconds
+// of sending: its service time when it was not overloaded.
+func FastestE2E(sc *result.Scenario) time.Duration {
+	ms := fastestE2E(&sc.Series, loadEnd(&sc.Series)+1)
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// fastestE2E is the smallest per-second E2E p50 (ms) in seconds [0, end).
+func fastestE2E(s *result.Series, end int) float64 {
+	best := 0.0
+	for i := 0; i < end && i < len(s.E2Ep50ms); i++ {
+		if v := s.E2Ep50ms[i]; v > 0 && (best == 0 || v < best) {
+			best = v
+		}
+	}
+	return best
+}
+
+// loadEnd is the end (exclusive) of the whole seconds of sending: the
+// second of the last send is partial and left out.
+func loadEnd(s *result.Series) int {
+	for i := len(s.SentPerS) - 1; i >= 0; i-- {
+		if s.SentPerS[i] > 0 {
+			return i
+		}
+	}
+	return 0
+}
+
+func at(xs []int, i int) int {
+	if i >= 0 && i < len(xs) {
+		return xs[i]
+	}
+	return 0
 }
 
 // growing says whether TTFT grew through the trial beyond the criteria.
@@ -88,14 +279,7 @@ func growing(sc *result.Scenario, maxGrowth float64) bool {
 // length, divided by the median per-second TTFT p50.
 // It also returns the growth in milliseconds.
 func ttftGrowth(s *result.Series) (rel, ms float64) {
-	n := 0
-	for i := len(s.SentPerS) - 1; i >= 0; i-- {
-		if s.SentPerS[i] > 0 {
-			n = i
-			break
-		}
-	}
-	n = min(n, len(s.TTFTp50ms))
+	n := min(loadEnd(s), len(s.TTFTp50ms))
 	if n < 3 {
 		return 0, 0
 	}
@@ -125,4 +309,14 @@ func asked(sc *result.Scenario, rate float64) float64 {
 		return sc.Load.ScheduledRate
 	}
 	return rate
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

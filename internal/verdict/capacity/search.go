@@ -33,6 +33,12 @@ type Config struct {
 	Repeats int
 	// MaxTrials bounds the number of trials (default 40).
 	MaxTrials int
+	// OnTrial, when set, is told of every trial as it is judged.
+	OnTrial func(n int, l Load, sc *result.Scenario, a Assessment)
+	// Confirm is the number of trials at each end of the final bracket
+	// that the confidence interval is computed from (default 3; negative:
+	// none); the search's own trials there count.
+	Confirm int
 }
 
 func (c Config) withDefaults() Config {
@@ -52,14 +58,28 @@ func (c Config) withDefaults() Config {
 	if c.MaxTrials <= 0 {
 		c.MaxTrials = 40
 	}
+	if c.Confirm == 0 {
+		c.Confirm = DefaultConfirm
+	}
 	return c
 }
+
+// DefaultConfirm is the default number of trials at each end of the
+// bracket behind the confidence interval.
+const DefaultConfirm = 3
+
+// MaxInvalidRetries is how many times a trial whose measurement was
+// invalid (the generator did not keep its schedule) is run again at the
+// same rate before the search gives up on that rate.
+const MaxInvalidRetries = 2
 
 // Outcome is a finished search: the figures and every trial's scenario, in
 // the order run (named as in Capacity.Trials).
 type Outcome struct {
 	Capacity  *result.Capacity
 	Scenarios []result.Scenario
+	// Trial, when set, is told of every trial as it is judged.
+	Trial func(n int, l Load, sc *result.Scenario, a Assessment)
 }
 
 // searcher holds the state of one search.
@@ -67,47 +87,92 @@ type searcher struct {
 	trial Trial
 	cfg   Config
 	out   Outcome
-	// goodputs are the goodput fractions of the trials at each rate.
+	// goodputs are the goodput fractions of the trials at each rate, and
+	// scores their scores (Assessment.Score).
 	goodputs map[float64][]float64
+	scores   map[float64][]float64
+	// confirming marks the trials run for the interval.
+	confirming bool
 }
 
 // probe runs cfg.Repeats trials at a rate and says whether most passed.
+// A trial whose measurement is invalid is run again, up to
+// MaxInvalidRetries times; one that cannot tell ends the search
+// (errCannotTell), as does a rate still invalid after its retries
+// (errInvalid).
 func (s *searcher) probe(ctx context.Context, load Load) (bool, error) {
 	passed := 0
 	for range s.cfg.Repeats {
-		if len(s.out.Capacity.Trials) >= s.cfg.MaxTrials {
-			return false, errTooMany
-		}
-		sc, err := s.trial(ctx, load)
+		a, err := s.run(ctx, load, false)
 		if err != nil {
-			return false, fmt.Errorf("trial %d (%s): %w", len(s.out.Capacity.Trials)+1, describe(load), err)
+			return false, err
 		}
-		pass, reason := Judge(sc, load.Rate, s.cfg.Criteria)
-		if load.Concurrency > 0 {
-			// A closed-loop trial measures throughput; it is not judged.
-			pass, reason = false, ReasonClosedLoop
+		for retry := 0; a.Reason == ReasonInvalid && retry < MaxInvalidRetries; retry++ {
+			if a, err = s.run(ctx, load, true); err != nil {
+				return false, err
+			}
 		}
-		sc.Name = fmt.Sprintf("trial-%02d-%s", len(s.out.Capacity.Trials)+1, describe(load))
-		s.out.Capacity.Trials = append(s.out.Capacity.Trials, result.CapacityTrial{
-			Scenario: sc.Name, RateRPS: load.Rate, Concurrency: load.Concurrency, AchievedRPS: sc.Load.AchievedRate,
-			Goodput: sc.Goodput.Fraction, Valid: sc.Load.Valid, Pass: pass, Reason: reason,
-		})
-		s.out.Scenarios = append(s.out.Scenarios, *sc)
-		if load.Rate > 0 {
-			s.goodputs[load.Rate] = append(s.goodputs[load.Rate], sc.Goodput.Fraction)
+		switch {
+		case a.CannotTell:
+			return false, errCannotTell
+		case a.Reason == ReasonInvalid:
+			return false, errInvalid
 		}
-		if pass {
+		if a.Pass {
 			passed++
 		}
-		if reason != "" && reason != ReasonGoodput && load.Rate > 0 && !s.out.Capacity.Saturated {
+		if a.Reason != "" && a.Reason != ReasonGoodput && a.Reason != ReasonClosedLoop && load.Rate > 0 && !s.out.Capacity.Saturated {
 			s.out.Capacity.Saturated = true
-			s.out.Capacity.SaturationReason = fmt.Sprintf("%s at %s", reason, describe(load))
+			s.out.Capacity.SaturationReason = fmt.Sprintf("%s at %s", a.Reason, describe(load))
 		}
 	}
 	return 2*passed > s.cfg.Repeats, nil
 }
 
-var errTooMany = errors.New("too many trials")
+// run runs one trial and records it; retry marks a rerun of an invalid
+// trial.
+func (s *searcher) run(ctx context.Context, load Load, retry bool) (Assessment, error) {
+	if len(s.out.Capacity.Trials) >= s.cfg.MaxTrials {
+		return Assessment{}, errTooMany
+	}
+	sc, err := s.trial(ctx, load)
+	if err != nil {
+		return Assessment{}, fmt.Errorf("trial %d (%s): %w", len(s.out.Capacity.Trials)+1, describe(load), err)
+	}
+	a := Assess(sc, load.Rate, s.cfg.Criteria)
+	if a.Pass {
+		// The service time of a server that kept up: later trials are
+		// judged from it when their own first completions come later.
+		if st := FastestE2E(sc); st > 0 && (s.cfg.ServiceTime == 0 || st < s.cfg.ServiceTime) {
+			s.cfg.ServiceTime = st
+		}
+	}
+	if load.Concurrency > 0 {
+		// A closed-loop trial measures throughput; it is not judged.
+		a = Assessment{Reason: ReasonClosedLoop}
+	}
+	sc.Name = fmt.Sprintf("trial-%02d-%s", len(s.out.Capacity.Trials)+1, describe(load))
+	s.out.Capacity.Trials = append(s.out.Capacity.Trials, result.CapacityTrial{
+		Scenario: sc.Name, RateRPS: load.Rate, Concurrency: load.Concurrency, AchievedRPS: sc.Load.AchievedRate,
+		Goodput: sc.Goodput.Fraction, Valid: sc.Load.Valid, Pass: a.Pass, Reason: a.Reason,
+		CompletedRPS: a.CompletedRPS, Delivered: a.Delivered, SteadyS: a.SteadyS, Score: a.Score, Retry: retry, Confirm: s.confirming,
+	})
+	s.out.Scenarios = append(s.out.Scenarios, *sc)
+	if load.Rate > 0 && !a.CannotTell && a.Reason != ReasonInvalid {
+		s.goodputs[load.Rate] = append(s.goodputs[load.Rate], sc.Goodput.Fraction)
+		s.scores[load.Rate] = append(s.scores[load.Rate], a.Score)
+	}
+	if s.out.Trial != nil {
+		s.out.Trial(len(s.out.Capacity.Trials), load, sc, a)
+	}
+	return a, nil
+}
+
+var (
+	errTooMany    = errors.New("too many trials")
+	errCannotTell = errors.New("a trial could not tell")
+	errInvalid    = errors.New("a rate stayed invalid")
+)
 
 func describe(l Load) string {
 	if l.Concurrency > 0 {
@@ -117,7 +182,7 @@ func describe(l Load) string {
 }
 
 func newSearcher(trial Trial, cfg Config, method string) *searcher {
-	return &searcher{trial: trial, cfg: cfg, goodputs: map[float64][]float64{},
+	return &searcher{trial: trial, cfg: cfg, goodputs: map[float64][]float64{}, scores: map[float64][]float64{},
 		out: Outcome{Capacity: &result.Capacity{Method: method, GoodputTarget: cfg.Goodput, Repeats: cfg.Repeats, Trials: []result.CapacityTrial{}}}}
 }
 
@@ -134,6 +199,7 @@ func Search(ctx context.Context, trial Trial, cfg Config) (*Outcome, error) {
 		return nil, fmt.Errorf("the minimum rate %g is above the maximum %g", cfg.MinRate, cfg.MaxRate)
 	}
 	s := newSearcher(trial, cfg, "adaptive")
+	s.out.Trial = cfg.OnTrial
 	lo, hi := 0.0, 0.0
 	err := func() error {
 		for r := cfg.MinRate; ; r = math.Min(2*r, cfg.MaxRate) {
@@ -167,16 +233,17 @@ func Search(ctx context.Context, trial Trial, cfg Config) (*Outcome, error) {
 		}
 		return nil
 	}()
-	s.finish(lo, hi)
-	if errors.Is(err, errTooMany) {
-		s.out.Capacity.Warnings = append(s.out.Capacity.Warnings, fmt.Sprintf("stopped after %d trials (the most allowed) before reaching the resolution", cfg.MaxTrials))
-		err = nil
+	if err == nil {
+		err = s.confirm(ctx, lo, hi)
 	}
-	return &s.out, err
+	return &s.out, s.finish(lo, hi, err)
 }
 
-// finish fills the capacity's figures from the final interval.
-func (s *searcher) finish(lo, hi float64) {
+// finish fills the capacity's figures from the final bracket and turns
+// the search's own stops into warnings or an inconclusive outcome; it
+// returns the errors that are not the search's (a trial that could not
+// run, ctx cancelled).
+func (s *searcher) finish(lo, hi float64, err error) error {
 	c := s.out.Capacity
 	c.RateRPS, c.LowRPS, c.HighRPS = lo, lo, hi
 	if hi > 0 {
@@ -185,20 +252,42 @@ func (s *searcher) finish(lo, hi float64) {
 	if g := s.goodputs[lo]; len(g) > 0 {
 		c.GoodputMin, c.GoodputMax = slices.Min(g), slices.Max(g)
 	}
+	adaptive := c.Method == "adaptive"
 	switch {
-	case lo == 0 && hi > 0:
+	case lo == 0 && hi > 0 && adaptive:
 		c.Warnings = append(c.Warnings, fmt.Sprintf("the lowest rate tried, %g req/s, already failed: lower --min-rate", hi))
-	case hi == 0 && lo > 0:
+	case lo == 0 && hi > 0:
+		c.Warnings = append(c.Warnings, fmt.Sprintf("the lowest step, %.4g req/s, already failed: give lower --sweep-steps", hi))
+	case hi == 0 && lo > 0 && adaptive && err == nil:
 		c.Warnings = append(c.Warnings, fmt.Sprintf("the highest rate tried, %g req/s, passed: the capacity is above it (raise --max-rate)", lo))
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
+	last := Load{}
+	if n := len(c.Trials); n > 0 {
+		last = Load{Rate: c.Trials[n-1].RateRPS, Concurrency: c.Trials[n-1].Concurrency}
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	switch {
+	case errors.Is(err, errTooMany):
+		c.Warnings = append(c.Warnings, fmt.Sprintf("stopped after %d trials (the most allowed, --max-trials) before reaching the resolution", s.cfg.MaxTrials))
+		return nil
+	case errors.Is(err, errCannotTell):
+		t := c.Trials[len(c.Trials)-1]
+		c.Inconclusive = fmt.Sprintf("trial %d at %s cannot tell: %d whole second(s) of steady completions, %d needed (the trial is short beside its requests' latency",
+			len(c.Trials), describe(last), t.SteadyS, MinSteadySeconds)
+		if n := len(s.out.Scenarios); n > 0 {
+			if m, ok := s.out.Scenarios[n-1].Metrics["e2e_ms"]; ok && m.P50 > 0 {
+				c.Inconclusive += fmt.Sprintf(", E2E p50 %.0f ms", m.P50)
+			}
+		}
+		c.Inconclusive += "): raise --trial-duration"
+		return nil
+	case errors.Is(err, errInvalid):
+		c.Inconclusive = fmt.Sprintf("the load generator could not keep the schedule of %s in %d tries (the measurement was invalid, see the trial's load.invalid_reason): ", describe(last), MaxInvalidRetries+1)
+		if lo > 0 {
+			c.Inconclusive += fmt.Sprintf("the capacity is at least %.4g req/s but could not be measured above", lo)
+		} else {
+			c.Inconclusive += "no rate could be measured (a quieter machine, or --lag-bound, which loosens the validity rule)"
+		}
+		return nil
+	}
+	return err
 }

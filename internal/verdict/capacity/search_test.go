@@ -6,13 +6,15 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spate-dev/spate/result"
 )
 
 // server is a fake with a known capacity: goodput is 1 up to Knee req/s
-// and falls beyond; it delivers at most MaxRate; past GrowAbove its TTFT
-// grows through the trial.
+// and falls beyond; it completes at most MaxRate requests a second (the
+// rest queue: in flight grows); past GrowAbove its TTFT grows through the
+// trial. Trials are 10 s of load and a partial second.
 type server struct {
 	Knee, MaxRate, GrowAbove float64
 	Closed                   float64 // closed-loop throughput
@@ -28,29 +30,48 @@ func (s *server) trial(_ context.Context, l Load) (*result.Scenario, error) {
 		return sc, nil
 	}
 	sc.Load.AchievedRate = l.Rate
+	served := l.Rate
 	if s.MaxRate > 0 {
-		sc.Load.AchievedRate = math.Min(l.Rate, s.MaxRate)
+		served = math.Min(l.Rate, s.MaxRate)
 	}
 	sc.Goodput.Fraction = 1
 	sc.Metrics = map[string]result.Dist{"ttft_ms": {Count: 100, P99: 100 + 10*l.Rate}}
 	if l.Rate > s.Knee {
 		sc.Goodput.Fraction = math.Max(0, 1-(l.Rate-s.Knee)/s.Knee*5)
 	}
-	for i := range 11 {
-		ttft := 100.0
+	ttft := func(i int) float64 {
 		if s.GrowAbove > 0 && l.Rate > s.GrowAbove {
-			ttft += 30 * float64(i)
+			return 100 + 30*float64(i)
 		}
-		sc.Series.SentPerS = append(sc.Series.SentPerS, 5)
-		sc.Series.CompletedPerS = append(sc.Series.CompletedPerS, 5)
-		sc.Series.TTFTp50ms = append(sc.Series.TTFTp50ms, ttft)
+		return 100
 	}
+	sc.Series = series(11, l.Rate, served, ttft)
 	return sc, nil
+}
+
+// series is the per-second series of a trial of secs whole seconds (and a
+// partial one) at rate, served at up to served a second, requests taking
+// 100 ms (E2E p50); the rest queue.
+func series(secs int, rate, served float64, ttft func(int) float64) result.Series {
+	var s result.Series
+	count := func(r float64, i int) int {
+		return int(math.Floor(r*float64(i+1)+1e-9) - math.Floor(r*float64(i)+1e-9))
+	}
+	for i := range secs {
+		s.SentPerS = append(s.SentPerS, count(rate, i))
+		s.CompletedPerS = append(s.CompletedPerS, count(served, i))
+		s.ErrorsPerS = append(s.ErrorsPerS, 0)
+		s.InFlight = append(s.InFlight, 2+int((rate-served)*float64(i)))
+		s.TTFTp50ms = append(s.TTFTp50ms, ttft(i))
+		s.E2Ep50ms = append(s.E2Ep50ms, 100)
+	}
+	s.SentPerS = append(s.SentPerS, 1)
+	return s
 }
 
 func TestSearchBisects(t *testing.T) {
 	s := &server{Knee: 7.3}
-	out, err := Search(context.Background(), s.trial, Config{MinRate: 1, MaxRate: 100, Resolution: 0.05})
+	out, err := Search(context.Background(), s.trial, Config{MinRate: 1, MaxRate: 100, Resolution: 0.05, Confirm: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +80,60 @@ func TestSearchBisects(t *testing.T) {
 	if c.LowRPS != 7.25 || c.HighRPS != 7.5 || c.RateRPS != 7.25 || len(c.Trials) != 8 || len(out.Scenarios) != 8 {
 		t.Errorf("capacity [%v, %v] after %d trials, want [7.25, 7.5] after 8", c.LowRPS, c.HighRPS, len(c.Trials))
 	}
-	if math.Abs(c.Resolution-0.25/7.5) > 1e-12 || c.Saturated || c.GoodputMin != 1 {
-		t.Errorf("resolution %v saturated %v goodput %v", c.Resolution, c.Saturated, c.GoodputMin)
+	if math.Abs(c.Resolution-0.25/7.5) > 1e-12 || c.Saturated || c.GoodputMin != 1 || c.Interval != nil {
+		t.Errorf("resolution %v saturated %v goodput %v interval %v", c.Resolution, c.Saturated, c.GoodputMin, c.Interval)
 	}
 	if c.Trials[3].Reason != ReasonGoodput || c.Trials[3].RateRPS != 8 || out.Scenarios[3].Name != "trial-04-8rps" {
 		t.Errorf("trial 4: %+v %s", c.Trials[3], out.Scenarios[3].Name)
+	}
+}
+
+// TestInterval: by default the bracket's ends get three trials each and
+// the capacity a confidence interval, distinct from the bracket, around
+// the rate where the scores cross 1.
+func TestInterval(t *testing.T) {
+	// The server completes 20 req/s at most: the delivered fraction
+	// falls from 1 at 20 req/s to 20/22 at 22; the score (delivered /
+	// 0.95) crosses 1 near 21.
+	n := 0
+	noisy := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		n++
+		served := math.Min(l.Rate, 20+[]float64{-0.3, 0, 0.3}[n%3]) // a little noise between trials
+		sc := &result.Scenario{Load: result.Load{Valid: true, AchievedRate: l.Rate}, Requests: result.Requests{Total: 100, Succeeded: 100},
+			Goodput: result.Goodput{Fraction: 1}, Series: series(11, l.Rate, served, func(int) float64 { return 100 })}
+		return sc, nil
+	}
+	out, err := Search(context.Background(), noisy, Config{MinRate: 10, MaxRate: 40, Resolution: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.Capacity
+	iv := c.Interval
+	if iv == nil {
+		t.Fatalf("no interval: %v", c.Warnings)
+	}
+	t.Logf("bracket [%v, %v), interval [%.3f, %.3f] estimate %.3f from %v trials", c.LowRPS, c.HighRPS, iv.LowRPS, iv.HighRPS, iv.EstimateRPS, iv.Trials)
+	confirms := 0
+	for _, tr := range c.Trials {
+		if tr.Confirm {
+			confirms++
+		}
+	}
+	// The bracket is narrower than 10 %: the interval's trials run 10 %
+	// apart around its middle, 3 at each rate.
+	if iv.Trials != [2]int{3, 3} || confirms != 6 || iv.Confidence != 0.95 {
+		t.Errorf("trials %v, %d confirmation trials, confidence %v", iv.Trials, confirms, iv.Confidence)
+	}
+	if iv.LowRPS > iv.EstimateRPS || iv.HighRPS < iv.EstimateRPS || iv.EstimateRPS < 20 || iv.EstimateRPS > 23 {
+		t.Errorf("interval [%v, %v] estimate %v, want around 22 (20/0.9)", iv.LowRPS, iv.HighRPS, iv.EstimateRPS)
+	}
+	// Scores that do not fall across the bracket give no interval, and
+	// say why.
+	if iv, warn := interval([]float64{1.0, 1.1}, []float64{1.05, 1.2}, 10, 11); iv != nil || !strings.Contains(warn, "not falling") {
+		t.Errorf("flat scores: %v %q", iv, warn)
+	}
+	if iv, warn := interval([]float64{1.1}, []float64{0.8, 0.9}, 10, 11); iv != nil || !strings.Contains(warn, "≥ 2") {
+		t.Errorf("one trial: %v %q", iv, warn)
 	}
 }
 
@@ -94,6 +164,12 @@ func TestSearchStopsAtSaturation(t *testing.T) {
 			t.Errorf("%s: [%v, %v]", c.name, cp.LowRPS, cp.HighRPS)
 		}
 	}
+	// A server that completes 10 req/s: the capacity is ≤ 10/0.95 (and
+	// one request of the 110 its seconds hold).
+	out, _ := Search(context.Background(), (&server{Knee: 1000, MaxRate: 10}).trial, Config{MinRate: 1, MaxRate: 1000, Resolution: 0.02, Confirm: -1})
+	if c := out.Capacity; c.RateRPS < 10 || c.RateRPS > 10/0.95*1.01 {
+		t.Errorf("capacity %v, want within [10, 10.6]", c.RateRPS)
+	}
 }
 
 func TestSearchEdges(t *testing.T) {
@@ -122,13 +198,61 @@ func TestSearchEdges(t *testing.T) {
 	}
 }
 
+// TestInvalidRetried: a trial whose measurement is invalid is run again
+// at the same rate, not taken as a failure; a rate that stays invalid ends
+// the search inconclusive, saying what is known.
+func TestInvalidRetried(t *testing.T) {
+	n := 0
+	once := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 7.3}).trial(ctx, l)
+		if n++; n == 4 { // the first trial at 8 req/s
+			sc.Load.Valid = false
+		}
+		return sc, err
+	}
+	out, err := Search(context.Background(), once, Config{MinRate: 1, MaxRate: 100, Resolution: 0.05, Confirm: -1})
+	c := out.Capacity
+	if err != nil || c.RateRPS != 7.25 || len(c.Trials) != 9 || !c.Trials[4].Retry || c.Trials[3].Reason != ReasonInvalid || c.Inconclusive != "" || c.Saturated {
+		t.Errorf("a noisy invalid trial: %v, capacity %v after %d trials, inconclusive %q, saturated %v", err, c.RateRPS, len(c.Trials), c.Inconclusive, c.Saturated)
+	}
+	always := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 100}).trial(ctx, l)
+		sc.Load.Valid = l.Rate < 8
+		return sc, err
+	}
+	out, err = Search(context.Background(), always, Config{MinRate: 1, MaxRate: 100})
+	c = out.Capacity
+	if err != nil || !strings.Contains(c.Inconclusive, "could not keep the schedule of 8rps in 3 tries") || !strings.Contains(c.Inconclusive, "at least 4 req/s") {
+		t.Errorf("always invalid at 8: %v, %q", err, c.Inconclusive)
+	}
+}
+
+// TestTooShortCannotTell: trials with too few steady seconds cannot tell,
+// and the search says so instead of passing them.
+func TestTooShortCannotTell(t *testing.T) {
+	short := func(_ context.Context, l Load) (*result.Scenario, error) {
+		sc := &result.Scenario{Load: result.Load{Valid: true}, Requests: result.Requests{Total: 9, Succeeded: 9}, Goodput: result.Goodput{Fraction: 1}}
+		sc.Series = series(2, l.Rate, l.Rate, func(int) float64 { return 100 })
+		for i := range sc.Series.E2Ep50ms {
+			sc.Series.E2Ep50ms[i] = 1500 // requests of 1.5 s in a trial of 2.x s
+		}
+		return sc, nil
+	}
+	out, err := Search(context.Background(), short, Config{MinRate: 1, MaxRate: 100})
+	c := out.Capacity
+	if err != nil || len(c.Trials) != 1 || c.Trials[0].Reason != ReasonTooShort || c.Trials[0].Pass || !strings.Contains(c.Inconclusive, "cannot tell") || !strings.Contains(c.Inconclusive, "--trial-duration") {
+		t.Errorf("short trials: %v, trials %+v, inconclusive %q", err, c.Trials, c.Inconclusive)
+	}
+}
+
 // TestRepeatsMajority: each rate is tried three times and passes on a
 // majority; the goodput spread at the capacity is reported.
 func TestRepeatsMajority(t *testing.T) {
 	n := 0
 	trial := func(_ context.Context, l Load) (*result.Scenario, error) {
 		n++
-		sc := &result.Scenario{Load: result.Load{Valid: true, AchievedRate: l.Rate}, Requests: result.Requests{Succeeded: 1}}
+		sc := &result.Scenario{Load: result.Load{Valid: true, AchievedRate: l.Rate}, Requests: result.Requests{Succeeded: 1},
+			Series: series(11, l.Rate, l.Rate, func(int) float64 { return 100 })}
 		// Below 5 req/s two of three trials pass (goodput 0.97, 0.9,
 		// 0.99); from 5 on, one of three.
 		g := []float64{0.97, 0.9, 0.99}[n%3]
@@ -138,7 +262,7 @@ func TestRepeatsMajority(t *testing.T) {
 		sc.Goodput.Fraction = g
 		return sc, nil
 	}
-	out, err := Search(context.Background(), trial, Config{MinRate: 1, MaxRate: 100, Resolution: 0.2, Repeats: 3})
+	out, err := Search(context.Background(), trial, Config{MinRate: 1, MaxRate: 100, Resolution: 0.2, Repeats: 3, Confirm: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +275,7 @@ func TestRepeatsMajority(t *testing.T) {
 
 func TestSweep(t *testing.T) {
 	s := &server{Knee: 15, Closed: 20}
-	out, err := Sweep(context.Background(), s.trial, SweepConfig{Concurrency: 8})
+	out, err := Sweep(context.Background(), s.trial, SweepConfig{Concurrency: 8, Confirm: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,15 +316,22 @@ func TestSweep(t *testing.T) {
 	}
 	// A saturation stops the sweep.
 	s = &server{Knee: 1000, MaxRate: 11, Closed: 20}
-	out, _ = Sweep(context.Background(), s.trial, SweepConfig{})
-	// 12 req/s delivers 11 (92 % ≥ 90 %): passes; 14 delivers 11 (79 %).
-	if c := out.Capacity; !c.Saturated || len(c.Trials) != 5 || math.Abs(c.RateRPS-12) > 1e-9 || math.Abs(c.HighRPS-14) > 1e-9 {
+	out, _ = Sweep(context.Background(), s.trial, SweepConfig{Confirm: -1})
+	// 8 req/s passes; 12 delivers 11 (92 % < 95 %): saturated.
+	if c := out.Capacity; !c.Saturated || len(c.Trials) != 4 || math.Abs(c.RateRPS-8) > 1e-9 || math.Abs(c.HighRPS-12) > 1e-9 {
 		t.Errorf("saturated sweep: %+v", c)
+	}
+	// A sweep whose lowest step fails names a sweep's flag, not the
+	// adaptive search's.
+	out, _ = Sweep(context.Background(), (&server{Knee: 1, Closed: 20}).trial, SweepConfig{Confirm: -1})
+	if w := strings.Join(out.Capacity.Warnings, ";"); !strings.Contains(w, "--sweep-steps") || strings.Contains(w, "--min-rate") {
+		t.Errorf("sweep warnings %q", w)
 	}
 }
 
 func TestJudge(t *testing.T) {
-	ok := result.Scenario{Load: result.Load{Valid: true, AchievedRate: 10}, Requests: result.Requests{Succeeded: 5}, Goodput: result.Goodput{Fraction: 0.96}}
+	ok := result.Scenario{Load: result.Load{Valid: true, AchievedRate: 10}, Requests: result.Requests{Succeeded: 5}, Goodput: result.Goodput{Fraction: 0.96},
+		Series: series(6, 10, 10, func(int) float64 { return 100 })}
 	for _, c := range []struct {
 		name   string
 		edit   func(*result.Scenario)
@@ -211,27 +342,50 @@ func TestJudge(t *testing.T) {
 		{"goodput", func(s *result.Scenario) { s.Goodput.Fraction = 0.94 }, 10, ReasonGoodput},
 		{"invalid", func(s *result.Scenario) { s.Load.Valid = false }, 10, ReasonInvalid},
 		{"errors", func(s *result.Scenario) { s.Requests.Succeeded = 0 }, 10, ReasonErrors},
-		{"underdelivered", func(*result.Scenario) {}, 11.2, ReasonUnderdelivery},
+		// The case: 32 req/s sent, 7.25 completed.
+		{"completions do not keep up", func(s *result.Scenario) { s.Series = series(6, 32, 7.25, func(int) float64 { return 100 }) }, 32, ReasonUnderdelivery},
+		{"the sends are what counts, not the rate asked", func(s *result.Scenario) { s.Series = series(6, 9.5, 9.5, func(int) float64 { return 100 }) }, 12, ""},
+		{"failures are not delivered", func(s *result.Scenario) {
+			for i := range s.Series.ErrorsPerS {
+				s.Series.ErrorsPerS[i] = 2
+			}
+		}, 10, ReasonUnderdelivery},
+		{"queue growing", func(s *result.Scenario) {
+			for i := range s.Series.InFlight {
+				s.Series.InFlight[i] = 2 + 3*i // 15 more in flight over 5 s of 50 sent
+			}
+		}, 10, ReasonQueueGrowing},
 		{"closed loop has no rate to deliver", func(*result.Scenario) {}, 0, ""},
-		// A Poisson schedule that happened to draw 10.5 req/s for 12 asked.
-		{"realised schedule", func(s *result.Scenario) { s.Load.ScheduledRate = 10.5 }, 12, ""},
-		{"under the realised schedule", func(s *result.Scenario) { s.Load.ScheduledRate = 11.2 }, 10, ReasonUnderdelivery},
+		{"too short to tell", func(s *result.Scenario) { s.Series = series(1, 10, 10, func(int) float64 { return 100 }) }, 10, ReasonTooShort},
 		// TTFT p50 100 → 400 ms over 4 s (slope 100 ms/s × 4 s = 400 ms,
 		// 1.6× the median 250): a queue.
-		{"ttft growing", func(s *result.Scenario) { s.Series = grow(100, 200, 300, 400) }, 10, ReasonTTFTGrowing},
+		{"ttft growing", func(s *result.Scenario) { s.Series = grow(100, 200, 300, 400) }, 0, ReasonTTFTGrowing},
 		// The same growth is within jitter of a 2 s SLO (needs > 1 s).
 		{"ttft growth under half the SLO", func(s *result.Scenario) {
 			s.Series = grow(100, 200, 300, 400)
 			s.Goodput.SLOms = map[string]float64{"ttft": 2000}
-		}, 10, ""},
-		{"steady ttft", func(s *result.Scenario) { s.Series = grow(100, 130, 90, 110) }, 10, ""},
+		}, 0, ""},
+		{"steady ttft", func(s *result.Scenario) { s.Series = grow(100, 130, 90, 110) }, 0, ""},
 	} {
 		sc := ok
+		sc.Series = series(6, 10, 10, func(int) float64 { return 100 })
 		c.edit(&sc)
 		pass, reason := Judge(&sc, c.rate, Criteria{})
 		if pass != (c.reason == "") || reason != c.reason {
-			t.Errorf("%s: %v %q, want %q", c.name, pass, reason, c.reason)
+			a := Assess(&sc, c.rate, Criteria{})
+			t.Errorf("%s: %v %q, want %q (%+v)", c.name, pass, reason, c.reason, a)
 		}
+	}
+	// With the trials' duration known, the last second of sending is
+	// whole and counts.
+	sc := ok
+	sc.Series = series(6, 10, 10, func(int) float64 { return 100 })
+	sc.Series.SentPerS = sc.Series.SentPerS[:6]
+	if a := Assess(&sc, 10, Criteria{}); a.SteadyS != 4 || !a.Pass {
+		t.Errorf("6 s of sending, the last taken as partial: %+v", a)
+	}
+	if a := Assess(&sc, 10, Criteria{Warmup: time.Second, Duration: 5 * time.Second}); a.SteadyS != 5 || !a.Pass {
+		t.Errorf("6 s of sending, all whole: %+v", a)
 	}
 }
 
@@ -246,4 +400,44 @@ func grow(ttft ...float64) result.Series {
 	}
 	s.SentPerS = append(s.SentPerS, 1)
 	return s
+}
+
+// TestJudgeBatchingServer: a batching server's E2E lengthens with its load
+// long before it stops keeping up. At 5 req/s with E2E 2 s (0.6 s on an
+// unloaded server) it completes its 5 a second once the pipeline is full:
+// the trial is judged from its own lag, and passes (judged from the
+// unloaded service time, it "delivered" 86 % and failed). A trial in which
+// nothing completed while the load ran fails against a known service
+// time, and cannot tell without one.
+func TestJudgeBatchingServer(t *testing.T) {
+	var s result.Series
+	for i := range 8 {
+		done, e2e := 5, 2000.0
+		if i < 2 {
+			done, e2e = 0, 0
+		}
+		s.SentPerS = append(s.SentPerS, 5)
+		s.CompletedPerS = append(s.CompletedPerS, done)
+		s.ErrorsPerS = append(s.ErrorsPerS, 0)
+		s.InFlight = append(s.InFlight, 10)
+		s.TTFTp50ms = append(s.TTFTp50ms, 300)
+		s.E2Ep50ms = append(s.E2Ep50ms, e2e)
+	}
+	sc := result.Scenario{Load: result.Load{Valid: true, ScheduledRate: 5}, Requests: result.Requests{Succeeded: 30},
+		Goodput: result.Goodput{Fraction: 1}, Series: s}
+	c := Criteria{Duration: 8 * time.Second, ServiceTime: 600 * time.Millisecond}
+	if a := Assess(&sc, 5, c); !a.Pass || a.SteadyS != 6 || math.Abs(a.CompletedRPS-5) > 1e-9 {
+		t.Errorf("batching server keeping up at 5 req/s: %+v", a)
+	}
+	// Nothing completed in the 8 s of load.
+	none := sc
+	none.Series.CompletedPerS = make([]int, 8)
+	none.Series.E2Ep50ms = make([]float64, 8)
+	if a := Assess(&none, 5, c); a.Pass || a.Reason != ReasonUnderdelivery {
+		t.Errorf("nothing completed, service time 600 ms: %+v", a)
+	}
+	c.ServiceTime = 0
+	if a := Assess(&none, 5, c); !a.CannotTell || a.Reason != ReasonTooShort {
+		t.Errorf("nothing completed, service time unknown: %+v", a)
+	}
 }

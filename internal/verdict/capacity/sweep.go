@@ -21,6 +21,9 @@ type SweepConfig struct {
 	Steps []float64
 	// Repeats is the number of trials per rate (default 1).
 	Repeats int
+	// Confirm and OnTrial: see Config.
+	Confirm int
+	OnTrial func(n int, l Load, sc *result.Scenario, a Assessment)
 }
 
 // DefaultSteps are the fractions of the closed-loop maximum a sweep tries.
@@ -42,17 +45,21 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 	if cfg.Repeats <= 0 {
 		cfg.Repeats = 1
 	}
-	s := newSearcher(trial, Config{Criteria: cfg.Criteria, Repeats: 1, MaxTrials: 1 + len(cfg.Steps)*cfg.Repeats}, "sweep")
+	if cfg.Confirm == 0 {
+		cfg.Confirm = DefaultConfirm
+	}
+	steps := 1 + len(cfg.Steps)*cfg.Repeats*(1+MaxInvalidRetries) + 2*max(cfg.Confirm, 0)*(1+MaxInvalidRetries)
+	s := newSearcher(trial, Config{Criteria: cfg.Criteria, Repeats: 1, MaxTrials: steps, Confirm: cfg.Confirm}, "sweep")
+	s.out.Trial = cfg.OnTrial
 	s.cfg.Repeats = 1
 	if _, err := s.probe(ctx, Load{Concurrency: cfg.Concurrency}); err != nil {
-		s.finish(0, 0)
-		return &s.out, err
+		return &s.out, s.finish(0, 0, err)
 	}
 	top := closedLoopRate(&s.out.Scenarios[0], cfg.Concurrency)
 	c := s.out.Capacity
 	c.ClosedLoopMaxRPS, c.Concurrency = top, cfg.Concurrency
 	if top <= 0 {
-		s.finish(0, 0)
+		_ = s.finish(0, 0, nil)
 		return &s.out, errors.New("the closed-loop trial completed no request: nothing to sweep up to")
 	}
 	s.cfg.Repeats, s.out.Capacity.Repeats = cfg.Repeats, cfg.Repeats
@@ -61,8 +68,7 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 		r := f * top
 		pass, err := s.probe(ctx, Load{Rate: r})
 		if err != nil {
-			s.finish(lo, hi)
-			return &s.out, err
+			return &s.out, s.finish(lo, hi, err)
 		}
 		if pass {
 			if hi == 0 {
@@ -77,7 +83,10 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 			break
 		}
 	}
-	s.finish(lo, hi)
+	err := s.confirm(ctx, lo, hi)
+	if err := s.finish(lo, hi, err); err != nil {
+		return &s.out, err
+	}
 	if hi == 0 {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("every rate up to the closed-loop maximum at concurrency %d passed", cfg.Concurrency))
 		c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "--max-rate") })

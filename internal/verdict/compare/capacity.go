@@ -12,6 +12,9 @@ import (
 // CapacityMetric is the row name of a capacity comparison.
 const CapacityMetric = "capacity_rps"
 
+// capacityMetric is the figure of a capacity comparison (capacityRow).
+var capacityMetric = Metric{Name: CapacityMetric, Unit: "req/s", HigherIsBetter: true, MinEffect: throughputMargin}
+
 // allCapacity says whether every result is a capacity search's.
 func allCapacity(in ...[]Input) bool {
 	for _, side := range in {
@@ -29,7 +32,7 @@ func allCapacity(in ...[]Input) bool {
 // interval; a single search a side shows its own bracket [low, high) and
 // gets no verdict.
 func capacityRow(s Sides, cfg Config, rng *rand.Rand) Row {
-	row := Row{Metric: CapacityMetric, Unit: "req/s", Method: "mann-whitney", P: 1, Verdict: Unknown}
+	row := newRow(capacityMetric, "mann-whitney", cfg)
 	vals := func(in []Input) []float64 {
 		var v []float64
 		for _, x := range in {
@@ -76,7 +79,7 @@ func capacityRow(s Sides, cfg Config, rng *rand.Rand) Row {
 		boots = append(boots, change(resampleMedian(b, rng), resampleMedian(n, rng), false))
 	}
 	row.ChangeLo, row.ChangeHi, _ = percentileCI(boots, cfg.Alpha)
-	row.Verdict = verdict(Metric{HigherIsBetter: true}, row.Change, c.P < cfg.Alpha)
+	judge(&row, capacityMetric, c.P < cfg.Alpha)
 	return row
 }
 

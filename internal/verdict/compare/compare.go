@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/perf/benchmath"
@@ -21,13 +22,33 @@ const (
 	Unknown   = "?" // not enough data for a verdict; see the row's warnings
 )
 
+// Defaults of Config.
+const (
+	// DefaultTargetWindows is the number of windows an automatic window
+	// length aims for on the shorter run.
+	DefaultTargetWindows = 20
+	// DefaultMinWindows is the fewest windows a side needs for a verdict.
+	DefaultMinWindows = 6
+	// DefaultMaxLag1 is the lag-1 autocorrelation of the window series
+	// above which an automatic window is widened (while enough windows
+	// remain).
+	DefaultMaxLag1 = 0.3
+)
+
 // Config tunes a comparison. The zero value of each field means its default.
 type Config struct {
 	// Alpha is the significance level (default 0.01); intervals are at
 	// 1−Alpha.
 	Alpha float64
-	// Window is the window length in seconds (default 5).
+	// Window is the window length in seconds; 0 chooses it per stage from
+	// the runs' length (see ChooseWindow).
 	Window int
+	// TargetWindows is the number of windows an automatic window aims for
+	// (default DefaultTargetWindows).
+	TargetWindows int
+	// MaxLag1 is the lag-1 autocorrelation an automatic window is widened
+	// to stay under (default DefaultMaxLag1).
+	MaxLag1 float64
 	// Settle is the seconds left out after each stage's warm-up, while
 	// requests in flight build up (default 1; negative for none).
 	Settle int
@@ -36,11 +57,15 @@ type Config struct {
 	// Gate are the metric names whose regression fails the comparison
 	// (default DefaultGate; an empty non-nil slice gates nothing).
 	Gate []string
+	// MinEffect overrides the practical margin of metrics by name (see
+	// Metric.MinEffect and ParseMinEffect).
+	MinEffect map[string]float64
 	// Seed seeds the bootstrap (default 1).
 	Seed uint64
 	// Resamples is the number of bootstrap resamples (default 4000).
 	Resamples int
-	// MinWindows is the fewest windows per side for a verdict (default 8).
+	// MinWindows is the fewest windows per side for a verdict (default
+	// DefaultMinWindows).
 	MinWindows int
 	// MinRuns is the number of runs each side needs for the per-run
 	// Mann-Whitney U test instead of pooled windows (default: the fewest
@@ -48,14 +73,23 @@ type Config struct {
 	MinRuns int
 	// Force compares results whose fingerprints differ.
 	Force bool
+	// AllowInvalid judges stages whose measurement was not valid instead
+	// of calling the comparison inconclusive.
+	AllowInvalid bool
 }
 
 func (c Config) withDefaults() Config {
 	if c.Alpha <= 0 || c.Alpha >= 1 {
 		c.Alpha = 0.01
 	}
-	if c.Window <= 0 {
-		c.Window = 5
+	if c.Window < 0 {
+		c.Window = 0
+	}
+	if c.TargetWindows <= 0 {
+		c.TargetWindows = DefaultTargetWindows
+	}
+	if c.MaxLag1 <= 0 {
+		c.MaxLag1 = DefaultMaxLag1
 	}
 	if c.Settle == 0 {
 		c.Settle = 1
@@ -78,12 +112,20 @@ func (c Config) withDefaults() Config {
 		c.Resamples = 4000
 	}
 	if c.MinWindows <= 0 {
-		c.MinWindows = 8
+		c.MinWindows = DefaultMinWindows
 	}
 	if c.MinRuns <= 0 {
 		c.MinRuns = MinRunsFor(c.Alpha)
 	}
 	return c
+}
+
+// margin is the practical margin of a metric under cfg.
+func (c Config) margin(m Metric) float64 {
+	if v, ok := c.MinEffect[m.Name]; ok {
+		return v
+	}
+	return m.MinEffect
 }
 
 // MinRunsFor is the fewest runs per side with which a two-sided
@@ -120,7 +162,9 @@ type Sides struct {
 
 // Report is the outcome of a comparison.
 type Report struct {
-	Alpha   float64  `json:"alpha"`
+	Alpha float64 `json:"alpha"`
+	// WindowS is the window length asked for; 0: chosen per stage (see
+	// Stage.WindowS).
 	WindowS int      `json:"window_s"`
 	Base    []string `json:"base"`
 	New     []string `json:"new"`
@@ -129,18 +173,33 @@ type Report struct {
 	NewRef  []string `json:"new_ref,omitempty"`
 	// SUTVersions is "base → new" when the two sides ran different versions.
 	SUTVersions string `json:"sut_versions,omitempty"`
+	// Replicates says the runs differ in their seed only (independent
+	// replicates), when they do.
+	Replicates string `json:"replicates,omitempty"`
 	// Differences are fingerprint differences compared anyway (--force).
 	Differences []string `json:"differences,omitempty"`
 	Stages      []Stage  `json:"stages"`
 	// Regressed lists "stage/metric" of every gated metric that regressed.
 	Regressed []string `json:"regressed"`
-	Warnings  []string `json:"warnings,omitempty"`
+	// Inconclusive, when no gated metric regressed, says why the
+	// comparison cannot be trusted to have found none: a gated metric
+	// got no verdict, or a stage was not a valid measurement (spate
+	// compare exits 4). Empty when the verdict stands.
+	Inconclusive string   `json:"inconclusive,omitempty"`
+	Warnings     []string `json:"warnings,omitempty"`
 }
 
 // Stage holds the rows of one stage (scenario name) present on both sides.
 type Stage struct {
 	Name string `json:"name"`
-	Rows []Row  `json:"rows"`
+	// WindowS is the window length the stage's series were cut into, and
+	// Windows the number of whole windows of the shortest run; Lag1 is the
+	// largest lag-1 autocorrelation of a gated metric's windows (bias
+	// corrected), which the tests allow for.
+	WindowS int     `json:"window_s"`
+	Windows int     `json:"windows"`
+	Lag1    float64 `json:"lag1"`
+	Rows    []Row   `json:"rows"`
 }
 
 // Value is a side's figure, with an interval when repeated runs give one.
@@ -161,12 +220,16 @@ type Row struct {
 	Method string `json:"method"`
 	Base   Value  `json:"base"`
 	New    Value  `json:"new"`
-	// Change is new/base − 1, or new − base for fractions (Absolute).
+	// Change is new/base − 1, or new − base (Absolute: fractions and
+	// figures near zero).
 	Change   float64 `json:"change"`
 	ChangeLo float64 `json:"change_lo"`
 	ChangeHi float64 `json:"change_hi"`
 	Absolute bool    `json:"absolute,omitempty"`
-	P        float64 `json:"p"`
+	// Margin is the practical margin: a significant change no larger than
+	// it is called "~" (a ratio, or in the metric's unit when Absolute).
+	Margin float64 `json:"margin"`
+	P      float64 `json:"p"`
 	// N is the number of windows (or runs) on each side.
 	NBase int `json:"n_base"`
 	NNew  int `json:"n_new"`
@@ -189,14 +252,19 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	metrics := make([]Metric, 0, len(cfg.Metrics))
 	for _, name := range cfg.Metrics {
 		m, ok := MetricByName(name)
-		if !ok {
+		if !ok || name == CapacityMetric {
 			return nil, fmt.Errorf("unknown metric %q (known: %s)", name, metricNames())
 		}
 		metrics = append(metrics, m)
 	}
 	for _, name := range cfg.Gate {
-		if _, ok := MetricByName(name); !ok && name != CapacityMetric {
+		if _, ok := MetricByName(name); !ok {
 			return nil, fmt.Errorf("unknown gated metric %q (known: %s)", name, metricNames())
+		}
+	}
+	for name := range cfg.MinEffect {
+		if _, ok := MetricByName(name); !ok {
+			return nil, fmt.Errorf("--min-effect: unknown metric %q (known: %s)", name, metricNames())
 		}
 	}
 	rep := &Report{Alpha: cfg.Alpha, WindowS: cfg.Window, Base: paths(s.Base), New: paths(s.New),
@@ -208,11 +276,6 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 		if in.Result.Interrupted {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the run was interrupted; its figures cover part of the plan", in.Path))
 		}
-		for _, sc := range in.Result.Scenarios {
-			if !sc.Load.Valid {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: stage %s is not a valid measurement: %s", in.Path, sc.Name, sc.Load.InvalidReason))
-			}
-		}
 	}
 	if allCapacity(s.Base, s.New) && len(s.BaseRef) == 0 {
 		// Capacity searches: their trials are not stages to compare.
@@ -222,21 +285,33 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 			rep.Regressed = append(rep.Regressed, "capacity/"+CapacityMetric)
 		}
 		rep.Stages = append(rep.Stages, Stage{Name: "capacity", Rows: []Row{row}})
+		rep.Inconclusive = inconclusive(rep, nil)
 		return rep, nil
 	}
 	repeated := len(s.Base) >= cfg.MinRuns && len(s.New) >= cfg.MinRuns && len(s.BaseRef) == 0
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	var invalid []string
 	for _, name := range commonStages(s.Base, s.New, rep) {
+		for _, in := range slices.Concat(s.Base, s.New, s.BaseRef, s.NewRef) {
+			if sc := scenario(in.Result, name); sc != nil && !sc.Load.Valid {
+				msg := fmt.Sprintf("%s: stage %s is not a valid measurement: %s", in.Path, name, sc.Load.InvalidReason)
+				rep.Warnings = append(rep.Warnings, msg)
+				invalid = append(invalid, msg)
+			}
+		}
 		st := Stage{Name: name}
+		st.WindowS, st.Windows, st.Lag1 = chooseWindow(s, name, metrics, cfg)
+		scfg := cfg
+		scfg.Window = st.WindowS
 		for _, m := range metrics {
 			var row Row
 			switch {
 			case len(s.BaseRef) > 0:
-				row = normalisedRow(m, name, s, cfg, rng)
-			case repeated || m.window == nil:
-				row = runsRow(m, name, s, cfg, rng)
+				row = normalisedRow(m, name, s, scfg, rng)
+			case repeated || m.window == nil || !everyHas(s, name, m):
+				row = runsRow(m, name, s, scfg, rng)
 			default:
-				row = windowRow(m, name, s, cfg, rng)
+				row = windowRow(m, name, s, scfg, rng)
 			}
 			if row.Method == "none" && row.NBase == 0 && row.NNew == 0 {
 				continue // neither side has the figure (goodput without SLOs)
@@ -249,7 +324,136 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 		}
 		rep.Stages = append(rep.Stages, st)
 	}
+	if cfg.AllowInvalid {
+		invalid = nil
+	}
+	rep.Inconclusive = inconclusive(rep, invalid)
 	return rep, nil
+}
+
+// metricLag1 is the lag-1 autocorrelation of a metric's per-second values
+// in a stage, pooled over the runs of both sides (secondLag1).
+func metricLag1(s Sides, stage string, m Metric, cfg Config) float64 {
+	c := cfg
+	c.Window = 1
+	b, _ := sideWindows(s.Base, stage, m, c, false)
+	n, _ := sideWindows(s.New, stage, m, c, false)
+	return secondLag1(append(b, n...))
+}
+
+// everyHas says whether every run of both sides carries the metric's
+// per-second columns for the stage (a result of an older spate may not:
+// its runs are then compared whole).
+func everyHas(s Sides, stage string, m Metric) bool {
+	if m.has == nil {
+		return true
+	}
+	for _, in := range slices.Concat(s.Base, s.New) {
+		if sc := scenario(in.Result, stage); sc != nil && !m.has(&sc.Series) {
+			return false
+		}
+	}
+	return true
+}
+
+// inconclusive says why a comparison with no gated regression cannot be
+// trusted to have found none, or "". With nothing gated (--gate none) there
+// is no verdict to vouch for: the comparison is a report.
+func inconclusive(rep *Report, invalid []string) string {
+	if len(rep.Regressed) > 0 {
+		return ""
+	}
+	gated := false
+	for _, st := range rep.Stages {
+		for _, r := range st.Rows {
+			gated = gated || r.Gated
+		}
+	}
+	if !gated && len(rep.Stages) > 0 {
+		return ""
+	}
+	if len(rep.Stages) == 0 {
+		return "no stage is in every result: nothing was compared"
+	}
+	var reasons []string
+	var unknown []string
+	first := ""
+	for _, st := range rep.Stages {
+		for _, r := range st.Rows {
+			if r.Gated && r.Verdict == Unknown {
+				unknown = append(unknown, st.Name+"/"+r.Metric)
+				if first == "" && len(r.Warnings) > 0 {
+					first = r.Warnings[len(r.Warnings)-1]
+				}
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		msg := "no verdict on gated " + strings.Join(unknown, ", ")
+		if first != "" {
+			msg += ": " + first
+		}
+		reasons = append(reasons, msg)
+	}
+	if len(invalid) > 0 {
+		reasons = append(reasons, invalid[0]+" (--allow-invalid to judge it anyway)")
+	}
+	return strings.Join(reasons, "; ")
+}
+
+// chooseWindow is the window length of a stage: cfg.Window when set, else
+// the whole seconds that cut the shortest run into about TargetWindows
+// windows (at least 1 s), doubled while the gated metrics' windows have a
+// lag-1 autocorrelation above MaxLag1 and enough windows remain. It
+// returns the length, the shortest run's number of windows and the
+// largest lag-1 autocorrelation at that length.
+func chooseWindow(s Sides, stage string, metrics []Metric, cfg Config) (w, windows int, rho float64) {
+	short := -1
+	for _, in := range slices.Concat(s.Base, s.New) {
+		sc := scenario(in.Result, stage)
+		if sc == nil {
+			continue
+		}
+		u := usable(&sc.Series, span(in.Result, cfg).Skip)
+		if short < 0 || u < short {
+			short = u
+		}
+	}
+	short = max(short, 0)
+	var watched []Metric
+	for _, m := range metrics {
+		if m.window != nil && slices.Contains(cfg.Gate, m.Name) {
+			watched = append(watched, m)
+		}
+	}
+	if len(watched) == 0 {
+		for _, m := range metrics {
+			if m.window != nil {
+				watched = append(watched, m)
+			}
+		}
+	}
+	phis := make([]float64, len(watched))
+	for i, m := range watched {
+		phis[i] = metricLag1(s, stage, m, cfg)
+	}
+	lagAt := func(w int) float64 {
+		worst := 0.0
+		for _, phi := range phis {
+			worst = math.Max(worst, windowLag1(phi, w))
+		}
+		return worst
+	}
+	if cfg.Window > 0 {
+		return cfg.Window, short / cfg.Window, lagAt(cfg.Window)
+	}
+	w = max(1, short/cfg.TargetWindows)
+	rho = lagAt(w)
+	for rho > cfg.MaxLag1 && short/(2*w) >= cfg.MinWindows {
+		w *= 2
+		rho = lagAt(w)
+	}
+	return w, short / w, rho
 }
 
 func metricNames() string {
@@ -298,6 +502,7 @@ func checkSides(s Sides, cfg Config, rep *Report) error {
 	if a, b := s.Base[0].Result.Provenance.SUTVersion, s.New[0].Result.Provenance.SUTVersion; a != b {
 		rep.SUTVersions = fmt.Sprintf("%s → %s", show(a), show(b))
 	}
+	rep.Replicates = replicates(s)
 	if len(diffs) == 0 {
 		return nil
 	}
@@ -380,14 +585,19 @@ func sideWindows(in []Input, stage string, m Metric, cfg Config, ref bool) (runs
 	return runs, warns
 }
 
-// isAbsolute says whether a metric's change is a difference (fractions)
-// rather than a ratio.
-func isAbsolute(m Metric) bool { return m.Unit == "" }
+// isAbsolute says whether a metric's change is a difference (fractions,
+// figures near zero) rather than a ratio.
+func isAbsolute(m Metric) bool { return m.Diff }
+
+// newRow is a row with no verdict yet.
+func newRow(m Metric, method string, cfg Config) Row {
+	return Row{Metric: m.Name, Unit: m.Unit, Method: method, Absolute: isAbsolute(m), Margin: cfg.margin(m), P: 1, Verdict: Unknown}
+}
 
 // windowRow compares pooled windows: Welch's t-test for the p-value and a
 // moving-block bootstrap for the interval of the change.
 func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
-	row := Row{Metric: m.Name, Unit: m.Unit, Method: "welch+block-bootstrap", Absolute: isAbsolute(m), P: 1, Verdict: Unknown}
+	row := newRow(m, "welch+block-bootstrap", cfg)
 	bruns, w1 := sideWindows(s.Base, stage, m, cfg, false)
 	nruns, w2 := sideWindows(s.New, stage, m, cfg, false)
 	row.Warnings = append(w1, w2...)
@@ -401,11 +611,18 @@ func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row 
 	}
 	row.Change = change(row.Base.Center, row.New.Center, row.Absolute)
 	if len(b) < cfg.MinWindows || len(n) < cfg.MinWindows {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("need ≥ %d windows of %d s on each side for a verdict, have %d and %d: run longer or use a shorter --window", cfg.MinWindows, cfg.Window, len(b), len(n)))
+		row.Warnings = append(row.Warnings, fmt.Sprintf("need ≥ %d windows of %d s on each side for a verdict, have %d and %d: run longer (≥ %d s of load after warm-up)", cfg.MinWindows, cfg.Window, len(b), len(n), cfg.MinWindows+cfg.Settle+1))
 		row.ChangeLo, row.ChangeHi = row.Change, row.Change
 		return row
 	}
-	w := welchTest(b, n, cfg.Alpha)
+	// Autocorrelated windows carry less information than their number:
+	// the variances are inflated by the windows' lag-1 autocorrelation,
+	// from the per-second values' (see windowLag1).
+	rho := windowLag1(metricLag1(s, stage, m, cfg), cfg.Window)
+	if rho > cfg.MaxLag1 {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("windows are autocorrelated (lag-1 %.2f): the test allows for it; a longer run or a wider --window gives a firmer verdict", rho))
+	}
+	w := welchInflated(b, n, cfg.Alpha, inflation(rho), inflation(rho))
 	row.P = w.P
 	br, nr := resampler{bruns}, resampler{nruns}
 	boots := make([]float64, 0, cfg.Resamples)
@@ -426,10 +643,11 @@ func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row 
 		return row
 	}
 	row.ChangeLo, row.ChangeHi, _ = percentileCI(boots, cfg.Alpha)
-	row.Verdict = verdict(m, row.Change, w.P < cfg.Alpha && (row.ChangeLo > 0 || row.ChangeHi < 0))
-	if w.P < cfg.Alpha && row.Verdict == Same {
+	significant := w.P < cfg.Alpha && (row.ChangeLo > 0 || row.ChangeHi < 0)
+	if w.P < cfg.Alpha && !significant {
 		row.Warnings = append(row.Warnings, "Welch's test and the block bootstrap disagree: called no change")
 	}
+	judge(&row, m, significant)
 	return row
 }
 
@@ -437,7 +655,7 @@ func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row 
 // test; each side's figure is the median of its runs with a 95 % interval
 // (benchmath's distribution-free summary).
 func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
-	row := Row{Metric: m.Name, Unit: m.Unit, Method: "mann-whitney", Absolute: isAbsolute(m), P: 1, Verdict: Unknown}
+	row := newRow(m, "mann-whitney", cfg)
 	collect := func(in []Input) []float64 {
 		var v []float64
 		for _, x := range in {
@@ -465,7 +683,11 @@ func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 	row.New, nw = summary(sn)
 	row.Change = change(row.Base.Center, row.New.Center, row.Absolute)
 	if len(b) < cfg.MinRuns || len(n) < cfg.MinRuns {
-		row.Warnings = append(row.Warnings, fmt.Sprintf("%s has no per-second series: a verdict needs ≥ %d runs per side, have %d and %d", m.Name, cfg.MinRuns, len(b), len(n)))
+		why := "has one value a run"
+		if m.window != nil {
+			why = "has no per-second series in every result (written by an older spate)"
+		}
+		row.Warnings = append(row.Warnings, fmt.Sprintf("%s %s: a verdict needs ≥ %d runs per side, have %d and %d", m.Name, why, cfg.MinRuns, len(b), len(n)))
 		row.ChangeLo, row.ChangeHi = row.Change, row.Change
 		return row
 	}
@@ -484,7 +706,7 @@ func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 	if len(boots) > 0 {
 		row.ChangeLo, row.ChangeHi, _ = percentileCI(boots, cfg.Alpha)
 	}
-	row.Verdict = verdict(m, row.Change, c.P < cfg.Alpha)
+	judge(&row, m, c.P < cfg.Alpha)
 	return row
 }
 
@@ -493,7 +715,7 @@ func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 // a moving-block bootstrap of all four, so the references' noise widens
 // the interval.
 func normalisedRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
-	row := Row{Metric: m.Name, Unit: m.Unit, Method: "ref-normalised block-bootstrap", Absolute: isAbsolute(m), P: 1, Verdict: Unknown}
+	row := newRow(m, "ref-normalised block-bootstrap", cfg)
 	if m.window == nil || row.Absolute {
 		row = windowOrRuns(m, stage, s, cfg, rng)
 		row.Warnings = append(row.Warnings, "not normalised: only latencies and rates are scaled by the reference")
@@ -538,7 +760,7 @@ func normalisedRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) 
 	row.ChangeLo, row.ChangeHi, row.P = lo, hi, p
 	rlo, rhi, _ := percentileCI(ratios, cfg.Alpha)
 	row.RefRatio = &Value{Center: ratio, Lo: &rlo, Hi: &rhi}
-	row.Verdict = verdict(m, row.Change, lo > 0 || hi < 0)
+	judge(&row, m, lo > 0 || hi < 0)
 	return row
 }
 
@@ -548,6 +770,16 @@ func windowOrRuns(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) R
 		return runsRow(m, stage, s, cfg, rng)
 	}
 	return windowRow(m, stage, s, cfg, rng)
+}
+
+// judge sets a row's verdict: a change is called only when it is
+// significant and larger than the row's margin; a significant change
+// within the margin is "~" with a warning saying so.
+func judge(row *Row, m Metric, significant bool) {
+	row.Verdict = verdict(m, row.Change, significant && math.Abs(row.Change) > row.Margin)
+	if significant && row.Change != 0 && row.Verdict == Same {
+		row.Warnings = append(row.Warnings, fmt.Sprintf("significant, but within the margin of %s (--min-effect)", marginText(row.Margin, row.Absolute, row.Unit)))
+	}
 }
 
 func verdict(m Metric, change float64, significant bool) string {

@@ -63,8 +63,10 @@ func TestSameConfigurationNoChange(t *testing.T) {
 
 // TestPlantedRegression plants 5 % and 10 % rises in the p99 columns and
 // checks they are found at α = 0.01 in nearly every trial, with the
-// interval covering the planted change.
+// interval covering the planted change. The margins are off: this is the
+// tests' power (TestMargins checks the margins).
 func TestPlantedRegression(t *testing.T) {
+	noMargin := map[string]float64{"e2e_p99_ms": 0, "ttft_p99_ms": 0}
 	for _, planted := range []float64{0.05, 0.10} {
 		const trials = 50
 		found, covered := 0, 0
@@ -73,7 +75,7 @@ func TestPlantedRegression(t *testing.T) {
 			b := m.result(uint64(1000+2*i), "v1")
 			m.P99Factor = 1 + planted
 			n := m.result(uint64(1001+2*i), "v2")
-			rep, err := Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", n}}}, Config{Seed: uint64(i + 1), Resamples: 1000})
+			rep, err := Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", n}}}, Config{Seed: uint64(i + 1), Resamples: 1000, MinEffect: noMargin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,5 +184,52 @@ func TestFingerprintRefused(t *testing.T) {
 	b2 := baseModel.result(3, "v9")
 	if _, err := Compare(Sides{Base: []Input{{"b.json", b}, {"b2.json", b2}}, New: []Input{{"n.json", baseModel.result(4, "v1")}}}, Config{}); err == nil || !strings.Contains(err.Error(), "sut_version") {
 		t.Errorf("within-side SUT difference: err = %v", err)
+	}
+}
+
+// TestMargins: a significant change within its margin is "~" with a
+// warning naming the margin; beyond it, regressed; the margin is the
+// default (5 % for latencies) or --min-effect's.
+func TestMargins(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		planted float64
+		effect  map[string]float64
+		want    string
+	}{
+		{"3 % within the default 5 %", 0.03, nil, Same},
+		{"10 % beyond the default 5 %", 0.10, nil, Regressed},
+		{"10 % within a 15 % margin", 0.10, map[string]float64{"e2e_p99_ms": 0.15}, Same},
+		{"3 % with no margin", 0.03, map[string]float64{"e2e_p99_ms": 0}, Regressed},
+	} {
+		m := baseModel
+		m.Noise = 0.005
+		b := m.result(11, "v1")
+		m.P99Factor = 1 + c.planted
+		n := m.result(12, "v2")
+		rep, err := Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", n}}}, Config{Resamples: 500, MinEffect: c.effect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := row(t, rep, "main", "e2e_p99_ms")
+		if r.Verdict != c.want || r.P >= 0.01 {
+			t.Errorf("%s: %s (change %+.3f, p %.3g, margin %v), want %s", c.name, r.Verdict, r.Change, r.P, r.Margin, c.want)
+		}
+		within := strings.Contains(strings.Join(r.Warnings, ";"), "within the margin")
+		if within != (c.want == Same) {
+			t.Errorf("%s: warnings %v", c.name, r.Warnings)
+		}
+	}
+	if _, err := ParseMinEffect([]string{"e2e_p99_ms=10"}); err == nil || !strings.Contains(err.Error(), "percentage") {
+		t.Errorf("a bare number for a relative metric: %v", err)
+	}
+	got, err := ParseMinEffect([]string{"e2e_p99_ms=10%,error_rate=0.5pp", "resilience_slope=0.82", "msr=0"})
+	if err != nil || got["e2e_p99_ms"] != 0.1 || got["error_rate"] != 0.005 || got["resilience_slope"] != 0.82 || got["msr"] != 0 {
+		t.Errorf("ParseMinEffect: %v %v", got, err)
+	}
+	for _, bad := range []string{"nope=1%", "error_rate=1%", "e2e_p99_ms", "e2e_p99_ms=-1%"} {
+		if _, err := ParseMinEffect([]string{bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spate-dev/spate/result"
@@ -21,7 +22,9 @@ func (e *MismatchError) Error() string {
 // differences lists the fields of what was measured that differ between a
 // and b, named as in the result file. The SUT version is left out when
 // allowSUT is set: comparing two versions of a server is what compare is
-// for, across sides.
+// for, across sides. Runs whose seeds differ are replicates when their
+// workloads differ by the seed only (the same workload_spec_sha256); the
+// seed is never a difference.
 func differences(a, b *result.Result, allowSUT bool) []string {
 	var d []string
 	add := func(field string, x, y any) {
@@ -34,7 +37,19 @@ func differences(a, b *result.Result, allowSUT bool) []string {
 	if !allowSUT {
 		add("provenance.sut_version", pa.SUTVersion, pb.SUTVersion)
 	}
-	add("provenance.workload_sha256", short(pa.WorkloadSHA256), short(pb.WorkloadSHA256))
+	seeds := a.Config.Seed != b.Config.Seed
+	specA, specB := pa.WorkloadSpecSHA256, pb.WorkloadSpecSHA256
+	switch {
+	case pa.WorkloadSHA256 == pb.WorkloadSHA256:
+	case seeds && specA != "" && specA == specB:
+		// Replicates: the same workload drawn with another seed.
+	case seeds && specA != "" && specB != "":
+		d = append(d, fmt.Sprintf("provenance.workload_spec_sha256: %s ≠ %s (the workloads differ beyond their seeds)", short(specA), short(specB)))
+	case seeds:
+		d = append(d, fmt.Sprintf("provenance.workload_sha256: %s ≠ %s (the seeds differ too, but a result without workload_spec_sha256, from an older spate, cannot show that the seed is all that differs)", short(pa.WorkloadSHA256), short(pb.WorkloadSHA256)))
+	default:
+		add("provenance.workload_sha256", short(pa.WorkloadSHA256), short(pb.WorkloadSHA256))
+	}
 	add("provenance.api", pa.API, pb.API)
 	ca, cb := a.Config, b.Config
 	add("config.arrival", ca.Arrival, cb.Arrival)
@@ -50,6 +65,26 @@ func differences(a, b *result.Result, allowSUT bool) []string {
 	add("config.stream", ca.Stream, cb.Stream)
 	add("config.slo", ca.SLO, cb.SLO)
 	return d
+}
+
+// replicates describes the seeds of each side when they are not all one:
+// "seeds 1, 2 (base) · 3, 4 (new)".
+func replicates(s Sides) string {
+	seedsOf := func(in []Input) []string {
+		var out []string
+		for _, x := range in {
+			v := fmt.Sprint(x.Result.Config.Seed)
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	b, n := seedsOf(s.Base), seedsOf(s.New)
+	if len(b) == 1 && len(n) == 1 && b[0] == n[0] {
+		return ""
+	}
+	return fmt.Sprintf("seeds %s (base) · %s (new): runs that differ in their seed only are independent replicates", strings.Join(b, ", "), strings.Join(n, ", "))
 }
 
 func show(v any) any {

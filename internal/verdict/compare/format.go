@@ -41,7 +41,14 @@ func header(rep *Report) []string {
 	if rep.SUTVersions != "" {
 		lines = append(lines, "sut_version: "+rep.SUTVersions)
 	}
-	lines = append(lines, fmt.Sprintf("α=%g, intervals at %s, windows of %d s", rep.Alpha, conf, rep.WindowS))
+	if rep.Replicates != "" {
+		lines = append(lines, "replicates: "+rep.Replicates)
+	}
+	win := "windows chosen per stage from the runs' length"
+	if rep.WindowS > 0 {
+		win = fmt.Sprintf("windows of %d s", rep.WindowS)
+	}
+	lines = append(lines, fmt.Sprintf("α=%g, intervals at %s, %s; a change is called when significant and beyond its margin", rep.Alpha, conf, win))
 	return lines
 }
 
@@ -69,12 +76,27 @@ func footer(rep *Report) []string {
 			lines = append(lines, fmt.Sprintf("warning: %s/%s: %s", st.Name, strings.Join(who[w], ","), w))
 		}
 	}
-	if len(rep.Regressed) > 0 {
+	switch {
+	case len(rep.Regressed) > 0:
 		lines = append(lines, "REGRESSED (gated): "+strings.Join(rep.Regressed, ", "))
-	} else {
+	case rep.Inconclusive != "":
+		lines = append(lines, "inconclusive: "+rep.Inconclusive)
+	default:
 		lines = append(lines, "no gated metric regressed")
 	}
 	return lines
+}
+
+// stageLine describes how a stage was compared.
+func stageLine(st Stage) string {
+	method := ""
+	if len(st.Rows) > 0 {
+		method = st.Rows[0].Method
+	}
+	if st.WindowS > 0 && (method == "welch+block-bootstrap" || method == "ref-normalised block-bootstrap") {
+		method += fmt.Sprintf(", %d windows of %d s, lag-1 autocorrelation %.2f", st.Windows, st.WindowS, st.Lag1)
+	}
+	return fmt.Sprintf("stage %s (%s)", st.Name, method)
 }
 
 func cells(r Row) []string {
@@ -83,16 +105,16 @@ func cells(r Row) []string {
 		gate = "*"
 	}
 	p := fmt.Sprintf("%.3g", r.P)
-	interval := "[" + pct(r.ChangeLo, r.Absolute) + ", " + pct(r.ChangeHi, r.Absolute) + "]"
+	interval := "[" + pctUnit(r.ChangeLo, r.Absolute, r.Unit) + ", " + pctUnit(r.ChangeHi, r.Absolute, r.Unit) + "]"
 	if r.Verdict == Unknown {
 		p, interval = "-", "-"
 	}
-	return []string{r.Metric + gate, value(r.Base, r.Unit), value(r.New, r.Unit), pct(r.Change, r.Absolute),
-		interval, p,
+	return []string{r.Metric + gate, value(r.Base, r.Unit), value(r.New, r.Unit), pctUnit(r.Change, r.Absolute, r.Unit),
+		interval, "±" + marginText(r.Margin, r.Absolute, r.Unit), p,
 		fmt.Sprintf("%d/%d", r.NBase, r.NNew), r.Verdict}
 }
 
-var columns = []string{"metric", "base", "new", "change", "interval", "p", "n", "verdict"}
+var columns = []string{"metric", "base", "new", "change", "interval", "margin", "p", "n", "verdict"}
 
 func writeTable(w io.Writer, rep *Report) error {
 	var b strings.Builder
@@ -100,11 +122,7 @@ func writeTable(w io.Writer, rep *Report) error {
 		b.WriteString(l + "\n")
 	}
 	for _, st := range rep.Stages {
-		method := ""
-		if len(st.Rows) > 0 {
-			method = st.Rows[0].Method
-		}
-		fmt.Fprintf(&b, "\nstage %s (%s)\n", st.Name, method)
+		fmt.Fprintf(&b, "\n%s\n", stageLine(st))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(columns, "\t"))
 		for _, r := range st.Rows {
@@ -127,13 +145,13 @@ func writeMarkdown(w io.Writer, rep *Report) error {
 		b.WriteString("- " + l + "\n")
 	}
 	for _, st := range rep.Stages {
-		fmt.Fprintf(&b, "\n### stage %s\n\n", st.Name)
+		fmt.Fprintf(&b, "\n### %s\n\n", stageLine(st))
 		b.WriteString("| " + strings.Join(columns, " | ") + " |\n")
-		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+		b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 		for _, r := range st.Rows {
 			c := cells(r)
 			if r.Verdict == Regressed {
-				c[7] = "**" + c[7] + "**"
+				c[8] = "**" + c[8] + "**"
 			}
 			b.WriteString("| " + strings.Join(c, " | ") + " |\n")
 		}
@@ -168,6 +186,15 @@ func bare(x float64, unit string) string {
 		return fmt.Sprintf("%.1f", x)
 	}
 	return fmt.Sprintf("%.2f", x)
+}
+
+// pctUnit formats a change: a signed percentage, percentage points for
+// fractions, or a signed number in the unit for other absolute changes.
+func pctUnit(x float64, absolute bool, unit string) string {
+	if absolute && unit != "" && finite(x) {
+		return fmt.Sprintf("%+.2f %s", x, unit)
+	}
+	return pct(x, absolute)
 }
 
 // pct formats a change: a signed percentage, or percentage points when

@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/spate-dev/spate/result"
@@ -65,8 +66,20 @@ func TestRepeatedRuns(t *testing.T) {
 	if r := row(t, rep, "main", "e2e_p99_ms"); r.Method != "welch+block-bootstrap" || r.Verdict != Regressed {
 		t.Errorf("4 runs a side: %s %s, want welch+block-bootstrap regressed", r.Method, r.Verdict)
 	}
-	if g := row(t, rep, "main", "goodput"); g.Verdict != Unknown || len(g.Warnings) == 0 {
-		t.Errorf("goodput with 4 runs a side: %s %v, want ? with a warning", g.Verdict, g.Warnings)
+	// Goodput has a per-second series (good_per_s): windows too.
+	if g := row(t, rep, "main", "goodput"); g.Method != "welch+block-bootstrap" || g.Verdict != Same {
+		t.Errorf("goodput with 4 runs a side: %s %s %v, want ~ from windows", g.Method, g.Verdict, g.Warnings)
+	}
+	// A result of an older spate has no good_per_s: its goodput is
+	// compared whole, and one run a side gives no verdict, saying why.
+	old := base[0].Result
+	old.Scenarios[0].Series.GoodPerS = nil
+	rep, err = Compare(Sides{Base: base[:1], New: nw[:1]}, Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := row(t, rep, "main", "goodput"); g.Verdict != Unknown || !strings.Contains(strings.Join(g.Warnings, ";"), "older spate") {
+		t.Errorf("goodput without good_per_s: %s %v, want ? saying why", g.Verdict, g.Warnings)
 	}
 }
 

@@ -21,10 +21,18 @@ type welch struct {
 // 1−alpha confidence interval of the difference. Both samples need at
 // least 2 values.
 func welchTest(a, b []float64, alpha float64) welch {
+	return welchInflated(a, b, alpha, 1, 1)
+}
+
+// welchInflated is Welch's t-test with each side's variance of the mean
+// multiplied by its inflation factor (autocorrelated windows: see
+// inflation); the degrees of freedom use the effective sample sizes.
+func welchInflated(a, b []float64, alpha, infA, infB float64) welch {
 	ma, va := stat.MeanVariance(a, nil)
 	mb, vb := stat.MeanVariance(b, nil)
-	na, nb := float64(len(a)), float64(len(b))
+	na, nb := float64(len(a))/infA, float64(len(b))/infB
 	sa, sb := va/na, vb/nb
+	na, nb = max(na, 2), max(nb, 2)
 	se := math.Sqrt(sa + sb)
 	w := welch{Diff: mb - ma, P: 1}
 	if se == 0 {

@@ -15,6 +15,7 @@ type model struct {
 	Secs             int
 	Rate             float64
 	TTFTms, E2Ems    float64 // p50; the p99 is 2× and the mean 1.2×
+	ITLms            float64 // p50 of the gaps (0: not streamed)
 	Noise, Phi       float64 // sd of the per-second log-noise, and its lag-1 autocorrelation
 	ErrRate          float64
 	P99Factor        float64 // multiplies the p99 columns (a planted regression)
@@ -50,6 +51,12 @@ func (m model) result(seed uint64, sut string) *result.Result {
 		s.E2Ep50ms = append(s.E2Ep50ms, m.E2Ems*k)
 		s.E2Ep99ms = append(s.E2Ep99ms, 2*m.E2Ems*k*f)
 		s.E2EMeanMS = append(s.E2EMeanMS, 1.2*m.E2Ems*k)
+		s.GoodPerS = append(s.GoodPerS, n-errs)
+		if m.ITLms > 0 {
+			s.ITLp50ms = append(s.ITLp50ms, m.ITLms*k)
+			s.ITLp99ms = append(s.ITLp99ms, 2*m.ITLms*k*f)
+			s.ITLMeanMS = append(s.ITLMeanMS, 1.2*m.ITLms*k)
+		}
 	}
 	// One more second with a send: the partial last second.
 	s.SentPerS = append(s.SentPerS, 1)
@@ -69,6 +76,9 @@ func (m model) result(seed uint64, sut string) *result.Result {
 		},
 		Goodput: result.Goodput{Fraction: 1 - float64(failed)/float64(total), SLOms: map[string]float64{"e2e": 5000}},
 		Series:  s,
+	}
+	if m.ITLms > 0 {
+		sc.Metrics["itl_ms"] = result.Dist{Count: int64(total), P50: avg(s.ITLp50ms), P99: avg(s.ITLp99ms), Mean: avg(s.ITLMeanMS)}
 	}
 	return &result.Result{
 		Schema: result.Schema, Fingerprint: "f",
@@ -90,4 +100,4 @@ func poisson(rng *rand.Rand, lambda float64) int {
 	}
 }
 
-var baseModel = model{Secs: 120, Rate: 20, TTFTms: 100, E2Ems: 800, Noise: 0.04, Phi: 0.5, ErrRate: 0.01, OutTokPerRequest: 64}
+var baseModel = model{Secs: 120, Rate: 20, TTFTms: 100, E2Ems: 800, ITLms: 20, Noise: 0.04, Phi: 0.5, ErrRate: 0.01, OutTokPerRequest: 64}

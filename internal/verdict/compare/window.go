@@ -1,6 +1,10 @@
 package compare
 
-import "github.com/spate-dev/spate/result"
+import (
+	"math"
+
+	"github.com/spate-dev/spate/result"
+)
 
 // Span is the part of a scenario's series that windows are cut from.
 type Span struct {
@@ -23,12 +27,17 @@ func measuredEnd(s *result.Series) int {
 	return 0
 }
 
+// usable is the number of whole seconds windows can be cut from.
+func usable(s *result.Series, skip int) int {
+	return max(measuredEnd(s)-max(skip, 0), 0)
+}
+
 // Windows cuts the series into consecutive whole windows of sp.Window
 // seconds after sp.Skip, up to the last second of sending, and returns the
 // metric's aggregate of each. Windows in which no request completed are
 // skipped, as are windows the metric finds nothing in; empty counts them.
 func Windows(s *result.Series, sp Span, m Metric) (vals []float64, empty int) {
-	if m.window == nil || sp.Window <= 0 {
+	if m.window == nil || sp.Window <= 0 || (m.has != nil && !m.has(s)) {
 		return nil, 0
 	}
 	end := measuredEnd(s)
@@ -50,3 +59,62 @@ func Windows(s *result.Series, sp Span, m Metric) (vals []float64, empty int) {
 	}
 	return vals, empty
 }
+
+// secondLag1 is the lag-1 autocorrelation of a metric's per-second
+// values, pooled over runs (each centred on its own mean): the products of
+// neighbours over the squares. It is corrected for its small-sample bias
+// (E[r] ≈ ρ − (1 + 3ρ)/n, so ρ ≈ r + (1 + 3r)/n) and clipped to
+// [0, maxRho]; fewer than 5 values give 0.
+func secondLag1(runs [][]float64) float64 {
+	var num, den float64
+	n := 0
+	for _, xs := range runs {
+		if len(xs) < 2 {
+			continue
+		}
+		m := mean(xs)
+		for i, x := range xs {
+			d := x - m
+			den += d * d
+			if i+1 < len(xs) {
+				num += d * (xs[i+1] - m)
+			}
+		}
+		n += len(xs)
+	}
+	if n < 5 || den == 0 {
+		return 0
+	}
+	r := num / den
+	r += (1 + 3*r) / float64(n)
+	return math.Max(0, math.Min(r, maxRho))
+}
+
+// maxRho caps the per-second autocorrelation allowed for: beyond it the
+// seconds are too alike for any window to help.
+const maxRho = 0.9
+
+// windowLag1 is the lag-1 autocorrelation of the means of consecutive
+// windows of w seconds of an AR(1) series whose seconds have lag-1
+// autocorrelation phi: φ·((1 − φʷ)/(1 − φ))² over w + 2·Σₖ (w − k)·φᵏ.
+func windowLag1(phi float64, w int) float64 {
+	if phi <= 0 || w < 1 {
+		return 0
+	}
+	sum := 0.0 // Σₖ φᵏ for k < w
+	den := float64(w)
+	p := 1.0
+	for k := range w {
+		sum += p
+		if k > 0 {
+			den += 2 * float64(w-k) * p
+		}
+		p *= phi
+	}
+	return phi * sum * sum / den
+}
+
+// inflation is the factor by which the variance of the mean of a series
+// of windows with lag-1 autocorrelation rho exceeds that of independent
+// values: (1 + ρ)/(1 − ρ).
+func inflation(rho float64) float64 { return (1 + rho) / (1 - rho) }

@@ -1,6 +1,11 @@
 package resilience
 
-import "github.com/spate-dev/spate/result"
+import (
+	"fmt"
+	"math"
+
+	"github.com/spate-dev/spate/result"
+)
 
 // Defaults of Options.
 const (
@@ -18,7 +23,20 @@ type Options struct {
 	// FaultEnds are further seconds, from the stage's start, at which a
 	// fault ended within the stage.
 	FaultEnds []float64
+	// FaultStarts are the seconds, from the stage's start, at which a
+	// fault began within the stage (0 for one already on at the start): a
+	// recovery is judged only up to the next onset after its event, and
+	// the load step's only when no fault began at the start.
+	FaultStarts []float64
 }
+
+// BaselineFactor times the E2E p99 before a stage's first fault is the
+// bound recovery is judged against when the stage has no SLO, taken over
+// at least MinBaselineSeconds seconds with completions.
+const (
+	BaselineFactor     = 1.5
+	MinBaselineSeconds = 2
+)
 
 // Figures computes a stage's resilience figures from its series and SLOs
 // (slo, in ms, keyed "ttft", "e2e" as in result.Goodput.SLOms). It returns
@@ -50,39 +68,93 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 	if r.TTFTp99SlopeMSPerS == nil && r.E2Ep99SlopeMSPerS == nil {
 		r.Warnings = append(r.Warnings, "too few seconds with completions for a resilience slope")
 	}
+	errPct := make([]float64, n)
+	for i := range n {
+		if done := at(s.CompletedPerS, i); done > 0 {
+			// A second with no error is a value (0 %), not a gap: Slope
+			// skips values ≤ 0, so errors are shifted by 1 pp and back.
+			errPct[i] = 1 + 100*float64(at(s.ErrorsPerS, i))/float64(done)
+		}
+	}
+	if v, _, ok := Slope(errPct, ttftHas, o.SlopeWindow); ok {
+		v *= 60 // percentage points per second → per minute
+		r.ErrorRateSlopePPPerMin = &v
+	}
 	var p99 []float64
-	var weights []int
+	e2eWeights := make([]int, n)
+	for i := range n {
+		e2eWeights[i] = at(s.CompletedPerS, i) - at(s.ErrorsPerS, i)
+	}
+	weights := e2eWeights
+	firstOnset := n
+	for _, f := range o.FaultStarts {
+		firstOnset = min(firstOnset, max(int(f), 0))
+	}
 	switch {
 	case slo["ttft"] > 0:
 		r.SLOMetric, r.SLOms, p99 = "ttft", slo["ttft"], cut(s.TTFTp99ms, n)
 		weights = cutInts(s.CompletedPerS, n)
 	case slo["e2e"] > 0:
 		r.SLOMetric, r.SLOms, p99 = "e2e", slo["e2e"], cut(s.E2Ep99ms, n)
-		weights = make([]int, n)
-		for i := range n {
-			weights[i] = at(s.CompletedPerS, i) - at(s.ErrorsPerS, i)
+	case len(o.FaultEnds) > 0 || o.AfterFaults:
+		// No SLO: the bound is the stage's own E2E p99 before its first
+		// fault (the median of its seconds), times 1.5.
+		p99 = cut(s.E2Ep99ms, n)
+		var base []float64
+		for i := 0; i < firstOnset && i < len(p99); i++ {
+			if e2eHas[i] && p99[i] > 0 {
+				base = append(base, p99[i])
+			}
 		}
+		if len(base) < MinBaselineSeconds || o.AfterFaults {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("no recovery time: no SLO, and fewer than %d seconds before the first fault to take a baseline from (give --slo)", MinBaselineSeconds))
+			return r
+		}
+		r.SLOMetric, r.SLOms, r.SLOSource = "e2e", BaselineFactor*median(base), "baseline"
 	default:
-		return r // no SLO: no recovery time
+		return r // no SLO and no fault: no recovery time
 	}
 	r.RecoveryWindowS = o.RecoveryWindow
-	event := "load_step"
-	if o.AfterFaults {
-		event = "fault_end"
+	// nextOnset is the first fault onset after second at (n if none).
+	nextOnset := func(at int) int {
+		next := n
+		for _, f := range o.FaultStarts {
+			if s := int(math.Ceil(f)); s > at {
+				next = min(next, s)
+			}
+		}
+		return next
 	}
-	r.Recoveries = append(r.Recoveries, recovery(p99, weights, event, 0, o.RecoveryWindow, r.SLOms))
-	for _, at := range o.FaultEnds {
-		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "fault_end", int(at), o.RecoveryWindow, r.SLOms))
+	switch {
+	case o.AfterFaults:
+		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "fault_end", 0, nextOnset(0), o.RecoveryWindow, r.SLOms))
+	case firstOnset > 0:
+		// The load step's recovery, judged before any fault began.
+		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "load_step", 0, firstOnset, o.RecoveryWindow, r.SLOms))
+	}
+	for _, end := range o.FaultEnds {
+		// Judged from the first whole second after the window's end (10 ms
+		// of slack for the proxy's timing), measured from the end itself.
+		at := int(math.Ceil(end - 0.01))
+		if at >= n {
+			continue
+		}
+		rec := recovery(p99, weights, "fault_end", at, nextOnset(at), o.RecoveryWindow, r.SLOms)
+		rec.AtS, rec.RecoveryS = math.Round(1000*end)/1000, math.Round(1000*(rec.RecoveryS+float64(at)-end))/1000
+		r.Recoveries = append(r.Recoveries, rec)
 	}
 	return r
 }
 
-func recovery(p99 []float64, weights []int, event string, at, w int, slo float64) result.Recovery {
+// recovery is the recovery from second at, judged on the seconds before
+// end.
+func recovery(p99 []float64, weights []int, event string, at, end, w int, slo float64) result.Recovery {
 	rec := result.Recovery{Event: event, AtS: float64(at)}
-	if s, ok := Recovery(p99, weights, at, w, slo); ok {
+	end = min(end, len(p99))
+	if s, ok := Recovery(p99[:end], cutInts(weights, end), at, w, slo); ok {
 		rec.Recovered, rec.RecoveryS = true, float64(s)
 	} else {
-		rec.RecoveryS = float64(max(len(p99)-at, 0))
+		rec.RecoveryS = float64(max(end-at, 0))
 	}
 	return rec
 }

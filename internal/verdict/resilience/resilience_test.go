@@ -157,3 +157,60 @@ func FuzzSlope(f *testing.F) {
 		}
 	})
 }
+
+// TestErrorRateSlopeAndBaseline: the error-rate slope is in percentage
+// points a minute; without an SLO, recovery after a fault is judged
+// against 1.5 × the E2E p99 before it; the scalars read the figures.
+func TestErrorRateSlopeAndBaseline(t *testing.T) {
+	s := &result.Series{}
+	for i := range 41 {
+		done := 100
+		errs := i / 4 // 0.25 pp a second: 15 pp a minute
+		e2e := 400.0
+		if i >= 20 && i < 25 {
+			e2e = 2000 // a fault from 20 s to 25 s, then 3 s to drain
+		}
+		if i >= 25 && i < 28 {
+			e2e = 800
+		}
+		s.SentPerS, s.CompletedPerS, s.ErrorsPerS = append(s.SentPerS, done), append(s.CompletedPerS, done), append(s.ErrorsPerS, errs)
+		s.TTFTp99ms, s.E2Ep99ms = append(s.TTFTp99ms, 100), append(s.E2Ep99ms, e2e)
+	}
+	r := Figures(s, nil, Options{SlopeWindow: 10, RecoveryWindow: 1, FaultStarts: []float64{20}, FaultEnds: []float64{24.5}})
+	if r.ErrorRateSlopePPPerMin == nil || math.Abs(*r.ErrorRateSlopePPPerMin-15) > 1 {
+		t.Errorf("error-rate slope %v, want ≈ 15 pp/min", r.ErrorRateSlopePPPerMin)
+	}
+	// Baseline: 400 ms before the fault → bound 600 ms; from second 25
+	// (the first after the end at 24.5) 800 ms for 3 s: recovered at 28,
+	// 3.5 s after the end.
+	if r.SLOSource != "baseline" || r.SLOms != 600 || len(r.Recoveries) != 2 {
+		t.Fatalf("baseline %q %v, recoveries %+v", r.SLOSource, r.SLOms, r.Recoveries)
+	}
+	if got := r.Recoveries[1]; got.Event != "fault_end" || got.AtS != 24.5 || !got.Recovered || got.RecoveryS != 3.5 {
+		t.Errorf("fault_end recovery %+v, want at 24.5 after 3.5 s", got)
+	}
+	// The load step is judged before the fault only: never over.
+	if got := r.Recoveries[0]; got.Event != "load_step" || !got.Recovered || got.RecoveryS != 0 {
+		t.Errorf("load_step %+v", got)
+	}
+	sc := &result.Scenario{Resilience: r}
+	if v, ok := Scalar(sc, RecoveryName); !ok || v != 3500 {
+		t.Errorf("recovery_time %v %v, want 3500 ms", v, ok)
+	}
+	if v, ok := Scalar(sc, ErrorSlopeName); !ok || v != *r.ErrorRateSlopePPPerMin {
+		t.Errorf("error_rate_slope %v %v", v, ok)
+	}
+	if _, ok := Scalar(sc, MSR); ok {
+		t.Error("msr without chaos figures")
+	}
+	r.Recoveries[1].Recovered = false
+	if v, ok := Scalar(sc, RecoveryName); !ok || !math.IsInf(v, 1) {
+		t.Errorf("unrecovered: %v %v, want +Inf", v, ok)
+	}
+	// A fault from the start leaves no baseline and no SLO: no recovery,
+	// saying why.
+	r = Figures(s, nil, Options{SlopeWindow: 10, FaultStarts: []float64{0}, FaultEnds: []float64{24.5}})
+	if r.Recoveries != nil || len(r.Warnings) == 0 {
+		t.Errorf("no baseline: %+v", r)
+	}
+}

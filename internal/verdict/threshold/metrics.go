@@ -59,6 +59,13 @@ var scalars = []struct {
 	{"interception_rate", kindFraction},
 	{"leak_rate", kindFraction},
 	{"false_refusal_rate", kindFraction},
+	// Resilience (docs/compare.md): MSR is a fraction; the slopes are
+	// plain numbers in ms/s and percentage points a minute; recovery_time
+	// is a duration.
+	{"msr", kindFraction},
+	{"resilience_slope", kindPlain},
+	{"recovery_time", kindLatency},
+	{"error_rate_slope", kindPlain},
 }
 
 // KnownDistributions returns the distribution metrics a threshold may

@@ -201,8 +201,26 @@ func TestKnownMetricsParse(t *testing.T) {
 			t.Errorf("scalar %s accepted with an aggregate", m)
 		}
 	}
-	if n := len(KnownDistributions()) + len(KnownScalars()); n != 31 {
-		t.Errorf("%d known metrics, want 31", n)
+	if n := len(KnownDistributions()) + len(KnownScalars()); n != 35 {
+		t.Errorf("%d known metrics, want 35", n)
+	}
+}
+
+// TestResilienceScalars: the resilience gates parse in their units.
+func TestResilienceScalars(t *testing.T) {
+	for expr, want := range map[string]float64{
+		"msr >= 0.7": 0.7, "msr >= 70%": 0.7, "resilience_slope < 0.82": 0.82,
+		"error_rate_slope < 1.35": 1.35, "recovery_time < 10s": 10000, "recovery_time <= 500ms": 500,
+	} {
+		th, err := Parse(expr)
+		if err != nil || th.Value != want {
+			t.Errorf("%s: %+v %v, want limit %v", expr, th, err, want)
+		}
+	}
+	for _, bad := range []string{"msr < 2", "recovery_time < 5%", "p99(msr) < 1"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }
 
