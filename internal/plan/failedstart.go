@@ -22,6 +22,8 @@ func startFailed(ctx context.Context, x *experiment.Experiment, env Env, err err
 	if errors.Is(err, ErrInvalid) || errors.As(err, &oe) {
 		return nil, err
 	}
+	red := redactor(x)
+	err = red.Error(err) // the key, header values and URL secrets masked
 	now := time.Now().UTC()
 	res := &result.Result{
 		Schema: result.Schema, SpateVersion: env.Version, StartedAt: now, EndedAt: now,
