@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -230,7 +231,11 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	err := c.fc.DoTimeout(hreq, resp, c.cfg.Timeout)
 	if err != nil {
-		rec.Fail(classify(ctx, err), err.Error(), time.Now())
+		kind := classify(ctx, err)
+		if kind == record.StreamBroken || kind == record.RequestFailed && reset(err) {
+			kind = record.ConnectReset // no response at all
+		}
+		rec.Fail(kind, err.Error(), time.Now())
 		return
 	}
 	rec.FirstToken = time.Now()
@@ -246,7 +251,13 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	if rec.Status >= 400 {
 		rec.Fail(record.HTTPStatus(rec.Status), fmt.Sprintf("HTTP %d", rec.Status), rec.End)
+		rec.RetryAfter = openai.RetryAfter(rec.Status, string(resp.Header.Peek("Retry-After")), rec.End)
 	}
+}
+
+// reset reports a connection reset by the peer.
+func reset(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func classify(ctx context.Context, err error) record.ErrorKind {

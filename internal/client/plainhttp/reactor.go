@@ -1,6 +1,7 @@
 package plainhttp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/record"
 )
@@ -20,9 +22,17 @@ import (
 
 // rawState is the reactor path's per-request state, pooled.
 type rawState struct {
-	buf    []byte
-	status int
-	first  time.Time
+	buf        []byte
+	status     int
+	first      time.Time
+	retryAfter string
+}
+
+// Field implements rawhttp.FieldHandler: it keeps the Retry-After.
+func (s *rawState) Field(name, value []byte) {
+	if bytes.EqualFold(name, []byte("Retry-After")) {
+		s.retryAfter = string(value)
+	}
 }
 
 // Header implements rawhttp.Handler.
@@ -80,7 +90,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	}
 	st := p.pool.Get().(*rawState)
 	defer p.pool.Put(st)
-	st.status, st.first = 0, time.Time{}
+	st.status, st.first, st.retryAfter = 0, time.Time{}, ""
 	target := p.base + path
 	if p.query != "" {
 		// The path (and its own query) before the target's query.
@@ -117,11 +127,18 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	}
 	if err != nil {
 		kind := classifyRaw(ctx, err)
+		switch {
+		case errors.Is(err, rawhttp.ErrMalformed):
+			kind = record.BadResponse
+		case st.first.IsZero() && (kind == record.RequestFailed || kind == record.StreamBroken):
+			kind = record.ConnectReset // no response at all
+		}
 		rec.Fail(kind, err.Error(), rec.End)
 		return
 	}
 	if rec.Status >= 400 {
 		rec.Fail(record.HTTPStatus(rec.Status), fmt.Sprintf("HTTP %d", rec.Status), rec.End)
+		rec.RetryAfter = openai.RetryAfter(rec.Status, st.retryAfter, rec.End)
 	}
 }
 

@@ -1,0 +1,85 @@
+package plainhttp
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/llmtest"
+)
+
+// notHTTP listens on loopback and answers every connection with bytes
+// that are not an HTTP response.
+func notHTTP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				b := make([]byte, 4096)
+				_, _ = c.Read(b)
+				_, _ = c.Write([]byte("\x00\xffSSH-2.0-OpenSSH_9.6\r\n\r\nnot http at all\r\n\r\n"))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestHostileServer: on both paths, a reset before any response is
+// connect_reset, a 429's Retry-After is kept for the retries, and (on the
+// reactor path) bytes that are not HTTP are bad_response.
+func TestHostileServer(t *testing.T) {
+	h := llmtest.NewHostile()
+	defer h.Close()
+	garbage := notHTTP(t)
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer limited.Close()
+	for _, fast := range []bool{false, true} {
+		for _, tc := range []struct {
+			name, base, path string
+			kind             record.ErrorKind
+			retryAfter       time.Duration
+		}{
+			{"reset", h.BaseURL(llmtest.Reset), "/x", record.ConnectReset, 0},
+			{"retry-after", limited.URL, "/", record.RateLimited, time.Second},
+			{"not http", garbage, "/", record.BadResponse, 0},
+		} {
+			if fast && tc.kind == record.BadResponse {
+				continue // fasthttp's parse errors are not told apart
+			}
+			name := tc.name
+			if fast {
+				name += " fasthttp"
+			}
+			t.Run(name, func(t *testing.T) {
+				c, err := New(Config{BaseURL: tc.base, Timeout: 5 * time.Second, FastHTTP: fast})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				rec := do(t, c, context.Background(), &workload.Request{Method: "POST", Path: tc.path, Body: []byte(`{}`)})
+				if rec.Err != tc.kind || rec.RetryAfter != tc.retryAfter {
+					t.Errorf("kind %q (%s), retry after %v; want %q, %v", rec.Err, rec.ErrMsg, rec.RetryAfter, tc.kind, tc.retryAfter)
+				}
+			})
+		}
+	}
+}
