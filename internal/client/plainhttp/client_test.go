@@ -109,8 +109,8 @@ func TestTraceHeader(t *testing.T) {
 // TestTargetWithQuery: a target with a query string gets the request's
 // path before it (it was appended after the query).
 func TestTargetWithQuery(t *testing.T) {
-	var got string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.URL.RequestURI() }))
+	uri := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { uri <- r.URL.RequestURI() }))
 	defer srv.Close()
 	c, err := New(Config{BaseURL: srv.URL + "/api?key=k1"})
 	if err != nil {
@@ -119,7 +119,7 @@ func TestTargetWithQuery(t *testing.T) {
 	if rec := do(t, c, context.Background(), &workload.Request{Path: "/search?q=a"}); rec.Failed() {
 		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
 	}
-	if got != "/api/search?key=k1&q=a" {
+	if got := <-uri; got != "/api/search?key=k1&q=a" {
 		t.Fatalf("request URI %q", got)
 	}
 }
