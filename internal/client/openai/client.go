@@ -402,7 +402,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		rec.Fail(kind, msg, time.Now())
 		return
 	}
-	c.finish(st, req, rec)
+	if idle != nil {
+		idle.Stop() // the response is read: what is left is local work
+	}
+	c.finish(ctx, st, req, rec)
 }
 
 // idleReader resets the idle timer on every read.
@@ -710,7 +713,10 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 const maxChunkCounts = 1 << 16
 
 // finish settles token counts and empty output once a response is read.
-func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
+// Counting tokens is part of the request's work: it gives up when ctx
+// ends (the request's timeout, or the run stopping), failing the request
+// as that says.
+func (c *Client) finish(ctx context.Context, st *stream, req *workload.Request, rec *record.Record) {
 	if req.Model != "" {
 		// An intent's own model (an adapter of a mix): the request's
 		// "model" label names it; the run's provenance stays the target's.
@@ -733,7 +739,13 @@ func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
 	tok := c.cfg.Tokenizer
 	sample := c.cfg.TokenizerSample > 0 && rec.Seq%uint64(c.cfg.TokenizerSample) == 0
 	if tok != nil && (rec.UsageTokens < 0 || sample) {
-		rec.TokenizerTokens = tok.Count(string(st.text))
+		n, err := tokenizer.CountContext(ctx, tok, string(st.text))
+		if err != nil {
+			kind, msg := classify(ctx, err)
+			rec.Fail(kind, msg+" (while counting the response's tokens)", time.Now())
+			return
+		}
+		rec.TokenizerTokens = n
 	}
 	switch {
 	case rec.UsageTokens >= 0:
@@ -749,7 +761,12 @@ func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
 	// of one-byte chunks would outlast its timeout).
 	if rec.OutputTokens != rec.Chunks && tok != nil && c.cfg.Stream && len(st.bounds) <= maxChunkCounts {
 		prev := 0
-		for _, end := range st.bounds {
+		for i, end := range st.bounds {
+			if i%256 == 255 && ctx.Err() != nil {
+				kind, msg := classify(ctx, ctx.Err())
+				rec.Fail(kind, msg+" (while counting the response's tokens)", time.Now())
+				return
+			}
 			rec.ChunkTokens = append(rec.ChunkTokens, int32(tok.Count(string(st.text[prev:end]))))
 			prev = end
 		}

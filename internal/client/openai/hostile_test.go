@@ -213,3 +213,40 @@ func TestHeaderInjection(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// slowCounter is a tokenizer whose count takes 5 s, or until its context
+// ends where it is given one: a stand-in for counting megabytes.
+type slowCounter struct{}
+
+func (slowCounter) Name() string { return "slow" }
+
+func (slowCounter) Count(string) int { time.Sleep(5 * time.Second); return 1 }
+
+func (slowCounter) CountContext(ctx context.Context, _ string) (int, error) {
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(5 * time.Second):
+		return 1, nil
+	}
+}
+
+// TestCountingIsBoundedByTimeout: counting a response's tokens is part of
+// the request's work: it stops at the request's timeout (it ran after
+// the stream, past the timeout and past the run's end: a 300 KB word with
+// --timeout 2s took 91 s), on both read paths.
+func TestCountingIsBoundedByTimeout(t *testing.T) {
+	srv := httptest.NewServer(script(step{data: chunk("a b c")}, step{data: "[DONE]"}))
+	defer srv.Close()
+	for _, nethttp := range []bool{false, true} {
+		c := newClient(t, srv.URL, func(c *Config) {
+			c.Tokenizer, c.Timeout, c.NetHTTP = slowCounter{}, 500*time.Millisecond, nethttp
+		})
+		start := time.Now()
+		rec := do(c, &workload.Request{Prompt: "p"})
+		took := time.Since(start)
+		if rec.Err != record.Timeout || !strings.Contains(rec.ErrMsg, "counting") || took > 3*time.Second {
+			t.Errorf("net/http %v: err %q %q after %v, want a timeout while counting, at 0.5 s", nethttp, rec.Err, rec.ErrMsg, took)
+		}
+	}
+}

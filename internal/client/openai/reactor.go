@@ -223,6 +223,6 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		rec.RetryAfter = RetryAfter(st.status, st.retryAfter, time.Now())
 		return true
 	}
-	c.finish(st, req, rec)
+	c.finish(ctx, st, req, rec)
 	return true
 }

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"unicode/utf8"
@@ -43,23 +44,66 @@ func (b *BPE) Name() string { return b.name }
 // Count implements Counter. Special tokens in text are counted as text;
 // invalid UTF-8 counts as U+FFFD, as tiktoken-go reads it.
 func (b *BPE) Count(text string) int {
+	n, _ := b.count(text, nil)
+	return n
+}
+
+// CountContext is Count that gives up when ctx ends: it then returns
+// ctx's error. A count looks at ctx every few thousand steps; only the
+// pre-tokenizer's match of one piece cannot stop part way (about 0.1 s
+// for a 1 MB word).
+func (b *BPE) CountContext(ctx context.Context, text string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n, ok := b.count(text, ctx.Done())
+	if !ok {
+		return n, ctx.Err()
+	}
+	return n, nil
+}
+
+// stopEvery is how many steps (pieces, merges) a count takes between two
+// looks at its stop channel.
+const stopEvery = 4096
+
+// stopped reports whether done is closed (never, for a nil done).
+func stopped(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// count counts text, giving up (false) once done is closed.
+func (b *BPE) count(text string, done <-chan struct{}) (int, bool) {
 	if text == "" {
-		return 0
+		return 0, true
 	}
 	s := b.pool.Get().(*scratch)
 	defer b.pool.Put(s)
 	s.runes = appendRunes(s.runes[:0], text)
-	n := 0
+	s.done = done
+	defer func() { s.done = nil }()
+	n, steps := 0, 0
 	m, _ := b.pat.FindRunesMatch(s.runes)
 	for m != nil {
+		if steps++; steps%stopEvery == 0 && stopped(done) {
+			return n, false
+		}
 		s.piece = appendUTF8(s.piece[:0], s.runes[m.Index:m.Index+m.Length])
-		n += b.countPiece(s.piece, s)
+		k, ok := b.countPiece(s.piece, s)
+		if n += k; !ok {
+			return n, false
+		}
 		m, _ = b.pat.FindNextMatch(m)
 	}
 	if cap(s.runes) > 1<<16 { // do not keep a huge text's buffers
 		s.runes, s.piece = nil, nil
 	}
-	return n
+	return n, true
 }
 
 func appendRunes(dst []rune, s string) []rune {
@@ -86,6 +130,7 @@ type scratch struct {
 	prev  []int32
 	alive []bool
 	heap  pairHeap
+	done  <-chan struct{} // closed: the count gives up
 }
 
 // smallPiece is the length up to which a piece is merged by rescanning
@@ -93,15 +138,16 @@ type scratch struct {
 const smallPiece = 64
 
 // countPiece returns the number of tokens piece p merges into.
-func (b *BPE) countPiece(p []byte, s *scratch) int {
+// It gives up (false) once s.done is closed.
+func (b *BPE) countPiece(p []byte, s *scratch) (int, bool) {
 	if len(p) <= 1 {
-		return len(p)
+		return len(p), true
 	}
 	if _, ok := b.ranks[string(p)]; ok {
-		return 1
+		return 1, true
 	}
 	if len(p) <= smallPiece {
-		return b.mergeScan(p, s)
+		return b.mergeScan(p, s), true
 	}
 	return b.mergeHeap(p, s)
 }
@@ -156,7 +202,8 @@ func (b *BPE) mergeScan(p []byte, s *scratch) int {
 // parts are a linked list indexed by their start offset, and candidate
 // pairs wait in a heap ordered by (rank, start); a candidate whose parts
 // have changed since it was pushed is dropped when it comes up.
-func (b *BPE) mergeHeap(p []byte, s *scratch) int {
+// It gives up (false) once s.done is closed.
+func (b *BPE) mergeHeap(p []byte, s *scratch) (int, bool) {
 	n := int32(len(p))
 	s.next, s.prev, s.alive = grow(s.next, n+1), grow(s.prev, n+1), growBool(s.alive, n+1)
 	next, prev, alive := s.next, s.prev, s.alive
@@ -177,10 +224,18 @@ func (b *BPE) mergeHeap(p []byte, s *scratch) int {
 		}
 	}
 	for i := int32(0); i+1 < n; i++ {
+		if i%stopEvery == 0 && stopped(s.done) {
+			s.heap = h
+			return int(n), false
+		}
 		push(i)
 	}
-	parts := int(n)
+	parts, steps := int(n), 0
 	for len(h) > 0 {
+		if steps++; steps%stopEvery == 0 && stopped(s.done) {
+			s.heap = h
+			return parts, false
+		}
 		e := h.pop()
 		if !alive[e.i] || next[e.i] >= n || next[next[e.i]] != e.k {
 			continue // stale: one of its parts merged since
@@ -198,7 +253,7 @@ func (b *BPE) mergeHeap(p []byte, s *scratch) int {
 		}
 	}
 	s.heap = h
-	return parts
+	return parts, true
 }
 
 func grow(s []int32, n int32) []int32 {

@@ -8,11 +8,27 @@
 package tokenizer
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 )
+
+// CountContext counts text with c, giving up with ctx's error when ctx
+// ends first if c can stop part way (a BPE can: a count of megabytes
+// takes about a second).
+func CountContext(ctx context.Context, c Counter, text string) (int, error) {
+	if cc, ok := c.(interface {
+		CountContext(context.Context, string) (int, error)
+	}); ok {
+		return cc.CountContext(ctx, text)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.Count(text), nil
+}
 
 // Counter counts the tokens of a text.
 type Counter interface {
