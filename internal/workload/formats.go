@@ -141,13 +141,32 @@ func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 		}
 	}
 	d := &Dataset{}
+	// count counts a reply's tokens; it stops when o.Context ends (the
+	// replies of a 1 GiB file take minutes to count).
+	var stop error
 	count := func(s string) int {
-		if o.Tokenizer == nil {
+		if o.Tokenizer == nil || stop != nil {
+			return 0
+		}
+		if o.Context == nil {
+			return o.Tokenizer.Count(s)
+		}
+		if cc, ok := o.Tokenizer.(interface {
+			CountContext(context.Context, string) (int, error)
+		}); ok {
+			n, err := cc.CountContext(o.Context, s)
+			stop = err
+			return n
+		}
+		if stop = o.Context.Err(); stop != nil {
 			return 0
 		}
 		return o.Tokenizer.Count(s)
 	}
 	for _, c := range convs {
+		if stop != nil {
+			return nil, fmt.Errorf("dataset %s: counting the replies' tokens: %w", path, stop)
+		}
 		msgs := c.Conversations
 		if len(msgs) < 1 || !isHuman(msgs[0].From) {
 			continue
@@ -172,6 +191,9 @@ func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 			req.Turns = append(req.Turns, turn)
 		}
 		d.reqs = append(d.reqs, req)
+	}
+	if stop != nil {
+		return nil, fmt.Errorf("dataset %s: counting the replies' tokens: %w", path, stop)
 	}
 	return d, nil
 }

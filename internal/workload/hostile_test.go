@@ -97,3 +97,32 @@ func TestPromptLimit(t *testing.T) {
 		}
 	}
 }
+
+// cancellingCounter counts words and cancels its run at its first count.
+type cancellingCounter struct {
+	cancel context.CancelFunc
+	counts *int
+}
+
+func (c cancellingCounter) Count(s string) int {
+	*c.counts++
+	c.cancel()
+	return len(strings.Fields(s))
+}
+
+// TestShareGPTCountStops: counting a ShareGPT file's replies stops when
+// the run is cancelled (the replies of a 1 GiB file take minutes).
+func TestShareGPTCountStops(t *testing.T) {
+	var b strings.Builder
+	for range 1000 {
+		b.WriteString(`{"conversations":[{"from":"human","value":"q"},{"from":"gpt","value":"a b c"}]}` + "\n")
+	}
+	p := write(t, "d.jsonl", b.String())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	counts := 0
+	_, err := LoadFormat(p, LoadOptions{Format: FormatShareGPT, Tokenizer: cancellingCounter{cancel, &counts}, Context: ctx})
+	if !errors.Is(err, context.Canceled) || counts != 1 {
+		t.Fatalf("error %v after %d counts, want cancelled after 1", err, counts)
+	}
+}
