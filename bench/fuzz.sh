@@ -34,13 +34,25 @@ for pkg in $(go list ${PKGS:-./...}); do
 	for target in $targets; do
 		echo "== $pkg $target ($fuzztime)"
 		status=ok
+		corpus="$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$target"
+		before="$(ls "$corpus" 2>/dev/null | wc -l)"
 		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" "$pkg" >"$log" 2>&1; then
-			status=FAILED
-			failed=1
-			cat "$log"
+			after="$(ls "$corpus" 2>/dev/null | wc -l)"
+			if [[ "$after" == "$before" ]] && grep -q '^    context deadline exceeded$' "$log" && ! grep -q -e 'panic:' -e 'Failing input' "$log"; then
+				# Go 1.26's coordinator can report its own -fuzztime
+				# deadline as a failure on a busy machine, with no input
+				# (go.dev/issue/75804, fixed in Go 1.27): not a finding.
+				status=ok-75804
+			else
+				status=FAILED
+				failed=1
+				cat "$log"
+			fi
 		fi
 		last="$(grep -E '^fuzz: elapsed' "$log" | tail -n 1 || true)"
-		summary+=("$(printf '%-7s %-45s %-28s %s' "$status" "${pkg#github.com/spate-dev/spate/}" "$target" "${last#fuzz: }")")
+		line="$(printf '%-9s %-45s %-28s %s' "$status" "${pkg#github.com/spate-dev/spate/}" "$target" "${last#fuzz: }")"
+		echo "$line"
+		summary+=("$line")
 	done
 done
 printf '%s\n' "${summary[@]}"
