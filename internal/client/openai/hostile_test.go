@@ -250,3 +250,26 @@ func TestCountingIsBoundedByTimeout(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseModels: whatever a /models listing holds, the ids kept are
+// printable text within the modelId limit, and an error is one line.
+func FuzzParseModels(f *testing.F) {
+	for _, s := range []string{`{"data":[{"id":"m1"},{"id":"m2"}]}`, `{"data":[{"id":"m\u001b[2K"}]}`, `{"data":{}}`, `[`, `{"data":[{"id":7}]}`} {
+		f.Add([]byte(s))
+	}
+	c := &Client{cfg: Config{MaxModelID: 64}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ids, err := c.parseModels(b, "http://h/v1/models")
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r\x1b") {
+				t.Fatalf("error %q", err)
+			}
+			return
+		}
+		for _, id := range ids {
+			if len(id) > 64 || strings.ContainsAny(id, "\n\r\x1b\x00") {
+				t.Fatalf("id %q kept", id)
+			}
+		}
+	})
+}

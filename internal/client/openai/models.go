@@ -56,6 +56,11 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("listing models at %s: the listing is over the modelList limit of %d bytes (pass --model, or raise --limit modelList=SIZE)", where, limit)
 	}
+	return c.parseModels(b, where)
+}
+
+// parseModels reads the ids of a /models listing b (from where).
+func (c *Client) parseModels(b []byte, where string) ([]string, error) {
 	var p fastjson.Parser
 	v, err := p.ParseBytes(b)
 	if err != nil {
