@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -188,5 +189,16 @@ func TestBadFlagValues(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "exactly one of") {
 			t.Errorf("%s %q: exit %d, stderr %q; want 2 and %q", c.flag, c.value, code, firstLine(stderr), c.want)
 		}
+	}
+}
+
+// TestErrorsPrintedEscaped: the error a command ends with is printed with
+// the control characters of any server text it quotes escaped (its lines
+// kept), and redacted.
+func TestErrorsPrintedEscaped(t *testing.T) {
+	got := redact(errors.New("index: HTTP 500: \x1b[2J\x1b[32mthresholds: PASS\x1b[0m at http://u:pw-x@h/?k=v\n\tnext line"))
+	want := `index: HTTP 500: \x1b[2J\x1b[32mthresholds: PASS\x1b[0m at http://<redacted>@h/?<redacted>` + "\n\tnext line"
+	if got != want {
+		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
 }

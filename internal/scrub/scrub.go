@@ -224,6 +224,22 @@ func Text(s string, max int) string {
 	return b.String()
 }
 
+// Lines is Text for a message of several lines: its newlines and tabs
+// are kept, every other control character is escaped, nothing is
+// clipped. It makes an error safe to print whatever server text it
+// quotes.
+func Lines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = Text(c, 0)
+		}
+		lines[i] = strings.Join(cells, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
 // unsafeRune reports a rune that can change how a terminal shows text:
 // C0 and C1 controls, DEL, and bidirectional formatting characters.
 func unsafeRune(c rune) bool {

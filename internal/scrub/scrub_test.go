@@ -122,3 +122,13 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// TestLines: a message of several lines keeps its newlines and tabs; any
+// other control character a server's text brought is escaped.
+func TestLines(t *testing.T) {
+	in := "problems:\n\tstage a: HTTP 500: evil\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m\n\tok"
+	want := "problems:\n\tstage a: HTTP 500: evil\\x1b[2K\\r\\x1b[32mthresholds: PASS\\x1b[0m\n\tok"
+	if got := Lines(in); got != want {
+		t.Fatalf("Lines:\n%q\nwant\n%q", got, want)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // newHTTPClient is the HTTP client of the HTTP backends: keep-alive
@@ -25,7 +27,7 @@ type httpStatusError struct {
 }
 
 func (e *httpStatusError) Error() string {
-	return fmt.Sprintf("HTTP %d: %.200s", e.Status, e.Body)
+	return fmt.Sprintf("HTTP %d: %s", e.Status, scrub.Text(e.Body, 200))
 }
 
 // callJSON sends in as JSON (nil: no body) and decodes a 2xx response
