@@ -35,9 +35,9 @@ for pkg in $(go list ${PKGS:-./...}); do
 		echo "== $pkg $target ($fuzztime)"
 		status=ok
 		corpus="$(go list -f '{{.Dir}}' "$pkg")/testdata/fuzz/$target"
-		before="$(ls "$corpus" 2>/dev/null | wc -l)"
+		before="$( (ls "$corpus" 2>/dev/null || true) | wc -l)"
 		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${parallel[@]}" "$pkg" >"$log" 2>&1; then
-			after="$(ls "$corpus" 2>/dev/null | wc -l)"
+			after="$( (ls "$corpus" 2>/dev/null || true) | wc -l)"
 			if [[ "$after" == "$before" ]] && grep -q '^    context deadline exceeded$' "$log" && ! grep -q -e 'panic:' -e 'Failing input' "$log"; then
 				# Go 1.26's coordinator can report its own -fuzztime
 				# deadline as a failure on a busy machine, with no input
