@@ -88,8 +88,10 @@ func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, er
 		case stHeader:
 			start := max(len(p.line)-3, 0)
 			p.line = append(p.line, b...)
-			i := bytes.Index(p.line[start:], []byte("\r\n\r\n"))
-			end := 4
+			// The headers end at the first empty line, with or without
+			// its CR (as net/http reads them): "\n\r\n" or "\n\n".
+			i := bytes.Index(p.line[start:], []byte("\n\r\n"))
+			end := 3
 			if j := bytes.Index(p.line[start:], []byte("\n\n")); j >= 0 && (i < 0 || j < i) {
 				i, end = j, 2
 			}
