@@ -11,11 +11,11 @@
 package experiment
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +23,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // APIVersion and Kind head every experiment file.
@@ -346,7 +348,7 @@ type Shard struct {
 // images, length files, the workflow, a vector dataset, a chaos fault set)
 // are made relative to the file's directory.
 func Load(path string) (*Experiment, error) {
-	data, err := os.ReadFile(path)
+	data, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment: %w", err)
 	}
@@ -624,7 +626,7 @@ func looksLikeTrigger(expr string) bool {
 // paths made relative to the file's directory. Errors have the form
 // "path:line:column: message".
 func LoadWorkload(path string) (*Workload, error) {
-	data, err := os.ReadFile(path)
+	data, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading workload: %w", err)
 	}

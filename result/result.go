@@ -9,12 +9,15 @@ package result
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // Schema is the value of the schema field of every result file.
@@ -353,7 +356,7 @@ func Encode(w io.Writer, r *Result) error {
 
 // Read reads a result file and checks its schema.
 func Read(path string) (*Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading result: %w", err)
 	}

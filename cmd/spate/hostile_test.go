@@ -202,3 +202,54 @@ func TestErrorsPrintedEscaped(t *testing.T) {
 		t.Fatalf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestEndlessFiles: a file that never ends (/dev/zero, named as each kind
+// of file a command reads) is an error that names its size limit, soon
+// and without taking the machine's memory (validate and run read an
+// experiment file whole: /dev/zero took 23 GB until the kernel killed
+// spate; --workflow the same).
+func TestEndlessFiles(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	dir := t.TempDir()
+	zero := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.Symlink("/dev/zero", p); err != nil {
+			t.Skip(err)
+		}
+		return p
+	}
+	run := []string{"run", "--target", "http://127.0.0.1:1/v1", "--model", "m", "--rate", "1", "--requests", "1", "--out", filepath.Join(dir, "r.json")}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"validate", []string{"validate", zero("x.yaml")}},
+		{"run an experiment", []string{"run", zero("run.yaml")}},
+		{"workload", append(run, "--workload", zero("w.yaml"))},
+		{"workflow", append(run, "--workflow", zero("flow.yaml"))},
+		{"probes", append(run, "--probes", zero("p.yaml"))},
+		{"chaos faults", append(run, "--chaos-faults", zero("f.json"))},
+		{"tokenizer", append(run, "--tokenizer", zero("tokenizer.json"))},
+		{"dataset", append(run, "--dataset", zero("d.jsonl"), "--limit", "fileSize=16MiB")},
+		{"compare", []string{"compare", zero("a.json"), zero("b.json")}},
+		{"report", []string{"report", zero("r1.json"), "-o", filepath.Join(dir, "r.html")}},
+		{"merge", []string{"merge", zero("s1.json"), "--out", filepath.Join(dir, "m.json")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			runtime.GC()
+			stop := heapPeak()
+			start := time.Now()
+			code, _, stderr := cli(t, context.Background(), c.args...)
+			took, peak := time.Since(start), stop()
+			t.Logf("exit %d in %v, heap peak %d MiB: %s", code, took.Round(time.Millisecond), peak>>20, firstLine(stderr))
+			if code == 0 || !strings.Contains(stderr, "limit") {
+				t.Errorf("exit %d, stderr %q: want an error naming the limit", code, stderr)
+			}
+			if peak > 512<<20 {
+				t.Errorf("heap peak %d MiB", peak>>20)
+			}
+		})
+	}
+}

@@ -1,14 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/shard/k8sjob"
 )
 
@@ -55,7 +56,7 @@ func runK8sJob(cmd *cobra.Command, path string, o k8sjob.Options, delay time.Dur
 	if delay < 0 {
 		return usageErr("--start-delay %s: must not be negative", delay)
 	}
-	b, err := os.ReadFile(path)
+	b, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
 	if err != nil {
 		return fmt.Errorf("reading experiment: %w", err)
 	}

@@ -1,9 +1,9 @@
 // Package capread reads bytes from outside (datasets, query logs, length
-// files, images) under a size limit, and stops when its context is
+// files, images, experiment and result files) under a size limit, and stops when its context is
 // cancelled, so that a file that never ends (/dev/zero, a FIFO) can neither
 // take the machine's memory nor keep Ctrl-C from working.
 //
-// Stage: workload (its readers).
+// Stage: workload (its readers), and every command's file reading.
 // The data flow: experiment → workload → schedule → engine → client → record
 // → metrics → verdict → outputs (docs/design.md).
 package capread
@@ -91,6 +91,17 @@ func (c *reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Limits of the files read whole that have no --limit of their own: far
+// above any real one, far below what a file that never ends (/dev/zero)
+// would take.
+const (
+	// SettingsLimit bounds a YAML file of settings: an experiment, a
+	// workload, a workflow, a probe suite, a fault set.
+	SettingsLimit = 16 << 20
+	// DataLimit bounds a result, a drift baseline or a tokenizer.json.
+	DataLimit = 128 << 20
+)
+
 // ReadFile reads the file at path whole, under limit bytes (0: none) and
 // ctx; key names the limit in the error.
 func ReadFile(ctx context.Context, path string, limit int64, key string) ([]byte, error) {
@@ -99,5 +110,8 @@ func ReadFile(ctx context.Context, path string, limit int64, key string) ([]byte
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && limit > 0 && fi.Size() > limit {
+		return nil, &LimitError{Name: path, Limit: limit, Key: key} // without reading it
+	}
 	return io.ReadAll(Reader(ctx, f, limit, path, key))
 }

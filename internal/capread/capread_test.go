@@ -46,4 +46,8 @@ func TestEndlessFile(t *testing.T) {
 	if b, err := ReadFile(context.Background(), p, 3, "fileSize"); err != nil || string(b) != "abc" {
 		t.Fatalf("%q %v", b, err)
 	}
+	// A regular file over the limit is refused from its size, unread.
+	if _, err := ReadFile(context.Background(), p, 2, ""); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "2 bytes") {
+		t.Fatalf("err %v", err)
+	}
 }

@@ -13,14 +13,16 @@ package chaos
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // Duration is a time.Duration written in JSON as a Go duration string
@@ -289,7 +291,7 @@ func (r Rule) MarshalJSONString() (string, error) {
 func LoadSet(file string, rules []string, seed int64) (Set, error) {
 	var set Set
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := capread.ReadFile(context.Background(), file, capread.SettingsLimit, "")
 		if err != nil {
 			return set, fmt.Errorf("reading --faults file: %w", err)
 		}

@@ -11,11 +11,11 @@
 package probe
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/workload"
 )
 
@@ -278,7 +279,7 @@ func Load(specs []string) ([]*Suite, error) {
 				}
 			}
 		case strings.ContainsRune(spec, '/') || strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml"):
-			b, err := os.ReadFile(spec)
+			b, err := capread.ReadFile(context.Background(), spec, capread.SettingsLimit, "")
 			if err != nil {
 				return nil, fmt.Errorf("reading probe suite: %w", err)
 			}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // DefaultCanaries are the fixed texts embedded to watch an embedding
@@ -46,7 +48,7 @@ type Canary struct {
 
 // ReadBaseline reads a baseline file.
 func ReadBaseline(path string) (*Baseline, error) {
-	b, err := os.ReadFile(path)
+	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading drift baseline: %w", err)
 	}

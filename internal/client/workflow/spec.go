@@ -14,14 +14,15 @@ package workflow
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/workload/payload"
 )
 
@@ -73,7 +74,7 @@ const DefaultStepTimeout = 60 * time.Second
 
 // ReadFile reads a workflow definition from a YAML file.
 func ReadFile(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading workflow: %w", err)
 	}

@@ -2,10 +2,11 @@ package merge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
+	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -13,7 +14,7 @@ import (
 // that holds one among other lines, as kubectl logs gives for a pod run
 // with --result-stdout (progress and notes around the JSON document).
 func Read(path string) (*result.Result, error) {
-	b, err := os.ReadFile(path)
+	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading shard result: %w", err)
 	}

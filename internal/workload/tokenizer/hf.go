@@ -3,13 +3,15 @@ package tokenizer
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 //go:embed llama3/tokenizer.json.gz
@@ -53,7 +55,7 @@ func Load(name string) (*BPE, error) {
 		return Llama3()
 	}
 	if strings.HasSuffix(name, ".json") {
-		data, err := os.ReadFile(name)
+		data, err := capread.ReadFile(context.Background(), name, capread.DataLimit, "")
 		if err != nil {
 			return nil, fmt.Errorf("loading tokenizer: %w", err)
 		}
