@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // FuzzSkimMatchesFastjson holds skim to the full parser: whatever chunk
@@ -56,9 +57,10 @@ func FuzzSkimMatchesFastjson(f *testing.F) {
 				text = append(text, p.reasoning...)
 			}
 		}
+		// Both paths keep the model id through Client.model, escaped.
 		model := ""
 		if len(sk.model) > 0 {
-			model = string(sk.model)
+			model = scrub.Text(string(sk.model), 0)
 		}
 		if string(sk.finish) != rec.FinishReason || st.ent.n != 0 {
 			t.Fatalf("%q: skim finish_reason %q, fastjson %q (%d logprob positions)", data, sk.finish, rec.FinishReason, st.ent.n)
