@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -56,7 +55,7 @@ func runK8sJob(cmd *cobra.Command, path string, o k8sjob.Options, delay time.Dur
 	if delay < 0 {
 		return usageErr("--start-delay %s: must not be negative", delay)
 	}
-	b, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
+	b, err := capread.ReadFile(cmd.Context(), path, capread.SettingsLimit, "")
 	if err != nil {
 		return fmt.Errorf("reading experiment: %w", err)
 	}

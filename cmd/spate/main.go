@@ -85,10 +85,9 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-// redact masks what looks secret in an error of any command (URL
-// userinfo and queries, password= parameters, bearer tokens; spate run's
-// errors are redacted of its key and headers already) and escapes the
-// control characters of any server text it quotes.
+// redact masks what looks secret in an error of any command (URL userinfo,
+// queries, password=, bearer tokens; run's key and headers are masked
+// already) and escapes the control characters of server text it quotes.
 func redact(err error) string { return scrub.Lines((*scrub.Redactor)(nil).String(err.Error())) }
 
 func newRootCmd() *cobra.Command {
