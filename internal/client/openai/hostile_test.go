@@ -214,19 +214,19 @@ func TestHeaderInjection(t *testing.T) {
 	}
 }
 
-// slowCounter is a tokenizer whose count takes 5 s, or until its context
+// slowCounter is a tokenizer whose count takes 10 s, or until its context
 // ends where it is given one: a stand-in for counting megabytes.
 type slowCounter struct{}
 
 func (slowCounter) Name() string { return "slow" }
 
-func (slowCounter) Count(string) int { time.Sleep(5 * time.Second); return 1 }
+func (slowCounter) Count(string) int { time.Sleep(10 * time.Second); return 1 }
 
 func (slowCounter) CountContext(ctx context.Context, _ string) (int, error) {
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		return 1, nil
 	}
 }
@@ -240,13 +240,13 @@ func TestCountingIsBoundedByTimeout(t *testing.T) {
 	defer srv.Close()
 	for _, nethttp := range []bool{false, true} {
 		c := newClient(t, srv.URL, func(c *Config) {
-			c.Tokenizer, c.Timeout, c.NetHTTP = slowCounter{}, 500*time.Millisecond, nethttp
+			c.Tokenizer, c.Timeout, c.NetHTTP = slowCounter{}, 2*time.Second, nethttp
 		})
 		start := time.Now()
 		rec := do(c, &workload.Request{Prompt: "p"})
 		took := time.Since(start)
-		if rec.Err != record.Timeout || !strings.Contains(rec.ErrMsg, "counting") || took > 3*time.Second {
-			t.Errorf("net/http %v: err %q %q after %v, want a timeout while counting, at 0.5 s", nethttp, rec.Err, rec.ErrMsg, took)
+		if rec.Err != record.Timeout || !strings.Contains(rec.ErrMsg, "counting") || took > 6*time.Second {
+			t.Errorf("net/http %v: err %q %q after %v, want a timeout while counting, at 2 s", nethttp, rec.Err, rec.ErrMsg, took)
 		}
 	}
 }
