@@ -7,11 +7,13 @@ import (
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/metrics/check"
+	"github.com/spate-dev/spate/internal/workload/payload"
 )
 
 // finishing is what Build adds to every request of a workload.
 type finishing struct {
 	system     string
+	systemTmpl *payload.Template // system as a template, filled per request, or nil
 	checks     *check.Set
 	images     []imageData
 	imageCount int
@@ -44,8 +46,23 @@ func finish(src Source, f finishing) Source {
 				return nil, err
 			}
 			c := *r
-			if f.system != "" {
-				c.Messages = withSystem(c.Messages, c.Prompt, f.system, len(c.Turns) > 0)
+			if c.PromptTemplate != nil && (f.system != "" || f.imageCount > 0) {
+				// The prompt goes into messages here: fill it first, as
+				// WithTemplates would (the same data, the same draws).
+				if c.Prompt, err = c.PromptTemplate.Execute(payload.NewData(n, c.Vars, f.seed)); err != nil {
+					return nil, err
+				}
+				c.PromptTemplate = nil
+			}
+			if system := f.system; system != "" {
+				if f.systemTmpl != nil {
+					// Its own random source: a prompt template of the same
+					// request draws from another.
+					if system, err = f.systemTmpl.Execute(payload.NewData(n, r.Vars, f.seed^0x5157)); err != nil {
+						return nil, err
+					}
+				}
+				c.Messages = withSystem(c.Messages, c.Prompt, system, len(c.Turns) > 0)
 			}
 			if f.checks != nil {
 				c.Checks, c.KeepAnswer = mergeChecks(c.Checks, f.checks), true

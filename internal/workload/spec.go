@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/metrics/check"
+	"github.com/spate-dev/spate/internal/workload/payload"
 )
 
 // DefaultWeights are the seeds' normalised-token weights: a text token 1, a
@@ -132,6 +133,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 	}
 	var system string
+	var systemTmpl *payload.Template
 	if sp := s.SystemPrompt; sp != nil {
 		system = sp.Text
 		if sp.Tokens > promptLimit {
@@ -139,6 +141,11 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		if system == "" && sp.Tokens > 0 {
 			system = Words(newRand(seed^0x5157, 0), sp.Tokens)
+		}
+		if payload.Has(system) {
+			if systemTmpl, err = payload.Parse("systemPrompt.text", system); err != nil {
+				return Built{}, err
+			}
 		}
 	}
 	w := DefaultWeights
@@ -154,7 +161,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
-	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
+	b.Source = finish(src, finishing{system: system, systemTmpl: systemTmpl, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
 		shaping: sh, tok: o.Tokenizer})
 	return b, nil
 }
@@ -269,7 +276,11 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 			if it.InputTokens != "" {
 				ctx = iin
 			}
-			src = prompts{list: it.Prompts, context: ctx, out: iout, seed: isub, prefix: s.SharedPrefix}
+			tmpls, err := promptTemplates(it.Prompts, where)
+			if err != nil {
+				return nil, err
+			}
+			src = prompts{list: it.Prompts, tmpls: tmpls, context: ctx, out: iout, seed: isub, prefix: s.SharedPrefix}
 		default:
 			src = Synthetic{Input: iin, Output: iout, Seed: isub, Prefix: s.SharedPrefix}
 		}
@@ -316,10 +327,33 @@ func (m *mix) Request(n uint64) (*Request, error) {
 // Digest implements Source.
 func (m *mix) Digest() string { return m.sha }
 
+// promptTemplates parses the prompts that hold template actions (nil for
+// the others); where names the intent in errors.
+func promptTemplates(list []string, where string) ([]*payload.Template, error) {
+	var out []*payload.Template
+	for i, q := range list {
+		if !payload.Has(q) {
+			continue
+		}
+		if out == nil {
+			out = make([]*payload.Template, len(list))
+		}
+		t, err := payload.Parse(fmt.Sprintf("%s prompts[%d]", where, i), q)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
 // prompts draws one of a list of prompts per request, with optional
-// synthetic context before it.
+// synthetic context before it. A prompt holding template actions is filled
+// per request, as a dataset's prompt is (see package payload), from a
+// random source fixed by the intent's seed and the request's index.
 type prompts struct {
 	list    []string
+	tmpls   []*payload.Template // parsed templates of list, nil entries for plain prompts
 	context Lengths
 	out     Lengths
 	seed    uint64
@@ -329,7 +363,14 @@ type prompts struct {
 // Request implements Source.
 func (p prompts) Request(n uint64) (*Request, error) {
 	r := newRand(p.seed, n)
-	q := p.list[r.IntN(len(p.list))]
+	i := r.IntN(len(p.list))
+	q := p.list[i]
+	if p.tmpls != nil && p.tmpls[i] != nil {
+		var err error
+		if q, err = p.tmpls[i].Execute(payload.NewData(n, nil, p.seed)); err != nil {
+			return nil, err
+		}
+	}
 	req := &Request{Prompt: q}
 	if p.context.IsSet() {
 		ctx := synthText(r, p.context.Sample(r), p.prefix, p.seed)
