@@ -576,7 +576,7 @@ func (e *Experiment) Problems() []Problem {
 		if s.TokenRateBasis != "" && s.TokenRate <= 0 {
 			at(p+".tokenRateBasis", "stage %q: tokenRateBasis applies to a tokenRate", s.Name)
 		}
-		if s.Rate <= 0 && s.TokenRate <= 0 && s.MaxConcurrency > 0 {
+		if s.Rate <= 0 && s.TokenRate <= 0 && !trace && s.MaxConcurrency > 0 {
 			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
 		}
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&

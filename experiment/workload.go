@@ -19,6 +19,9 @@ type Workload struct {
 	DatasetFormat string  `yaml:"datasetFormat,omitempty" json:"datasetFormat,omitempty"`
 	DatasetColumn string  `yaml:"datasetColumn,omitempty" json:"datasetColumn,omitempty"`
 	Speed         float64 `yaml:"speed,omitempty" json:"speed,omitempty"`
+	// TraceBlockSize is the tokens per hash id of a Mooncake trace dataset
+	// (default 512, Mooncake's).
+	TraceBlockSize int `yaml:"traceBlockSize,omitempty" json:"traceBlockSize,omitempty"`
 	// Seed is the run's seed: of the synthetic workload, the arrival
 	// schedule and every other seeded choice (default 1; --seed).
 	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
@@ -193,6 +196,9 @@ func (w Workload) Merge(over Workload) Workload {
 	}
 	if over.Speed > 0 {
 		m.Speed = over.Speed
+	}
+	if over.TraceBlockSize > 0 {
+		m.TraceBlockSize = over.TraceBlockSize
 	}
 	if over.Seed != nil {
 		m.Seed = over.Seed

@@ -62,7 +62,8 @@ var runBindings = []flagbind.Binding{
 
 	// Workload.
 	{Name: "dataset", Usage: "file of requests: spate JSONL ({\"prompt\"|\"messages\"|\"body\": ...} a line), ShareGPT, OpenAI batch or CSV", X: func(x *xp) any { return &x.Workload.Dataset }},
-	{Name: "dataset-format", Usage: "format of --dataset: jsonl, sharegpt, batch or csv (default: guessed from the file)", X: func(x *xp) any { return &x.Workload.DatasetFormat }},
+	{Name: "dataset-format", Usage: "format of --dataset: jsonl, sharegpt, batch, csv or mooncake (default: guessed from the file)", X: func(x *xp) any { return &x.Workload.DatasetFormat }},
+	{Name: "trace-block-size", Usage: "tokens per hash id of a Mooncake trace --dataset (default 512)", X: func(x *xp) any { return &x.Workload.TraceBlockSize }},
 	{Name: "speed", Usage: "with --arrival trace: replay the dataset's timestamps this many times faster", X: func(x *xp) any { return &x.Workload.Speed }},
 	{Name: "input-tokens", Usage: "synthetic prompt length in tokens: N, MEAN:SD, uniform:LO:HI, lognormal:MEAN:SD, choice:4096@0.5,16384@0.5, empirical:FILE", X: func(x *xp) any { return &x.Workload.InputTokens }},
 	{Name: "output-tokens", Usage: "output tokens to ask for (max_tokens), a distribution like --input-tokens; 0 for the server's default", X: func(x *xp) any { return &x.Workload.OutputTokens }},

@@ -75,6 +75,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	}
 	var b Built
 	var src Source
+	if s.TraceBlockSize < 0 || s.TraceBlockSize > 0 && s.Dataset == "" {
+		return Built{}, errors.New("traceBlockSize (--trace-block-size) is the block size of a Mooncake trace --dataset: give one, or leave it out")
+	}
 	switch {
 	case len(s.Intents) > 0:
 		if s.Dataset != "" {
@@ -86,9 +89,12 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		src = m
 	case s.Dataset != "":
-		d, err := LoadFormat(s.Dataset, o.load(LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn}))
+		d, err := LoadFormat(s.Dataset, o.load(LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn, BlockSize: s.TraceBlockSize, Seed: seed}))
 		if err != nil {
 			return Built{}, err
+		}
+		if s.TraceBlockSize > 0 && d.format != FormatMooncake {
+			return Built{}, fmt.Errorf("traceBlockSize (--trace-block-size) is the block size of a Mooncake trace; dataset %s is %s", s.Dataset, orJSONL(d.format))
 		}
 		offs, timed, err := d.Offsets()
 		if err != nil {
@@ -164,6 +170,13 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	b.Source = finish(src, finishing{system: system, systemTmpl: systemTmpl, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
 		shaping: sh, tok: o.Tokenizer})
 	return b, nil
+}
+
+func orJSONL(format string) string {
+	if format == "" {
+		return FormatJSONL
+	}
+	return format
 }
 
 func countOf(im *experiment.Images) int {
