@@ -143,15 +143,18 @@ type Stage struct {
 	Arrival string  `yaml:"arrival"`
 	// ComplexityShaping scales each open-loop gap by the request's
 	// complexity score: rate × 0.75^(score/20).
-	ComplexityShaping bool          `yaml:"complexityShaping"`
-	Burstiness        float64       `yaml:"burstiness"`
-	RampFrom          float64       `yaml:"rampFrom"`
-	Concurrency       int           `yaml:"concurrency"`
-	MaxConcurrency    int           `yaml:"maxConcurrency"`
-	Duration          time.Duration `yaml:"duration"`
-	Requests          int           `yaml:"requests"`
-	Warmup            time.Duration `yaml:"warmup"`
-	DrainTimeout      time.Duration `yaml:"drainTimeout"`
+	ComplexityShaping bool `yaml:"complexityShaping"`
+	// Stampede adds cache stampedes to an open-loop stage: bursts of many
+	// requests for one key, e.g. "every=30s,width=200ms,rate=500,keys=fresh".
+	Stampede       string        `yaml:"stampede"`
+	Burstiness     float64       `yaml:"burstiness"`
+	RampFrom       float64       `yaml:"rampFrom"`
+	Concurrency    int           `yaml:"concurrency"`
+	MaxConcurrency int           `yaml:"maxConcurrency"`
+	Duration       time.Duration `yaml:"duration"`
+	Requests       int           `yaml:"requests"`
+	Warmup         time.Duration `yaml:"warmup"`
+	DrainTimeout   time.Duration `yaml:"drainTimeout"`
 	// Faults are switched on for this stage only (the chaos of a
 	// baseline / peak / chaos matrix).
 	Faults *StageFaults `yaml:"faults"`

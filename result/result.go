@@ -177,10 +177,13 @@ type Scenario struct {
 
 // Load says what load was asked for and what was delivered.
 type Load struct {
-	Mode           string  `json:"mode"` // "open" or "closed"
-	Arrival        string  `json:"arrival,omitempty"`
-	TargetRate     float64 `json:"target_rate,omitempty"`
-	RampFrom       float64 `json:"ramp_from,omitempty"`
+	Mode       string  `json:"mode"` // "open" or "closed"
+	Arrival    string  `json:"arrival,omitempty"`
+	TargetRate float64 `json:"target_rate,omitempty"`
+	RampFrom   float64 `json:"ramp_from,omitempty"`
+	// Stampede is the stage's cache stampedes (bursts on top of the rate),
+	// as --stampede takes them.
+	Stampede       string  `json:"stampede,omitempty"`
 	ScheduledRate  float64 `json:"scheduled_rate,omitempty"`
 	AchievedRate   float64 `json:"achieved_rate"`
 	Concurrency    int     `json:"concurrency,omitempty"`

@@ -58,6 +58,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "requests", Usage: "how many requests to send after warm-up", S: func(s *st) any { return &s.Requests }},
 	{Name: "warmup", Usage: "warm-up sent first and left out of the figures", S: func(s *st) any { return &s.Warmup }},
 	{Name: "drain-timeout", Usage: "after the last send, how long to wait for requests in flight", S: func(s *st) any { return &s.DrainTimeout }},
+	{Name: "stampede", Usage: "open loop: add cache stampedes, bursts for one key: every=30s,width=200ms,rate=500[,start=10s][,keys=fresh|expiring]", S: func(s *st) any { return &s.Stampede }},
 	{Name: "complexity-shaping", Usage: "scale each open-loop gap by the request's complexity score: rate × 0.75^(score/20)", S: func(s *st) any { return &s.ComplexityShaping }},
 
 	// Workload.

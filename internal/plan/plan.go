@@ -350,15 +350,31 @@ func (r *Run) build(ctx context.Context) error {
 			return invalidf("--tokenizer: %v", err)
 		}
 	}
-	src, offsets, err := r.source(ctx, spec)
+	src, offsets, err := r.source(ctx, spec, nil)
 	if err != nil {
 		return err
 	}
 	for i := range stages {
 		st := &stages[i]
 		soffsets := offsets
-		if w := x.Stages[i].Workload; w != nil {
-			ssrc, soff, err := r.source(ctx, spec.Merge(*w))
+		var burst *schedule.Stampede
+		if x.Stages[i].Stampede != "" {
+			// Bursts on top of the stage's own arrivals; its workload knows
+			// which requests are a burst's.
+			spec, _ := schedule.ParseStampede(x.Stages[i].Stampede) // checked
+			base, err := runner.StagePacer(*st, r.seed(), src)
+			if err != nil {
+				return invalidf("stage %s: %v", st.Name, err)
+			}
+			burst = &schedule.Stampede{Base: base, Spec: spec}
+			st.Pacer = burst
+		}
+		if w := x.Stages[i].Workload; w != nil || burst != nil {
+			sspec := spec
+			if w != nil {
+				sspec = spec.Merge(*w)
+			}
+			ssrc, soff, err := r.source(ctx, sspec, burst)
 			if err != nil {
 				return fmt.Errorf("stage %s: %w", st.Name, err)
 			}
@@ -472,8 +488,9 @@ func sloString(m map[string]time.Duration) string {
 
 // source builds the workload from its spec: the fixed request of a plain
 // HTTP run, or a dataset, intents or synthetic prompts with everything the
-// spec adds; offsets are a timed dataset's send times.
-func (r *Run) source(ctx context.Context, spec experiment.Workload) (workload.Source, []time.Duration, error) {
+// spec adds (and the keys of burst's stampedes, when not nil); offsets are
+// a timed dataset's send times.
+func (r *Run) source(ctx context.Context, spec experiment.Workload, burst *schedule.Stampede) (workload.Source, []time.Duration, error) {
 	t := r.X.Target
 	if t.API == "http" && spec.Dataset == "" {
 		// A plain HTTP run sends the target's method, path and body every
@@ -488,7 +505,11 @@ func (r *Run) source(ctx context.Context, spec experiment.Workload) (workload.So
 		}
 		return fixed, nil, nil
 	}
-	b, err := workload.Build(spec, workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx})
+	o := workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx}
+	if burst != nil {
+		o.Burst, o.BurstKeys = burst.Burst, burst.Spec.Keys
+	}
+	b, err := workload.Build(spec, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("workload: %w", err)
 	}

@@ -30,6 +30,11 @@ type BuildOptions struct {
 	Limits Limits
 	// Context stops reading files when it is done (nil: never).
 	Context context.Context
+	// Burst, when set, reports the requests of stampede bursts (see
+	// schedule.Stampede), which ask for one key a burst of kind BurstKeys
+	// (FreshKeys or ExpiringKeys).
+	Burst     func(n uint64) (int, bool)
+	BurstKeys string
 }
 
 // load is LoadOptions of a dataset under o's limits and context.
@@ -128,10 +133,17 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, errors.New("sharedPrefix applies to synthetic prompts, not to a dataset")
 		}
 	}
+	pre := src
 	if s.Popularity != nil {
 		if src, err = withPopularity(src, *s.Popularity, seed); err != nil {
 			return Built{}, err
 		}
+	}
+	if o.Burst != nil {
+		if o.BurstKeys != FreshKeys && o.BurstKeys != ExpiringKeys {
+			return Built{}, fmt.Errorf("stampede keys %q: use fresh or expiring", o.BurstKeys)
+		}
+		src = withStampede(src, pre, o.BurstKeys, o.Burst, seed)
 	}
 	if s.Turns != nil {
 		if src, err = withTurns(src, *s.Turns, out, seed, promptLimit); err != nil {
