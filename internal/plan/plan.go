@@ -423,6 +423,9 @@ func (r *Run) build(ctx context.Context) error {
 	}
 	p.Stages = stages
 	p.Source = workload.WithTemplates(src, r.seed())
+	// The same prompts sent to another API, or streamed or not, measure
+	// something else: a different fingerprint.
+	p.Defines = append(p.Defines, "api="+x.Target.API, fmt.Sprintf("stream=%t", *x.Target.Stream))
 	p.Seed = r.seed()
 	p.Version = r.env.Version
 	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: openai.Redact(x.Target.URL),

@@ -2,10 +2,13 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -221,6 +224,14 @@ func (f *vectorFeature) applyWorkflow(r *Run) error {
 	}
 	f.wf = wf
 	p.Client = wf
+	// Another workflow file sends other requests: the file's bytes enter
+	// the workload digest and so the fingerprint.
+	b, err := os.ReadFile(x.Workflow)
+	if err != nil {
+		return invalidf("--workflow: %v", err)
+	}
+	sum := sha256.Sum256(b)
+	p.Defines = append(p.Defines, "workflow="+hex.EncodeToString(sum[:]))
 	p.Observers = append(p.Observers, workflow.NewObserver(wf))
 	p.Provenance.API = "workflow"
 	if f.placeTgt {

@@ -142,6 +142,10 @@ type Plan struct {
 	// Redact, when set, masks secrets in every record's message before
 	// the recorder, the records file and the observers see it.
 	Redact func(string) string
+	// Defines lists what, besides the requests the sources make, defines
+	// what a run measures: the API, whether it streams, a workflow file's
+	// digest. Each enters the workload digest, and so the fingerprint.
+	Defines []string
 }
 
 // ProgressFunc receives a stage's progress: the time since it began, the
@@ -244,6 +248,18 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 // workloadDigest identifies the plan's workload: the source's digest, or,
 // when stages bring their own, the digest of all of them in order.
 func workloadDigest(p Plan) string {
+	base := sourcesDigest(p)
+	if len(p.Defines) == 0 {
+		return base
+	}
+	h := sha256.New()
+	h.Write([]byte("defines/v1\n" + base + "\n" + strings.Join(p.Defines, "\n")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sourcesDigest is the digest of the plan's sources: the plan's, or, when
+// stages bring their own, all of them in order.
+func sourcesDigest(p Plan) string {
 	own := false
 	for _, st := range p.Stages {
 		own = own || st.Source != nil
