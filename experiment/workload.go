@@ -39,6 +39,8 @@ type Workload struct {
 	Turns *Turns `yaml:"turns,omitempty" json:"turns,omitempty"`
 	// Images attaches images to chat requests.
 	Images *Images `yaml:"images,omitempty" json:"images,omitempty"`
+	// Audio attaches audio clips to chat requests.
+	Audio *Audio `yaml:"audio,omitempty" json:"audio,omitempty"`
 	// Weights are the normalised-token weights of text, image patches and
 	// audio frames (default 1, 64, 8).
 	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
@@ -132,13 +134,46 @@ type Turns struct {
 	Think      time.Duration `yaml:"think,omitempty" json:"think,omitempty"`
 }
 
-// Images attaches Count images to each chat request: files (data URLs),
-// or synthetic PNGs of Width×Height.
+// Images attaches Count images to each chat request (or a number drawn
+// from Counts): files (data URLs), or synthetic PNGs of Width×Height, or of
+// sizes drawn from Sizes.
 type Images struct {
-	Count  int      `yaml:"count" json:"count"`
+	Count int `yaml:"count,omitempty" json:"count,omitempty"`
+	// Counts, when set, is the distribution of images per request, a
+	// length distribution that may draw 0 (e.g. "uniform:0:3",
+	// "choice:1@0.7,4@0.3"); it replaces Count.
+	Counts string   `yaml:"counts,omitempty" json:"counts,omitempty"`
 	Files  []string `yaml:"files,omitempty" json:"files,omitempty"`
 	Width  int      `yaml:"width,omitempty" json:"width,omitempty"`
 	Height int      `yaml:"height,omitempty" json:"height,omitempty"`
+	// Sizes, when set, are the sizes of synthetic images, each image's
+	// drawn by Weight (vLLM's random-mm buckets).
+	Sizes []ImageSize `yaml:"sizes,omitempty" json:"sizes,omitempty"`
+}
+
+// ImageSize is one size of synthetic image and its weight.
+type ImageSize struct {
+	Width  int     `yaml:"width" json:"width"`
+	Height int     `yaml:"height" json:"height"`
+	Weight float64 `yaml:"weight" json:"weight"`
+}
+
+// Audio attaches Count audio clips to each chat request (or a number drawn
+// from Counts), as input_audio parts: WAV files, or synthetic tones whose
+// lengths in whole seconds are drawn from Seconds. Each clip counts
+// seconds × FramesPerSecond audio frames in normalised tokens.
+type Audio struct {
+	Count  int    `yaml:"count,omitempty" json:"count,omitempty"`
+	Counts string `yaml:"counts,omitempty" json:"counts,omitempty"`
+	// Files are WAV files (PCM), sent as they are.
+	Files []string `yaml:"files,omitempty" json:"files,omitempty"`
+	// Seconds is the length distribution of synthetic clips (default 5).
+	Seconds string `yaml:"seconds,omitempty" json:"seconds,omitempty"`
+	// SampleRate is the synthetic clips' sample rate (default 16000).
+	SampleRate int `yaml:"sampleRate,omitempty" json:"sampleRate,omitempty"`
+	// FramesPerSecond is the audio frames a second counts in normalised
+	// tokens (default 80: the seeds' 2,400 frames per 30 s).
+	FramesPerSecond float64 `yaml:"framesPerSecond,omitempty" json:"framesPerSecond,omitempty"`
 }
 
 // Weights are normalised-token weights: a text token counts Text, an image
@@ -218,6 +253,9 @@ func (w Workload) Merge(over Workload) Workload {
 	if over.Images != nil {
 		m.Images = over.Images
 	}
+	if over.Audio != nil {
+		m.Audio = over.Audio
+	}
 	if over.Weights != nil {
 		m.Weights = over.Weights
 	}
@@ -263,6 +301,20 @@ func (s *Workload) Resolve(dir string) {
 		for i := range im.Files {
 			im.Files[i] = abs(im.Files[i])
 		}
+		s.Images = &im
+	}
+	if s.Audio != nil {
+		a := *s.Audio
+		a.Files = append([]string(nil), a.Files...)
+		for i := range a.Files {
+			a.Files[i] = abs(a.Files[i])
+		}
+		a.Counts, a.Seconds = lengths(a.Counts), lengths(a.Seconds)
+		s.Audio = &a
+	}
+	if s.Images != nil && s.Images.Counts != "" {
+		im := *s.Images
+		im.Counts = lengths(im.Counts)
 		s.Images = &im
 	}
 	if s.Turns != nil {

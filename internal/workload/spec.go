@@ -179,8 +179,28 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
-	b.Source = finish(src, finishing{system: system, systemTmpl: systemTmpl, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
-		shaping: sh, tok: o.Tokenizer})
+	fin := finishing{system: system, systemTmpl: systemTmpl, checks: checks, images: imgs, weights: w, seed: seed,
+		shaping: sh, tok: o.Tokenizer}
+	if s.Images != nil {
+		if fin.imageCount, err = newCount(s.Images.Count, s.Images.Counts); err != nil {
+			return Built{}, fmt.Errorf("images.counts: %w", err)
+		}
+		if s.Images.Count == 0 && s.Images.Counts == "" {
+			fin.imageCount.fixed = 1
+		}
+	}
+	if s.Audio != nil {
+		if fin.audio, err = newAudioSet(*s.Audio, seed); err != nil {
+			return Built{}, err
+		}
+		if fin.audioCount, err = newCount(s.Audio.Count, s.Audio.Counts); err != nil {
+			return Built{}, fmt.Errorf("audio.counts: %w", err)
+		}
+		if s.Audio.Count == 0 && s.Audio.Counts == "" {
+			fin.audioCount.fixed = 1
+		}
+	}
+	b.Source = finish(src, fin)
 	return b, nil
 }
 
@@ -189,13 +209,6 @@ func orJSONL(format string) string {
 		return FormatJSONL
 	}
 	return format
-}
-
-func countOf(im *experiment.Images) int {
-	if im == nil {
-		return 0
-	}
-	return im.Count
 }
 
 func lengthsOr(s, def string) (Lengths, error) {
