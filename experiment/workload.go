@@ -41,6 +41,9 @@ type Workload struct {
 	Images *Images `yaml:"images,omitempty" json:"images,omitempty"`
 	// Audio attaches audio clips to chat requests.
 	Audio *Audio `yaml:"audio,omitempty" json:"audio,omitempty"`
+	// Documents are the documents each rerank or score request ranks
+	// against its query (the prompt).
+	Documents *Documents `yaml:"documents,omitempty" json:"documents,omitempty"`
 	// Weights are the normalised-token weights of text, image patches and
 	// audio frames (default 1, 64, 8).
 	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
@@ -176,6 +179,16 @@ type Audio struct {
 	FramesPerSecond float64 `yaml:"framesPerSecond,omitempty" json:"framesPerSecond,omitempty"`
 }
 
+// Documents are a rerank or score request's documents: Count per request
+// (a length distribution, default 10) of Tokens each (default 64),
+// synthetic words; TopN, when above 0, asks a reranker for that many
+// results.
+type Documents struct {
+	Count  string `yaml:"count,omitempty" json:"count,omitempty"`
+	Tokens string `yaml:"tokens,omitempty" json:"tokens,omitempty"`
+	TopN   int    `yaml:"topN,omitempty" json:"topN,omitempty"`
+}
+
 // Weights are normalised-token weights: a text token counts Text, an image
 // patch ImagePatch, an audio frame AudioFrame. Images are counted in
 // ViT-style patches of PatchPixels×PatchPixels (default 14, ViT-L/14) of an
@@ -256,6 +269,9 @@ func (w Workload) Merge(over Workload) Workload {
 	if over.Audio != nil {
 		m.Audio = over.Audio
 	}
+	if over.Documents != nil {
+		m.Documents = over.Documents
+	}
 	if over.Weights != nil {
 		m.Weights = over.Weights
 	}
@@ -311,6 +327,11 @@ func (s *Workload) Resolve(dir string) {
 		}
 		a.Counts, a.Seconds = lengths(a.Counts), lengths(a.Seconds)
 		s.Audio = &a
+	}
+	if s.Documents != nil {
+		d := *s.Documents
+		d.Count, d.Tokens = lengths(d.Count), lengths(d.Tokens)
+		s.Documents = &d
 	}
 	if s.Images != nil && s.Images.Counts != "" {
 		im := *s.Images

@@ -242,6 +242,9 @@ type Throughput struct {
 	// request's normalised input was known (not for conversations, whose
 	// history the workload cannot weigh).
 	NormalizedTokensPerS float64 `json:"normalized_tokens_per_s,omitempty"`
+	// DocumentsPerS is the documents ranked per second by successful
+	// rerank and score requests (absent for other APIs).
+	DocumentsPerS float64 `json:"documents_per_s,omitempty"`
 }
 
 // Tokens says how many tokens flowed and where output counts came from.

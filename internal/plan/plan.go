@@ -191,6 +191,13 @@ func withDefaults(e *experiment.Experiment) *experiment.Experiment {
 	if w.Seed == nil {
 		w.Seed = d.Workload.Seed
 	}
+	if t.API == openai.Rerank || t.API == openai.Score {
+		// Ranking is not streamed, and every request has documents.
+		t.Stream = new(false)
+		if w.Documents == nil {
+			w.Documents = &experiment.Documents{}
+		}
+	}
 	x.Stages = append([]experiment.Stage(nil), e.Stages...)
 	for i := range x.Stages {
 		s, ds := &x.Stages[i], d.Stages[0]
@@ -555,7 +562,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		headers.Add(strings.TrimSpace(k), strings.TrimSpace(t.Headers[k]))
 	}
 	switch t.API {
-	case openai.Chat, openai.Completions, openai.Embeddings:
+	case openai.Chat, openai.Completions, openai.Embeddings, openai.Rerank, openai.Score:
 		c, err := openai.New(openai.Config{
 			BaseURL: target, API: t.API, Model: t.Model, APIKey: t.APIKey, Stream: *t.Stream,
 			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
@@ -585,7 +592,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		r.onClose(func() { _ = c.Close() })
 		return c, nil
 	}
-	return nil, invalidf("--api %q: use chat, completions, embeddings or http", t.API)
+	return nil, invalidf("--api %q: use chat, completions, embeddings, rerank, score or http", t.API)
 }
 
 // ignoreEOS resolves target.ignoreEOS (checked): auto sends it to every

@@ -160,6 +160,9 @@ type Record struct {
 	Steps []Step
 	// ToolCalls counts the tool calls in the response.
 	ToolCalls int
+	// Documents is the number of documents a rerank or score request
+	// ranked (0 for other APIs).
+	Documents int
 	// Labels are the request's labels beyond Intent (e.g. cluster, turn),
 	// for per-label breakdowns.
 	Labels []Label

@@ -108,6 +108,7 @@ func finish(src Source, f finishing) Source {
 			if text == 0 {
 				text = estimateTokens(&c)
 			}
+			text += c.DocumentTokens
 			c.NormTokens = float64(text)*f.weights.Text + float64(patches)*f.weights.ImagePatch + frames*f.weights.AudioFrame
 			c.Complexity = Complexity(&c)
 			return &c, nil

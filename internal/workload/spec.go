@@ -150,6 +150,11 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
+	if s.Documents != nil {
+		if src, err = withDocuments(src, *s.Documents, seed); err != nil {
+			return Built{}, err
+		}
+	}
 	var system string
 	var systemTmpl *payload.Template
 	if sp := s.SystemPrompt; sp != nil {

@@ -1,5 +1,6 @@
 // Package openai is spate's protocol client for OpenAI-compatible servers:
-// /v1/chat/completions, /v1/completions and /v1/embeddings, streamed or not.
+// /v1/chat/completions, /v1/completions and /v1/embeddings, streamed or not,
+// and the ranking APIs /v1/rerank and /v1/score (rank.go).
 // It reads server-sent events with its own reader (package sse), stamps
 // every event with its arrival time, and fills a record.Record; it knows
 // nothing of schedules or figures.
@@ -42,6 +43,10 @@ const (
 	Chat        = "chat"
 	Completions = "completions"
 	Embeddings  = "embeddings"
+	// Rerank ranks documents against a query: /rerank (Cohere, Jina, vLLM).
+	Rerank = "rerank"
+	// Score scores query–document pairs: vLLM's /score.
+	Score = "score"
 )
 
 // Config configures a Client.
@@ -131,9 +136,12 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8000/v1", Redact(cfg.BaseURL))
 	}
-	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings"}[cfg.API]
+	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings", Rerank: "/rerank", Score: "/score"}[cfg.API]
 	if path == "" {
-		return nil, fmt.Errorf("api %q: use chat, completions or embeddings", cfg.API)
+		return nil, fmt.Errorf("api %q: use chat, completions, embeddings, rerank or score", cfg.API)
+	}
+	if ranked(cfg.API) {
+		cfg.Stream = false // not streamed
 	}
 	for k, vs := range cfg.Headers {
 		for _, v := range vs {
@@ -269,6 +277,9 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 	if len(req.Body) > 0 {
 		return req.Body, nil
 	}
+	if ranked(c.cfg.API) {
+		return c.rankBody(req)
+	}
 	b := chatBody{Model: c.cfg.Model, User: req.Session}
 	switch c.cfg.API {
 	case Embeddings:
@@ -320,8 +331,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		rec.Fail(record.RequestFailed, "encoding request: "+err.Error(), time.Now())
 		return
 	}
-	rec.RequestedOutput = req.MaxTokens
-	rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0
+	if !ranked(c.cfg.API) {
+		rec.RequestedOutput = req.MaxTokens
+		rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0
+	}
 	if c.raw != nil && c.doRaw(ctx, req, rec, body) {
 		return
 	}
@@ -389,9 +402,12 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	defer c.pool.Put(st)
 	st.text, st.bounds, st.events = st.text[:0], st.bounds[:0], 0
 	st.ent.reset()
-	if c.cfg.Stream && c.cfg.API != Embeddings {
+	switch {
+	case ranked(c.cfg.API):
+		err = c.readRanked(st, src, rec, req)
+	case c.cfg.Stream && c.cfg.API != Embeddings:
 		err = c.readStream(st, src, rec, req.KeepAnswer)
-	} else {
+	default:
 		err = c.readWhole(st, src, rec, req.KeepAnswer)
 	}
 	if err != nil {
@@ -716,7 +732,7 @@ func (c *Client) finish(st *stream, req *workload.Request, rec *record.Record) {
 		// "model" label names it; the run's provenance stays the target's.
 		rec.Model = ""
 	}
-	if c.cfg.API == Embeddings {
+	if c.cfg.API == Embeddings || ranked(c.cfg.API) {
 		if rec.InputTokens == 0 {
 			rec.InputTokens = req.InputTokens
 		}
