@@ -218,7 +218,7 @@ func (f *vectorFeature) applyWorkflow(r *Run) error {
 	if u, err := url.Parse(x.Target.URL); err == nil && !f.placeTgt {
 		host = u.Host
 	}
-	wf, err := workflow.New(spec, workflow.Config{Vars: vars, Headers: h, HeadersHost: host, Seed: r.seed()})
+	wf, err := workflow.New(spec, workflow.Config{Vars: vars, Headers: h, HeadersHost: host, Seed: r.seed(), TraceHeader: *x.Target.TraceHeader})
 	if err != nil {
 		return invalidf("--workflow %s: %v", x.Workflow, err)
 	}
