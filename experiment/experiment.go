@@ -522,9 +522,9 @@ func (e *Experiment) Problems() []Problem {
 		ps = append(ps, Problem{path, fmt.Sprintf(format, a...)})
 	}
 	switch e.Target.API {
-	case "", "chat", "completions", "embeddings", "rerank", "score", "http":
+	case "", "chat", "completions", "responses", "embeddings", "rerank", "score", "http":
 	default:
-		at("$.target.api", "api %q: use chat, completions, embeddings, rerank, score or http", e.Target.API)
+		at("$.target.api", "api %q: use chat, completions, responses, embeddings, rerank, score or http", e.Target.API)
 	}
 	switch e.Target.IgnoreEOS {
 	case "", "auto", "true", "false":

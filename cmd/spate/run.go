@@ -26,7 +26,7 @@ var runBindings = []flagbind.Binding{
 	// Target.
 	{Name: "target", Usage: "base URL of the API, e.g. http://127.0.0.1:8000/v1 (required)", X: func(x *xp) any { return &x.Target.URL }},
 	{Name: "model", Usage: "model name to request (default: the first model the server lists)", X: func(x *xp) any { return &x.Target.Model }},
-	{Name: "api", Usage: "API to drive: chat, completions, embeddings, rerank, score or http", X: func(x *xp) any { return &x.Target.API }},
+	{Name: "api", Usage: "API to drive: chat, completions, responses, embeddings, rerank, score or http", X: func(x *xp) any { return &x.Target.API }},
 	{Name: "api-key", Usage: "API key (default $OPENAI_API_KEY); never written anywhere", X: func(x *xp) any { return &x.Target.APIKey }},
 	{Name: "stream", Usage: "ask for streamed responses (--stream=false for whole responses)", X: func(x *xp) any { return &x.Target.Stream }},
 	{Name: "logprobs", Usage: "ask every request for N top logprobs a token (1-20) and report ICE, the spread of answer entropy over a conversation's turns", X: func(x *xp) any { return &x.Target.Logprobs }},

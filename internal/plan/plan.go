@@ -562,7 +562,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		headers.Add(strings.TrimSpace(k), strings.TrimSpace(t.Headers[k]))
 	}
 	switch t.API {
-	case openai.Chat, openai.Completions, openai.Embeddings, openai.Rerank, openai.Score:
+	case openai.Chat, openai.Completions, openai.Responses, openai.Embeddings, openai.Rerank, openai.Score:
 		c, err := openai.New(openai.Config{
 			BaseURL: target, API: t.API, Model: t.Model, APIKey: t.APIKey, Stream: *t.Stream,
 			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
@@ -592,7 +592,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		r.onClose(func() { _ = c.Close() })
 		return c, nil
 	}
-	return nil, invalidf("--api %q: use chat, completions, embeddings, rerank, score or http", t.API)
+	return nil, invalidf("--api %q: use chat, completions, responses, embeddings, rerank, score or http", t.API)
 }
 
 // ignoreEOS resolves target.ignoreEOS (checked): auto sends it to every

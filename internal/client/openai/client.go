@@ -136,9 +136,9 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8000/v1", Redact(cfg.BaseURL))
 	}
-	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings", Rerank: "/rerank", Score: "/score"}[cfg.API]
+	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings", Rerank: "/rerank", Score: "/score", Responses: "/responses"}[cfg.API]
 	if path == "" {
-		return nil, fmt.Errorf("api %q: use chat, completions, embeddings, rerank or score", cfg.API)
+		return nil, fmt.Errorf("api %q: use chat, completions, responses, embeddings, rerank or score", cfg.API)
 	}
 	if ranked(cfg.API) {
 		cfg.Stream = false // not streamed
@@ -279,6 +279,9 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 	}
 	if ranked(c.cfg.API) {
 		return c.rankBody(req)
+	}
+	if c.cfg.API == Responses {
+		return c.responsesRequest(req)
 	}
 	b := chatBody{Model: c.cfg.Model, User: req.Session}
 	switch c.cfg.API {
@@ -509,7 +512,7 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 	for {
 		if err := st.sse.Next(&st.ev); err != nil {
 			if err == io.EOF {
-				return endOfStream(st)
+				return endOfStream(c, st)
 			}
 			return err
 		}
@@ -528,7 +531,16 @@ func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record
 		return true, nil
 	}
 	var reasoning, answer bool
-	if skim(data, &st.skim) {
+	if c.cfg.API == Responses {
+		var done bool
+		if reasoning, answer, done, err = c.responsesEvent(st, data, rec, keep); err != nil {
+			return false, err
+		}
+		if done {
+			rec.End = at
+			return true, nil
+		}
+	} else if skim(data, &st.skim) {
 		// The common chunk, read in one pass (see skim.go).
 		if err := c.model(rec, st.skim.model); err != nil {
 			return false, err
@@ -672,6 +684,9 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 	v, err := st.parser.ParseBytes(b)
 	if err != nil {
 		return failure(record.BadResponse, "bad response body %s: %s", scrub.Text(string(b), 80), err)
+	}
+	if c.cfg.API == Responses {
+		return c.readResponsesWhole(st, v, rec, keep)
 	}
 	if err := c.model(rec, v.GetStringBytes("model")); err != nil {
 		return err
