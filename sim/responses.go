@@ -58,6 +58,9 @@ func responsesToChat(body []byte) ([]byte, bool, *apiError) {
 	case json.Unmarshal(raw, &s) == nil:
 		msgs = append(msgs, map[string]any{"role": "user", "content": s})
 	case json.Unmarshal(raw, &items) == nil:
+		if len(items) == 0 {
+			return nil, false, badRequest("input", "input must hold at least one item.")
+		}
 		for i, it := range items {
 			if it.Type != "" && it.Type != "message" {
 				return nil, false, badRequest(fmt.Sprintf("input[%d].type", i), "input item type %q is not supported by spate sim; send messages.", it.Type)
