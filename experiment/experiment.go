@@ -145,15 +145,18 @@ type Stage struct {
 	Arrival string  `yaml:"arrival"`
 	// ComplexityShaping scales each open-loop gap by the request's
 	// complexity score: rate × 0.75^(score/20).
-	ComplexityShaping bool          `yaml:"complexityShaping"`
-	Burstiness        float64       `yaml:"burstiness"`
-	RampFrom          float64       `yaml:"rampFrom"`
-	Concurrency       int           `yaml:"concurrency"`
-	MaxConcurrency    int           `yaml:"maxConcurrency"`
-	Duration          time.Duration `yaml:"duration"`
-	Requests          int           `yaml:"requests"`
-	Warmup            time.Duration `yaml:"warmup"`
-	DrainTimeout      time.Duration `yaml:"drainTimeout"`
+	ComplexityShaping bool `yaml:"complexityShaping"`
+	// Stampede adds cache stampedes to an open-loop stage: bursts of many
+	// requests for one key, e.g. "every=30s,width=200ms,rate=500,keys=fresh".
+	Stampede       string        `yaml:"stampede"`
+	Burstiness     float64       `yaml:"burstiness"`
+	RampFrom       float64       `yaml:"rampFrom"`
+	Concurrency    int           `yaml:"concurrency"`
+	MaxConcurrency int           `yaml:"maxConcurrency"`
+	Duration       time.Duration `yaml:"duration"`
+	Requests       int           `yaml:"requests"`
+	Warmup         time.Duration `yaml:"warmup"`
+	DrainTimeout   time.Duration `yaml:"drainTimeout"`
 	// Faults are switched on for this stage only (the chaos of a
 	// baseline / peak / chaos matrix).
 	Faults *StageFaults `yaml:"faults"`
@@ -521,9 +524,9 @@ func (e *Experiment) Problems() []Problem {
 		ps = append(ps, Problem{path, fmt.Sprintf(format, a...)})
 	}
 	switch e.Target.API {
-	case "", "chat", "completions", "embeddings", "http":
+	case "", "chat", "completions", "responses", "embeddings", "rerank", "score", "http":
 	default:
-		at("$.target.api", "api %q: use chat, completions, embeddings or http", e.Target.API)
+		at("$.target.api", "api %q: use chat, completions, responses, embeddings, rerank, score or http", e.Target.API)
 	}
 	switch e.Target.IgnoreEOS {
 	case "", "auto", "true", "false":
@@ -578,7 +581,7 @@ func (e *Experiment) Problems() []Problem {
 		if s.TokenRateBasis != "" && s.TokenRate <= 0 {
 			at(p+".tokenRateBasis", "stage %q: tokenRateBasis applies to a tokenRate", s.Name)
 		}
-		if s.Rate <= 0 && s.TokenRate <= 0 && s.MaxConcurrency > 0 {
+		if s.Rate <= 0 && s.TokenRate <= 0 && !trace && s.MaxConcurrency > 0 {
 			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
 		}
 		if s.Faults != nil && (!strings.HasPrefix(s.Faults.URL, "http://") && !strings.HasPrefix(s.Faults.URL, "https://") &&

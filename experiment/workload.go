@@ -19,6 +19,9 @@ type Workload struct {
 	DatasetFormat string  `yaml:"datasetFormat,omitempty" json:"datasetFormat,omitempty"`
 	DatasetColumn string  `yaml:"datasetColumn,omitempty" json:"datasetColumn,omitempty"`
 	Speed         float64 `yaml:"speed,omitempty" json:"speed,omitempty"`
+	// TraceBlockSize is the tokens per hash id of a Mooncake trace dataset
+	// (default 512, Mooncake's).
+	TraceBlockSize int `yaml:"traceBlockSize,omitempty" json:"traceBlockSize,omitempty"`
 	// Seed is the run's seed: of the synthetic workload, the arrival
 	// schedule and every other seeded choice (default 1; --seed).
 	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
@@ -36,6 +39,11 @@ type Workload struct {
 	Turns *Turns `yaml:"turns,omitempty" json:"turns,omitempty"`
 	// Images attaches images to chat requests.
 	Images *Images `yaml:"images,omitempty" json:"images,omitempty"`
+	// Audio attaches audio clips to chat requests.
+	Audio *Audio `yaml:"audio,omitempty" json:"audio,omitempty"`
+	// Documents are the documents each rerank or score request ranks
+	// against its query (the prompt).
+	Documents *Documents `yaml:"documents,omitempty" json:"documents,omitempty"`
 	// Weights are the normalised-token weights of text, image patches and
 	// audio frames (default 1, 64, 8).
 	Weights *Weights `yaml:"weights,omitempty" json:"weights,omitempty"`
@@ -129,13 +137,56 @@ type Turns struct {
 	Think      time.Duration `yaml:"think,omitempty" json:"think,omitempty"`
 }
 
-// Images attaches Count images to each chat request: files (data URLs),
-// or synthetic PNGs of Width×Height.
+// Images attaches Count images to each chat request (or a number drawn
+// from Counts): files (data URLs), or synthetic PNGs of Width×Height, or of
+// sizes drawn from Sizes.
 type Images struct {
-	Count  int      `yaml:"count" json:"count"`
+	Count int `yaml:"count,omitempty" json:"count,omitempty"`
+	// Counts, when set, is the distribution of images per request, a
+	// length distribution that may draw 0 (e.g. "uniform:0:3",
+	// "choice:1@0.7,4@0.3"); it replaces Count.
+	Counts string   `yaml:"counts,omitempty" json:"counts,omitempty"`
 	Files  []string `yaml:"files,omitempty" json:"files,omitempty"`
 	Width  int      `yaml:"width,omitempty" json:"width,omitempty"`
 	Height int      `yaml:"height,omitempty" json:"height,omitempty"`
+	// Sizes, when set, are the sizes of synthetic images, each image's
+	// drawn by Weight (vLLM's random-mm buckets).
+	Sizes []ImageSize `yaml:"sizes,omitempty" json:"sizes,omitempty"`
+}
+
+// ImageSize is one size of synthetic image and its weight.
+type ImageSize struct {
+	Width  int     `yaml:"width" json:"width"`
+	Height int     `yaml:"height" json:"height"`
+	Weight float64 `yaml:"weight" json:"weight"`
+}
+
+// Audio attaches Count audio clips to each chat request (or a number drawn
+// from Counts), as input_audio parts: WAV files, or synthetic tones whose
+// lengths in whole seconds are drawn from Seconds. Each clip counts
+// seconds × FramesPerSecond audio frames in normalised tokens.
+type Audio struct {
+	Count  int    `yaml:"count,omitempty" json:"count,omitempty"`
+	Counts string `yaml:"counts,omitempty" json:"counts,omitempty"`
+	// Files are WAV files (PCM), sent as they are.
+	Files []string `yaml:"files,omitempty" json:"files,omitempty"`
+	// Seconds is the length distribution of synthetic clips (default 5).
+	Seconds string `yaml:"seconds,omitempty" json:"seconds,omitempty"`
+	// SampleRate is the synthetic clips' sample rate (default 16000).
+	SampleRate int `yaml:"sampleRate,omitempty" json:"sampleRate,omitempty"`
+	// FramesPerSecond is the audio frames a second counts in normalised
+	// tokens (default 80: the seeds' 2,400 frames per 30 s).
+	FramesPerSecond float64 `yaml:"framesPerSecond,omitempty" json:"framesPerSecond,omitempty"`
+}
+
+// Documents are a rerank or score request's documents: Count per request
+// (a length distribution, default 10) of Tokens each (default 64),
+// synthetic words; TopN, when above 0, asks a reranker for that many
+// results.
+type Documents struct {
+	Count  string `yaml:"count,omitempty" json:"count,omitempty"`
+	Tokens string `yaml:"tokens,omitempty" json:"tokens,omitempty"`
+	TopN   int    `yaml:"topN,omitempty" json:"topN,omitempty"`
 }
 
 // Weights are normalised-token weights: a text token counts Text, an image
@@ -194,6 +245,9 @@ func (w Workload) Merge(over Workload) Workload {
 	if over.Speed > 0 {
 		m.Speed = over.Speed
 	}
+	if over.TraceBlockSize > 0 {
+		m.TraceBlockSize = over.TraceBlockSize
+	}
 	if over.Seed != nil {
 		m.Seed = over.Seed
 	}
@@ -211,6 +265,12 @@ func (w Workload) Merge(over Workload) Workload {
 	}
 	if over.Images != nil {
 		m.Images = over.Images
+	}
+	if over.Audio != nil {
+		m.Audio = over.Audio
+	}
+	if over.Documents != nil {
+		m.Documents = over.Documents
 	}
 	if over.Weights != nil {
 		m.Weights = over.Weights
@@ -257,6 +317,25 @@ func (s *Workload) Resolve(dir string) {
 		for i := range im.Files {
 			im.Files[i] = abs(im.Files[i])
 		}
+		s.Images = &im
+	}
+	if s.Audio != nil {
+		a := *s.Audio
+		a.Files = append([]string(nil), a.Files...)
+		for i := range a.Files {
+			a.Files[i] = abs(a.Files[i])
+		}
+		a.Counts, a.Seconds = lengths(a.Counts), lengths(a.Seconds)
+		s.Audio = &a
+	}
+	if s.Documents != nil {
+		d := *s.Documents
+		d.Count, d.Tokens = lengths(d.Count), lengths(d.Tokens)
+		s.Documents = &d
+	}
+	if s.Images != nil && s.Images.Counts != "" {
+		im := *s.Images
+		im.Counts = lengths(im.Counts)
 		s.Images = &im
 	}
 	if s.Turns != nil {

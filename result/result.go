@@ -180,10 +180,13 @@ type Scenario struct {
 
 // Load says what load was asked for and what was delivered.
 type Load struct {
-	Mode           string  `json:"mode"` // "open" or "closed"
-	Arrival        string  `json:"arrival,omitempty"`
-	TargetRate     float64 `json:"target_rate,omitempty"`
-	RampFrom       float64 `json:"ramp_from,omitempty"`
+	Mode       string  `json:"mode"` // "open" or "closed"
+	Arrival    string  `json:"arrival,omitempty"`
+	TargetRate float64 `json:"target_rate,omitempty"`
+	RampFrom   float64 `json:"ramp_from,omitempty"`
+	// Stampede is the stage's cache stampedes (bursts on top of the rate),
+	// as --stampede takes them.
+	Stampede       string  `json:"stampede,omitempty"`
 	ScheduledRate  float64 `json:"scheduled_rate,omitempty"`
 	AchievedRate   float64 `json:"achieved_rate"`
 	Concurrency    int     `json:"concurrency,omitempty"`
@@ -242,6 +245,9 @@ type Throughput struct {
 	// request's normalised input was known (not for conversations, whose
 	// history the workload cannot weigh).
 	NormalizedTokensPerS float64 `json:"normalized_tokens_per_s,omitempty"`
+	// DocumentsPerS is the documents ranked per second by successful
+	// rerank and score requests (absent for other APIs).
+	DocumentsPerS float64 `json:"documents_per_s,omitempty"`
 }
 
 // Tokens says how many tokens flowed and where output counts came from.

@@ -120,4 +120,12 @@ type WorkflowStep struct {
 	Errors map[string]int `json:"errors,omitempty"`
 	// LatencyMS is the latency of the step's successful runs.
 	LatencyMS Dist `json:"latency_ms"`
+	// For a streamed (SSE) step: TTFTMS is the time from the step's send
+	// to its first content event, ITLMS the gaps between its content
+	// events, OutputTokens the tokens its successful runs generated (the
+	// stream's usage, else one per content event). Absent for steps whose
+	// answer comes whole.
+	TTFTMS       *Dist `json:"ttft_ms,omitempty"`
+	ITLMS        *Dist `json:"itl_ms,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
 }

@@ -1,6 +1,7 @@
 // Package sim is spate's built-in LLM serving simulator: an OpenAI-compatible
-// HTTP server (chat completions, completions, embeddings, models, health and
-// Prometheus metrics with vLLM's metric names) that needs no GPU.
+// HTTP server (chat completions, completions, the Responses API, embeddings,
+// rerank and score, models, health and Prometheus metrics with vLLM's metric
+// names) that needs no GPU.
 //
 // It runs in one of two modes:
 //

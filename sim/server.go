@@ -107,6 +107,8 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("/v1/chat/completions", only(http.MethodPost, s.handleGenerate(epChat)))
 	s.mux.Handle("/v1/completions", only(http.MethodPost, s.handleGenerate(epCompletion)))
 	s.mux.Handle("/v1/embeddings", only(http.MethodPost, http.HandlerFunc(s.handleEmbeddings)))
+	s.rankRoutes(s.mux)
+	s.mux.Handle("/v1/responses", only(http.MethodPost, s.handleResponses(s.handleGenerate(epChat))))
 	s.mux.Handle("/v1/models", only(http.MethodGet, http.HandlerFunc(s.handleModels)))
 	s.mux.Handle("/health", only(http.MethodGet, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
 	s.mux.Handle("/metrics", only(http.MethodGet, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))

@@ -26,7 +26,7 @@ var runBindings = []flagbind.Binding{
 	// Target.
 	{Name: "target", Usage: "base URL of the API, e.g. http://127.0.0.1:8000/v1 (required)", X: func(x *xp) any { return &x.Target.URL }},
 	{Name: "model", Usage: "model name to request (default: the first model the server lists)", X: func(x *xp) any { return &x.Target.Model }},
-	{Name: "api", Usage: "API to drive: chat, completions, embeddings or http", X: func(x *xp) any { return &x.Target.API }},
+	{Name: "api", Usage: "API to drive: chat, completions, responses, embeddings, rerank, score or http", X: func(x *xp) any { return &x.Target.API }},
 	{Name: "api-key", Usage: "API key (default $OPENAI_API_KEY); never written anywhere", X: func(x *xp) any { return &x.Target.APIKey }},
 	{Name: "stream", Usage: "ask for streamed responses (--stream=false for whole responses)", X: func(x *xp) any { return &x.Target.Stream }},
 	{Name: "logprobs", Usage: "ask every request for N top logprobs a token (1-20) and report ICE, the spread of answer entropy over a conversation's turns", X: func(x *xp) any { return &x.Target.Logprobs }},
@@ -58,11 +58,13 @@ var runBindings = []flagbind.Binding{
 	{Name: "requests", Usage: "how many requests to send after warm-up", S: func(s *st) any { return &s.Requests }},
 	{Name: "warmup", Usage: "warm-up sent first and left out of the figures", S: func(s *st) any { return &s.Warmup }},
 	{Name: "drain-timeout", Usage: "after the last send, how long to wait for requests in flight", S: func(s *st) any { return &s.DrainTimeout }},
+	{Name: "stampede", Usage: "open loop: add cache stampedes, bursts for one key: every=30s,width=200ms,rate=500[,start=10s][,keys=fresh|expiring]", S: func(s *st) any { return &s.Stampede }},
 	{Name: "complexity-shaping", Usage: "scale each open-loop gap by the request's complexity score: rate × 0.75^(score/20)", S: func(s *st) any { return &s.ComplexityShaping }},
 
 	// Workload.
 	{Name: "dataset", Usage: "file of requests: spate JSONL ({\"prompt\"|\"messages\"|\"body\": ...} a line), ShareGPT, OpenAI batch or CSV", X: func(x *xp) any { return &x.Workload.Dataset }},
-	{Name: "dataset-format", Usage: "format of --dataset: jsonl, sharegpt, batch or csv (default: guessed from the file)", X: func(x *xp) any { return &x.Workload.DatasetFormat }},
+	{Name: "dataset-format", Usage: "format of --dataset: jsonl, sharegpt, batch, csv or mooncake (default: guessed from the file)", X: func(x *xp) any { return &x.Workload.DatasetFormat }},
+	{Name: "trace-block-size", Usage: "tokens per hash id of a Mooncake trace --dataset (default 512)", X: func(x *xp) any { return &x.Workload.TraceBlockSize }},
 	{Name: "speed", Usage: "with --arrival trace: replay the dataset's timestamps this many times faster", X: func(x *xp) any { return &x.Workload.Speed }},
 	{Name: "input-tokens", Usage: "synthetic prompt length in tokens: N, MEAN:SD, uniform:LO:HI, lognormal:MEAN:SD, choice:4096@0.5,16384@0.5, empirical:FILE", X: func(x *xp) any { return &x.Workload.InputTokens }},
 	{Name: "output-tokens", Usage: "output tokens to ask for (max_tokens), a distribution like --input-tokens; 0 for the server's default", X: func(x *xp) any { return &x.Workload.OutputTokens }},

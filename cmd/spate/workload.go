@@ -51,7 +51,7 @@ func newWorkloadBuildCmd() *cobra.Command {
 	fl := c.Flags()
 	fl.StringVarP(&o.Out, "out", "o", "", "workload file to write (JSONL dataset); required")
 	fl.StringVar(&o.Summary, "summary", "", "cluster summary file (default: the workload's name with .summary.json)")
-	fl.StringVar(&k, "k", "auto", "number of clusters, or auto to choose it by silhouette among 2..--k-max")
+	fl.StringVar(&k, "k", "auto", "number of clusters, or auto to choose it at the largest linkage gap among 2..--k-max")
 	fl.IntVar(&o.Cluster.KMax, "k-max", cluster.DefaultKMax, "largest k tried by --k auto")
 	fl.IntVar(&o.Cluster.Samples, "samples", cluster.DefaultSamples, "representative queries kept per cluster")
 	fl.Uint64Var(&o.Cluster.Seed, "seed", 1, "seed of the clustering and of the workload's order")
@@ -65,8 +65,10 @@ func newWorkloadBuildCmd() *cobra.Command {
 	fl.IntVar(&o.Batch, "batch", textembed.DefaultBatch, "texts per embeddings request with --target")
 	fl.IntVar(&o.Local.Dim, "dim", textembed.DefaultDim, "dimensions of the local hashed TF-IDF embedding")
 	fl.BoolVar(&o.Local.Bigrams, "bigrams", false, "add word pairs to the local embedding's terms")
-	fl.IntVar(&o.Cluster.SilhouetteSample, "silhouette-sample", cluster.DefaultSilhouetteSample, "compute the silhouette on at most this many queries (a seeded random sample)")
+	fl.BoolVar(&o.Local.KeepBoilerplate, "keep-boilerplate", false, "do not learn and down-weight the log's boilerplate (greetings, sign-offs, stock phrases)")
+	fl.IntVar(&o.Cluster.MinSize, "min-cluster-size", 0, "size floor of a cluster (0: max(min(5, 10 % of the queries), 2 %)); smaller groups join the nearest cluster or go unclustered")
+	fl.IntVar(&o.Cluster.SilhouetteSample, "silhouette-sample", cluster.DefaultSilhouetteSample, "compute the reported silhouette on at most this many queries (a seeded random sample)")
+	fl.IntVar(&o.Cluster.Restarts, "restarts", cluster.DefaultRestarts, "k-means++ restarts of each over-clustering (the lowest inertia is kept)")
 	fl.StringVar(&o.Mutate, "mutate", "", "rewrite each query, seeded: KIND[,KIND...][@STRENGTH] of synonym, order, whitespace, typo, format or all (original kept in vars.original)")
-	fl.IntVar(&o.Cluster.Restarts, "restarts", cluster.DefaultRestarts, "k-means++ restarts per k (the lowest inertia is kept)")
 	return c
 }

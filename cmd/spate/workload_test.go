@@ -96,8 +96,8 @@ func TestWorkloadBuildPlantedLog(t *testing.T) {
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.K != 4 || sum.KChosenBy != "silhouette" || sum.Queries != 240 || len(sum.Clusters) != 4 {
-		t.Fatalf("summary: k %d by %s, %d queries, %d clusters; want k 4 by silhouette over 240", sum.K, sum.KChosenBy, sum.Queries, len(sum.Clusters))
+	if sum.K != 4 || sum.KChosenBy != "linkage gap" || sum.Queries != 240 || len(sum.Clusters) != 4 {
+		t.Fatalf("summary: k %d by %s, %d queries, %d clusters; want k 4 by linkage gap over 240", sum.K, sum.KChosenBy, sum.Queries, len(sum.Clusters))
 	}
 	lines := readWorkloadLines(t, out)
 	if len(lines) != 20 || sum.Lines != 20 {
@@ -126,7 +126,7 @@ func TestWorkloadBuildPlantedLog(t *testing.T) {
 	if len(seen) != 4 {
 		t.Errorf("clusters cover topics %v, want all 4", seen)
 	}
-	for _, want := range []string{"240 queries, 4 clusters (k best silhouette over k = 2..8", "label", "top terms", "example", "workload written to " + out + " (20 lines)"} {
+	for _, want := range []string{"240 queries, 4 clusters of at least 5 (k by the largest linkage gap over k = 2..8", "label", "top terms", "example", "workload written to " + out + " (20 lines)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q", want)
 		}
@@ -272,7 +272,7 @@ func TestWorkloadBuildRemoteEmbeddings(t *testing.T) {
 	if strings.Contains(stdout+stderr, "sk-very-secret") {
 		t.Error("the API key was printed")
 	}
-	if !strings.Contains(stderr, "embeddings of model") || !strings.Contains(stdout, "60 queries, 4 clusters (k given") {
+	if !strings.Contains(stderr, "embeddings of model") || !strings.Contains(stdout, "60 queries, 4 clusters of at least 5 (k given") {
 		t.Errorf("stdout %q / stderr %q: want the remote embedding named and 60 queries in 4 clusters", stdout, stderr)
 	}
 	if n := len(readWorkloadLines(t, out)); n != 12 {

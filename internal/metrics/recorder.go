@@ -105,6 +105,7 @@ type Recorder struct {
 	curSec   int
 
 	normIn          float64 // normalised input tokens of successes
+	documents       int64   // documents ranked by successes (rerank, score)
 	normN           int     // successes whose normalised input was known
 	groups          breakdown
 	checked, passed int
@@ -302,6 +303,7 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.normIn += rec.NormInput
 		r.normN++
 	}
+	r.documents += int64(rec.Documents)
 	r.inputTokens += int64(rec.InputTokens)
 	r.outputTokens += int64(rec.OutputTokens)
 	switch rec.OutputSource {
@@ -427,6 +429,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 		if r.normN > 0 && r.normN == r.succeeded {
 			sc.Throughput.NormalizedTokensPerS = (r.normIn + float64(r.outputTokens)) / window
 		}
+		sc.Throughput.DocumentsPerS = float64(r.documents) / window
 	}
 	if done := r.succeeded + r.failed; done > 0 {
 		sc.Goodput.Fraction = float64(r.good) / float64(done)

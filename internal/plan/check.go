@@ -7,6 +7,7 @@ import (
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/schedule"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/tokenizer"
@@ -127,6 +128,17 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 		}
 		if err := runner.CheckStage(all[i]); err != nil {
 			at(p, "stage %q: %v", s.Name, err)
+		}
+		if s.Stampede != "" {
+			if _, err := schedule.ParseStampede(s.Stampede); err != nil {
+				at(p+".stampede", "stage %q: --stampede: %v", s.Name, err)
+			}
+			switch {
+			case s.Concurrency > 0 || trace:
+				at(p+".stampede", "stage %q: --stampede adds bursts to an open-loop rate, not to %s", s.Name, map[bool]string{true: "a trace", false: "a concurrency"}[trace])
+			case s.ComplexityShaping:
+				at(p+".stampede", "stage %q: --stampede and --complexity-shaping exclude each other", s.Name)
+			}
 		}
 	}
 	return ps

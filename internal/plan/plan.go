@@ -191,6 +191,13 @@ func withDefaults(e *experiment.Experiment) *experiment.Experiment {
 	if w.Seed == nil {
 		w.Seed = d.Workload.Seed
 	}
+	if t.API == openai.Rerank || t.API == openai.Score {
+		// Ranking is not streamed, and every request has documents.
+		t.Stream = new(false)
+		if w.Documents == nil {
+			w.Documents = &experiment.Documents{}
+		}
+	}
 	x.Stages = append([]experiment.Stage(nil), e.Stages...)
 	for i := range x.Stages {
 		s, ds := &x.Stages[i], d.Stages[0]
@@ -350,15 +357,31 @@ func (r *Run) build(ctx context.Context) error {
 			return invalidf("--tokenizer: %v", err)
 		}
 	}
-	src, offsets, err := r.source(ctx, spec)
+	src, offsets, err := r.source(ctx, spec, nil)
 	if err != nil {
 		return err
 	}
 	for i := range stages {
 		st := &stages[i]
 		soffsets := offsets
-		if w := x.Stages[i].Workload; w != nil {
-			ssrc, soff, err := r.source(ctx, spec.Merge(*w))
+		var burst *schedule.Stampede
+		if x.Stages[i].Stampede != "" {
+			// Bursts on top of the stage's own arrivals; its workload knows
+			// which requests are a burst's.
+			spec, _ := schedule.ParseStampede(x.Stages[i].Stampede) // checked
+			base, err := runner.StagePacer(*st, r.seed(), src)
+			if err != nil {
+				return invalidf("stage %s: %v", st.Name, err)
+			}
+			burst = &schedule.Stampede{Base: base, Spec: spec}
+			st.Pacer = burst
+		}
+		if w := x.Stages[i].Workload; w != nil || burst != nil {
+			sspec := spec
+			if w != nil {
+				sspec = spec.Merge(*w)
+			}
+			ssrc, soff, err := r.source(ctx, sspec, burst)
 			if err != nil {
 				return fmt.Errorf("stage %s: %w", st.Name, err)
 			}
@@ -407,6 +430,9 @@ func (r *Run) build(ctx context.Context) error {
 	}
 	p.Stages = stages
 	p.Source = workload.WithTemplates(src, r.seed())
+	// The same prompts sent to another API, or streamed or not, measure
+	// something else: a different fingerprint.
+	p.Defines = append(p.Defines, "api="+x.Target.API, fmt.Sprintf("stream=%t", *x.Target.Stream))
 	p.Seed = r.seed()
 	p.Version = r.env.Version
 	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: openai.Redact(x.Target.URL),
@@ -472,8 +498,9 @@ func sloString(m map[string]time.Duration) string {
 
 // source builds the workload from its spec: the fixed request of a plain
 // HTTP run, or a dataset, intents or synthetic prompts with everything the
-// spec adds; offsets are a timed dataset's send times.
-func (r *Run) source(ctx context.Context, spec experiment.Workload) (workload.Source, []time.Duration, error) {
+// spec adds (and the keys of burst's stampedes, when not nil); offsets are
+// a timed dataset's send times.
+func (r *Run) source(ctx context.Context, spec experiment.Workload, burst *schedule.Stampede) (workload.Source, []time.Duration, error) {
 	t := r.X.Target
 	if t.API == "http" && spec.Dataset == "" {
 		// A plain HTTP run sends the target's method, path and body every
@@ -488,7 +515,11 @@ func (r *Run) source(ctx context.Context, spec experiment.Workload) (workload.So
 		}
 		return fixed, nil, nil
 	}
-	b, err := workload.Build(spec, workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx})
+	o := workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx}
+	if burst != nil {
+		o.Burst, o.BurstKeys = burst.Burst, burst.Spec.Keys
+	}
+	b, err := workload.Build(spec, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("workload: %w", err)
 	}
@@ -531,7 +562,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		headers.Add(strings.TrimSpace(k), strings.TrimSpace(t.Headers[k]))
 	}
 	switch t.API {
-	case openai.Chat, openai.Completions, openai.Embeddings:
+	case openai.Chat, openai.Completions, openai.Responses, openai.Embeddings, openai.Rerank, openai.Score:
 		c, err := openai.New(openai.Config{
 			BaseURL: target, API: t.API, Model: t.Model, APIKey: t.APIKey, Stream: *t.Stream,
 			IgnoreEOS: ignoreEOS(t.IgnoreEOS, target), Timeout: t.Timeout, IdleTimeout: t.IdleTimeout,
@@ -561,7 +592,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		r.onClose(func() { _ = c.Close() })
 		return c, nil
 	}
-	return nil, invalidf("--api %q: use chat, completions, embeddings or http", t.API)
+	return nil, invalidf("--api %q: use chat, completions, responses, embeddings, rerank, score or http", t.API)
 }
 
 // ignoreEOS resolves target.ignoreEOS (checked): auto sends it to every

@@ -2,10 +2,13 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -215,12 +218,20 @@ func (f *vectorFeature) applyWorkflow(r *Run) error {
 	if u, err := url.Parse(x.Target.URL); err == nil && !f.placeTgt {
 		host = u.Host
 	}
-	wf, err := workflow.New(spec, workflow.Config{Vars: vars, Headers: h, HeadersHost: host, Seed: r.seed()})
+	wf, err := workflow.New(spec, workflow.Config{Vars: vars, Headers: h, HeadersHost: host, Seed: r.seed(), TraceHeader: *x.Target.TraceHeader})
 	if err != nil {
 		return invalidf("--workflow %s: %v", x.Workflow, err)
 	}
 	f.wf = wf
 	p.Client = wf
+	// Another workflow file sends other requests: the file's bytes enter
+	// the workload digest and so the fingerprint.
+	b, err := os.ReadFile(x.Workflow)
+	if err != nil {
+		return invalidf("--workflow: %v", err)
+	}
+	sum := sha256.Sum256(b)
+	p.Defines = append(p.Defines, "workflow="+hex.EncodeToString(sum[:]))
 	p.Observers = append(p.Observers, workflow.NewObserver(wf))
 	p.Provenance.API = "workflow"
 	if f.placeTgt {

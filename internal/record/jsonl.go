@@ -34,11 +34,14 @@ type line struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// TraceID and SpanID are the W3C trace context sent, in hex, to join
 	// with the server's traces.
-	TraceID  string   `json:"trace_id,omitempty"`
-	SpanID   string   `json:"span_id,omitempty"`
-	Attempts int      `json:"attempts,omitempty"`
-	Upstream string   `json:"upstream,omitempty"`
-	Recall   *float64 `json:"recall,omitempty"`
+	TraceID  string `json:"trace_id,omitempty"`
+	SpanID   string `json:"span_id,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	// AttemptSpans are the span ids of the attempts before the last, in
+	// the same trace.
+	AttemptSpans []string `json:"attempt_span_ids,omitempty"`
+	Upstream     string   `json:"upstream,omitempty"`
+	Recall       *float64 `json:"recall,omitempty"`
 	// Checks maps each answer check to whether it passed.
 	Checks map[string]bool `json:"checks,omitempty"`
 	Steps  []stepLine      `json:"steps,omitempty"`
@@ -57,10 +60,13 @@ type line struct {
 
 // stepLine is one step of a multi-step request.
 type stepLine struct {
-	Name    string  `json:"name"`
-	StartMS float64 `json:"start_ms"`
-	MS      float64 `json:"ms"`
-	Error   string  `json:"error,omitempty"`
+	Name    string   `json:"name"`
+	StartMS float64  `json:"start_ms"`
+	MS      float64  `json:"ms"`
+	TTFTms  *float64 `json:"ttft_ms,omitempty"`
+	Tokens  int      `json:"output_tokens,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	SpanID  string   `json:"span_id,omitempty"`
 }
 
 // Writer writes records as JSON lines. It is safe for concurrent use.
@@ -101,6 +107,9 @@ func (w *Writer) Write(scenario string, r *Record) {
 	if r.Attempts > 1 {
 		l.Attempts = r.Attempts
 	}
+	for _, sp := range r.PriorSpans {
+		l.AttemptSpans = append(l.AttemptSpans, hex.EncodeToString(sp[:]))
+	}
 	l.Upstream = r.Upstream
 	l.Complexity, l.NormInput = math.Round(r.Complexity*10)/10, r.NormInput
 	if r.Recall >= 0 {
@@ -125,7 +134,15 @@ func (w *Writer) Write(scenario string, r *Record) {
 		}
 	}
 	for _, st := range r.Steps {
-		l.Steps = append(l.Steps, stepLine{Name: st.Name, StartMS: ms(st.Start.Sub(w.start)), MS: ms(st.End.Sub(st.Start)), Error: string(st.Err)})
+		sl := stepLine{Name: st.Name, StartMS: ms(st.Start.Sub(w.start)), MS: ms(st.End.Sub(st.Start)), Error: string(st.Err), Tokens: st.Tokens}
+		if !st.FirstToken.IsZero() {
+			v := ms(st.FirstToken.Sub(st.Start))
+			sl.TTFTms = &v
+		}
+		if st.SpanID != ([8]byte{}) {
+			sl.SpanID = hex.EncodeToString(st.SpanID[:])
+		}
+		l.Steps = append(l.Steps, sl)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -141,6 +141,9 @@ type Record struct {
 	// Attempts is how many times a retrying client sent the request (0 or
 	// 1: once).
 	Attempts int
+	// PriorSpans are the span ids of the attempts before the last, in the
+	// same trace (TraceID); SpanID is the last attempt's.
+	PriorSpans [][8]byte
 	// Upstream names the target that gave the final answer, when a run has
 	// several ("" when one).
 	Upstream string
@@ -160,6 +163,9 @@ type Record struct {
 	Steps []Step
 	// ToolCalls counts the tool calls in the response.
 	ToolCalls int
+	// Documents is the number of documents a rerank or score request
+	// ranked (0 for other APIs).
+	Documents int
 	// Labels are the request's labels beyond Intent (e.g. cluster, turn),
 	// for per-label breakdowns.
 	Labels []Label
@@ -219,6 +225,17 @@ type Step struct {
 	Name       string
 	Start, End time.Time
 	Err        ErrorKind
+	// SpanID is the span of the step's request in the record's trace
+	// (zero when no traceparent was sent).
+	SpanID [8]byte
+	// FirstToken is the step's first content-bearing event, Gaps the gaps
+	// between its content events and Chunks their number, for a streamed
+	// (SSE) step; zero otherwise. Tokens is its output tokens: the usage
+	// the stream reported, else Chunks.
+	FirstToken time.Time
+	Gaps       []time.Duration
+	Chunks     int
+	Tokens     int
 }
 
 // Reset clears r for reuse, keeping its slices' capacity.

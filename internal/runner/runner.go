@@ -64,6 +64,9 @@ type Stage struct {
 	// schedule.TokenRate); OutputBasis counts output tokens only.
 	TokenRate   float64
 	OutputBasis bool
+	// Pacer, when set, is the stage's open-loop pacer, in place of the one
+	// Arrival, Rate and RampFrom make (e.g. a schedule.Stampede over it).
+	Pacer schedule.Pacer
 }
 
 // Abort is a threshold that stops the run when it fails while the run
@@ -139,6 +142,10 @@ type Plan struct {
 	// Redact, when set, masks secrets in every record's message before
 	// the recorder, the records file and the observers see it.
 	Redact func(string) string
+	// Defines lists what, besides the requests the sources make, defines
+	// what a run measures: the API, whether it streams, a workflow file's
+	// digest. Each enters the workload digest, and so the fingerprint.
+	Defines []string
 }
 
 // ProgressFunc receives a stage's progress: the time since it began, the
@@ -241,6 +248,18 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 // workloadDigest identifies the plan's workload: the source's digest, or,
 // when stages bring their own, the digest of all of them in order.
 func workloadDigest(p Plan) string {
+	base := sourcesDigest(p)
+	if len(p.Defines) == 0 {
+		return base
+	}
+	h := sha256.New()
+	h.Write([]byte("defines/v1\n" + base + "\n" + strings.Join(p.Defines, "\n")))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// sourcesDigest is the digest of the plan's sources: the plan's, or, when
+// stages bring their own, all of them in order.
+func sourcesDigest(p Plan) string {
 	own := false
 	for _, st := range p.Stages {
 		own = own || st.Source != nil
@@ -427,6 +446,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev thr
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
 	sc.Load.RampFrom = st.RampFrom
+	if sp, ok := st.Pacer.(*schedule.Stampede); ok {
+		sc.Load.Stampede = sp.Spec.String()
+	}
 	for _, o := range p.Observers {
 		o.StageEnd(st, &sc)
 	}
@@ -441,9 +463,21 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev thr
 	return &sc, hist, out, rec.Model(), stopped, err
 }
 
-// stagePacer is the open-loop pacer of a stage; src is the stage's
-// workload, whose requests' tokens a token rate paces by.
+// StagePacer is the open-loop pacer a stage's arrival, rate, ramp, token
+// rate or trace make (its Pacer field aside); src is the stage's workload,
+// whose requests' tokens a token rate paces by.
+func StagePacer(st Stage, seed uint64, src workload.Source) (schedule.Pacer, error) {
+	st.Pacer = nil
+	return stagePacer(st, seed, src)
+}
+
+// stagePacer is the open-loop pacer of a stage: its Pacer, or the one its
+// arrival makes; src is the stage's workload, whose requests' tokens a
+// token rate paces by.
 func stagePacer(st Stage, seed uint64, src workload.Source) (schedule.Pacer, error) {
+	if st.Pacer != nil {
+		return st.Pacer, nil
+	}
 	if st.Trace != nil {
 		return *st.Trace, nil
 	}
@@ -493,8 +527,8 @@ func CheckStage(st Stage) error {
 	if st.RampFrom > 0 && st.Duration <= 0 {
 		return fmt.Errorf("a ramp needs a duration to ramp over")
 	}
-	if st.Shape && (st.RampFrom > 0 || st.Trace != nil) {
-		return fmt.Errorf("complexity shaping works on a constant, poisson or gamma rate, not a ramp or a trace")
+	if st.Shape && (st.RampFrom > 0 || st.Trace != nil || st.Pacer != nil) {
+		return fmt.Errorf("complexity shaping works on a constant, poisson or gamma rate, not a ramp, a trace or stampedes")
 	}
 	if st.TokenRate > 0 && (st.RampFrom > 0 || st.Trace != nil || st.Arrival == "trace" || st.Rate > 0) {
 		return fmt.Errorf("a token rate paces constant, poisson or gamma arrivals by itself: give no rate, ramp or trace with it")

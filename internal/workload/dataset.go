@@ -46,6 +46,7 @@ type datasetLine struct {
 type Dataset struct {
 	reqs   []Request
 	sha256 string
+	format string // one of the Formats, "" when read by ReadDataset
 }
 
 var _ Source = (*Dataset)(nil)

@@ -3,18 +3,24 @@ package workload
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"sort"
 	"strings"
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/metrics/check"
+	"github.com/spate-dev/spate/internal/workload/payload"
 )
 
 // finishing is what Build adds to every request of a workload.
 type finishing struct {
 	system     string
+	systemTmpl *payload.Template // system as a template, filled per request, or nil
 	checks     *check.Set
 	images     []imageData
-	imageCount int
+	imageCount count // images per request
+	audio      *audioSet
+	audioCount count // clips per request
 	weights    experiment.Weights
 	seed       uint64
 	// shaping is the workload's own sampling and constraints (an intent's
@@ -30,7 +36,11 @@ func finish(src Source, f finishing) Source {
 	for _, im := range f.images {
 		imgKeys = append(imgKeys, im.key)
 	}
-	key := fmt.Sprintf("finish/v1 system=%q images=%d:%s weights=%+v", f.system, f.imageCount, strings.Join(imgKeys, ","), f.weights) + f.shaping.key()
+	key := fmt.Sprintf("finish/v1 system=%q images=%s:%s weights=%+v", f.system, f.imageCount.key(), strings.Join(imgKeys, ","), f.weights) + f.shaping.key()
+	if f.audio != nil {
+		key += fmt.Sprintf(" audio=%s:%s", f.audioCount.key(), f.audio.key())
+	}
+	imgPick := weightedPicker(f.images)
 	if f.checks != nil {
 		for _, c := range f.checks.Checks {
 			key += " check=" + c.Name()
@@ -44,8 +54,31 @@ func finish(src Source, f finishing) Source {
 				return nil, err
 			}
 			c := *r
-			if f.system != "" {
-				c.Messages = withSystem(c.Messages, c.Prompt, f.system, len(c.Turns) > 0)
+			rnd := newRand(f.seed^0x1A6E, n)
+			nImages, nClips := 0, 0
+			if len(f.images) > 0 {
+				nImages = f.imageCount.draw(rnd)
+			}
+			if f.audio != nil {
+				nClips = f.audioCount.draw(rnd)
+			}
+			if c.PromptTemplate != nil && (f.system != "" || nImages+nClips > 0) {
+				// The prompt goes into messages here: fill it first, as
+				// WithTemplates would (the same data, the same draws).
+				if c.Prompt, err = c.PromptTemplate.Execute(payload.NewData(n, c.Vars, f.seed)); err != nil {
+					return nil, err
+				}
+				c.PromptTemplate = nil
+			}
+			if system := f.system; system != "" {
+				if f.systemTmpl != nil {
+					// Its own random source: a prompt template of the same
+					// request draws from another.
+					if system, err = f.systemTmpl.Execute(payload.NewData(n, r.Vars, f.seed^0x5157)); err != nil {
+						return nil, err
+					}
+				}
+				c.Messages = withSystem(c.Messages, c.Prompt, system, len(c.Turns) > 0)
 			}
 			if f.checks != nil {
 				c.Checks, c.KeepAnswer = mergeChecks(c.Checks, f.checks), true
@@ -56,22 +89,27 @@ func finish(src Source, f finishing) Source {
 					c.Labels = append(append([]Label(nil), c.Labels...), Label{Key: "constraint", Value: did})
 				}
 			}
-			patches := 0
-			if f.imageCount > 0 && len(f.images) > 0 {
-				var parts []Part
-				rnd := newRand(f.seed^0x1A6E, n)
-				for i := 0; i < f.imageCount; i++ {
-					im := f.images[rnd.IntN(len(f.images))]
-					parts = append(parts, Part{Type: "image_url", ImageURL: im.url})
-					patches += im.patches(f.weights)
-				}
+			patches, frames := 0, 0.0
+			var parts []Part
+			for i := 0; i < nImages; i++ {
+				im := f.images[imgPick(rnd)]
+				parts = append(parts, Part{Type: "image_url", ImageURL: im.url})
+				patches += im.patches(f.weights)
+			}
+			for i := 0; i < nClips; i++ {
+				clip := f.audio.clip(rnd.IntN, func() int { return f.audio.seconds.Sample(rnd) })
+				parts = append(parts, Part{Type: "input_audio", AudioData: clip.data, AudioFormat: clip.format})
+				frames += f.audio.frames(clip)
+			}
+			if len(parts) > 0 {
 				c.Messages = withImages(c.Messages, c.Prompt, parts)
 			}
 			text := c.InputTokens
 			if text == 0 {
 				text = estimateTokens(&c)
 			}
-			c.NormTokens = float64(text)*f.weights.Text + float64(patches)*f.weights.ImagePatch
+			text += c.DocumentTokens
+			c.NormTokens = float64(text)*f.weights.Text + float64(patches)*f.weights.ImagePatch + frames*f.weights.AudioFrame
 			c.Complexity = Complexity(&c)
 			return &c, nil
 		},
@@ -92,7 +130,64 @@ func withSystem(msgs []Message, prompt, system string, conversation bool) []Mess
 	return append(out, msgs...)
 }
 
-// withImages adds image parts to the last user message (made from the
+// count is a number of attachments per request: fixed, or drawn from a
+// length distribution that may draw 0.
+type count struct {
+	fixed int
+	dist  *Lengths
+}
+
+// newCount is n, or the distribution spec when it is set.
+func newCount(n int, spec string) (count, error) {
+	if n < 0 {
+		return count{}, fmt.Errorf("count %d: want >= 0", n)
+	}
+	if spec == "" {
+		return count{fixed: n}, nil
+	}
+	l, err := ParseLengths(spec)
+	if err != nil {
+		return count{}, err
+	}
+	l.Min = 0
+	if l.Mean > 256 {
+		return count{}, fmt.Errorf("%q: at most 256 attachments a request", spec)
+	}
+	return count{dist: &l}, nil
+}
+
+func (c count) draw(r *rand.Rand) int {
+	if c.dist == nil {
+		return c.fixed
+	}
+	return min(c.dist.Sample(r), 256)
+}
+
+func (c count) key() string {
+	if c.dist == nil {
+		return fmt.Sprint(c.fixed)
+	}
+	return c.dist.key()
+}
+
+// weightedPicker draws an index of images by their weights, or uniformly
+// when none has one.
+func weightedPicker(images []imageData) func(*rand.Rand) int {
+	var cum []float64
+	sum := 0.0
+	for _, im := range images {
+		sum += im.weight
+		cum = append(cum, sum)
+	}
+	if sum == 0 {
+		return func(r *rand.Rand) int { return r.IntN(len(images)) }
+	}
+	return func(r *rand.Rand) int {
+		return min(sort.SearchFloat64s(cum, r.Float64()*sum), len(images)-1)
+	}
+}
+
+// withImages adds image and audio parts to the last user message (made from the
 // prompt when there are no messages).
 func withImages(msgs []Message, prompt string, parts []Part) []Message {
 	out := append([]Message(nil), msgs...)

@@ -23,7 +23,7 @@ const (
 )
 
 // Formats lists the dataset formats, for help and errors.
-const Formats = "jsonl, sharegpt, batch, csv"
+const Formats = "jsonl, sharegpt, batch, csv, mooncake"
 
 // Counter counts tokens (tokenizer.Counter satisfies it).
 type Counter interface {
@@ -46,6 +46,10 @@ type LoadOptions struct {
 	Limits Limits
 	// Context stops the read when it is done (nil: never).
 	Context context.Context
+	// BlockSize is the tokens per hash id of a Mooncake trace (0:
+	// DefaultTraceBlockSize), and Seed fixes the text of its blocks.
+	BlockSize int
+	Seed      uint64
 }
 
 // LoadFormat reads a dataset file in any of Formats.
@@ -68,6 +72,8 @@ func LoadFormat(path string, o LoadOptions) (*Dataset, error) {
 		d, err = readBatch(b, path, o.Limits)
 	case FormatCSV:
 		d, err = readCSV(b, path, o.Column, o.Limits)
+	case FormatMooncake:
+		d, err = readMooncake(b, path, o)
 	default:
 		return nil, fmt.Errorf("dataset %s: format %q: use one of %s", path, format, Formats)
 	}
@@ -77,13 +83,22 @@ func LoadFormat(path string, o LoadOptions) (*Dataset, error) {
 	if len(d.reqs) == 0 {
 		return nil, fmt.Errorf("dataset %s: no requests in the file (format %s)", path, format)
 	}
-	d.sha256 = digest([]byte("dataset/"+format+"/v1"), b, []byte(fmt.Sprint(o.Turns, o.Column)))
+	key := fmt.Sprint(o.Turns, o.Column)
+	if format == FormatMooncake {
+		key = fmt.Sprintf("block=%d seed=%d", max(o.BlockSize, 0), o.Seed)
+		if o.BlockSize <= 0 {
+			key = fmt.Sprintf("block=%d seed=%d", DefaultTraceBlockSize, o.Seed)
+		}
+	}
+	d.sha256 = digest([]byte("dataset/"+format+"/v1"), b, []byte(key))
+	d.format = format
 	return d, nil
 }
 
 // Detect guesses a dataset's format: csv by extension; a JSON array, or
 // lines with "conversations", is ShareGPT; lines with "custom_id" and
-// "body" are OpenAI batch input; else spate's JSONL.
+// "body" are OpenAI batch input; lines with "input_length" or "hash_ids"
+// are a Mooncake trace; else spate's JSONL.
 func Detect(path string, b []byte) string {
 	if strings.EqualFold(filepath.Ext(path), ".csv") {
 		return FormatCSV
@@ -102,6 +117,11 @@ func Detect(path string, b []byte) string {
 		_, body := probe["body"]
 		if id && body {
 			return FormatBatch
+		}
+		_, length := probe["input_length"]
+		_, hashes := probe["hash_ids"]
+		if length || hashes {
+			return FormatMooncake
 		}
 	}
 	return FormatJSONL

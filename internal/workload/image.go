@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"mime"
 	"path/filepath"
 	"strings"
@@ -19,9 +20,10 @@ import (
 
 // imageData is one image to attach: its data URL and size.
 type imageData struct {
-	url  string
-	w, h int
-	key  string // identifies it in the digest
+	url    string
+	w, h   int
+	key    string  // identifies it in the digest
+	weight float64 // the chance it is drawn, relative to the others' (sizes); 0 = uniform
 }
 
 // patches is the number of ViT patches the image counts for under w (see
@@ -89,7 +91,17 @@ func loadImages(ctx context.Context, spec experiment.Images, seed uint64, lim Li
 		}
 		out = append(out, imageData{url: "data:" + typ + ";base64," + base64.StdEncoding.EncodeToString(b), w: cfg.Width, h: cfg.Height, key: digest(b)[:16]})
 	}
-	if len(out) == 0 && spec.Count > 0 {
+	if len(out) == 0 && len(spec.Sizes) > 0 {
+		for i, sz := range spec.Sizes {
+			if sz.Width <= 0 || sz.Height <= 0 || sz.Width*sz.Height > 4096*4096 || !(sz.Weight > 0) || math.IsInf(sz.Weight, 0) {
+				return nil, fmt.Errorf("images.sizes[%d]: want width and height > 0 (at most 4096×4096 pixels) and a weight > 0, got %dx%d@%g", i, sz.Width, sz.Height, sz.Weight)
+			}
+			b := SyntheticPNG(sz.Width, sz.Height, seed+uint64(i))
+			out = append(out, imageData{url: "data:image/png;base64," + base64.StdEncoding.EncodeToString(b), w: sz.Width, h: sz.Height,
+				key: fmt.Sprintf("synthetic-%dx%d@%g", sz.Width, sz.Height, sz.Weight), weight: sz.Weight})
+		}
+	}
+	if len(out) == 0 {
 		if spec.Width <= 0 || spec.Height <= 0 || spec.Width*spec.Height > 4096*4096 {
 			return nil, fmt.Errorf("images: give files, or width and height of a synthetic image (each > 0, at most 4096×4096 pixels)")
 		}

@@ -15,12 +15,14 @@ type Message struct {
 	Parts   []Part
 }
 
-// Part is one part of a multimodal message: text, or an image given by URL
-// (usually a data: URL).
+// Part is one part of a multimodal message: text, an image given by URL
+// (usually a data: URL), or an audio clip (base64 data and its format).
 type Part struct {
-	Type     string // "text" or "image_url"
-	Text     string
-	ImageURL string
+	Type        string // "text", "image_url" or "input_audio"
+	Text        string
+	ImageURL    string
+	AudioData   string // base64, no data: prefix (input_audio)
+	AudioFormat string // "wav" or "mp3" (input_audio)
 }
 
 type wirePart struct {
@@ -29,6 +31,13 @@ type wirePart struct {
 	ImageURL *struct {
 		URL string `json:"url"`
 	} `json:"image_url,omitempty"`
+	InputAudio *wireAudio `json:"input_audio,omitempty"`
+}
+
+// wireAudio is the chat API's input_audio object.
+type wireAudio struct {
+	Data   string `json:"data"`
+	Format string `json:"format"`
 }
 
 // MarshalJSON writes the message as the chat API wants it.
@@ -42,10 +51,13 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	parts := make([]wirePart, len(m.Parts))
 	for i, p := range m.Parts {
 		parts[i] = wirePart{Type: p.Type, Text: p.Text}
-		if p.Type == "image_url" {
+		switch p.Type {
+		case "image_url":
 			parts[i].ImageURL = &struct {
 				URL string `json:"url"`
 			}{p.ImageURL}
+		case "input_audio":
+			parts[i].InputAudio = &wireAudio{Data: p.AudioData, Format: p.AudioFormat}
 		}
 	}
 	return json.Marshal(struct {
@@ -55,7 +67,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a chat message whose content is a string or a list
-// of text and image_url parts.
+// of text, image_url and input_audio parts.
 func (m *Message) UnmarshalJSON(b []byte) error {
 	var w struct {
 		Role    string          `json:"role"`
@@ -84,8 +96,13 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 				return errors.New(`an image_url part needs "image_url": {"url": ...}`)
 			}
 			m.Parts = append(m.Parts, Part{Type: "image_url", ImageURL: p.ImageURL.URL})
+		case "input_audio":
+			if p.InputAudio == nil || p.InputAudio.Data == "" {
+				return errors.New(`an input_audio part needs "input_audio": {"data": ..., "format": "wav"}`)
+			}
+			m.Parts = append(m.Parts, Part{Type: "input_audio", AudioData: p.InputAudio.Data, AudioFormat: p.InputAudio.Format})
 		default:
-			return fmt.Errorf("content part type %q: want text or image_url", p.Type)
+			return fmt.Errorf("content part type %q: want text, image_url or input_audio", p.Type)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/metrics/check"
+	"github.com/spate-dev/spate/internal/workload/payload"
 )
 
 // DefaultWeights are the seeds' normalised-token weights: a text token 1, a
@@ -29,6 +30,11 @@ type BuildOptions struct {
 	Limits Limits
 	// Context stops reading files when it is done (nil: never).
 	Context context.Context
+	// Burst, when set, reports the requests of stampede bursts (see
+	// schedule.Stampede), which ask for one key a burst of kind BurstKeys
+	// (FreshKeys or ExpiringKeys).
+	Burst     func(n uint64) (int, bool)
+	BurstKeys string
 }
 
 // load is LoadOptions of a dataset under o's limits and context.
@@ -74,6 +80,9 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	}
 	var b Built
 	var src Source
+	if s.TraceBlockSize < 0 || s.TraceBlockSize > 0 && s.Dataset == "" {
+		return Built{}, errors.New("traceBlockSize (--trace-block-size) is the block size of a Mooncake trace --dataset: give one, or leave it out")
+	}
 	switch {
 	case len(s.Intents) > 0:
 		if s.Dataset != "" {
@@ -85,9 +94,12 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		src = m
 	case s.Dataset != "":
-		d, err := LoadFormat(s.Dataset, o.load(LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn}))
+		d, err := LoadFormat(s.Dataset, o.load(LoadOptions{Format: s.DatasetFormat, Tokenizer: o.Tokenizer, Turns: o.Turns, Column: s.DatasetColumn, BlockSize: s.TraceBlockSize, Seed: seed}))
 		if err != nil {
 			return Built{}, err
+		}
+		if s.TraceBlockSize > 0 && d.format != FormatMooncake {
+			return Built{}, fmt.Errorf("traceBlockSize (--trace-block-size) is the block size of a Mooncake trace; dataset %s is %s", s.Dataset, orJSONL(d.format))
 		}
 		offs, timed, err := d.Offsets()
 		if err != nil {
@@ -121,17 +133,30 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, errors.New("sharedPrefix applies to synthetic prompts, not to a dataset")
 		}
 	}
+	pre := src
 	if s.Popularity != nil {
 		if src, err = withPopularity(src, *s.Popularity, seed); err != nil {
 			return Built{}, err
 		}
+	}
+	if o.Burst != nil {
+		if o.BurstKeys != FreshKeys && o.BurstKeys != ExpiringKeys {
+			return Built{}, fmt.Errorf("stampede keys %q: use fresh or expiring", o.BurstKeys)
+		}
+		src = withStampede(src, pre, o.BurstKeys, o.Burst, seed)
 	}
 	if s.Turns != nil {
 		if src, err = withTurns(src, *s.Turns, out, seed, promptLimit); err != nil {
 			return Built{}, err
 		}
 	}
+	if s.Documents != nil {
+		if src, err = withDocuments(src, *s.Documents, seed); err != nil {
+			return Built{}, err
+		}
+	}
 	var system string
+	var systemTmpl *payload.Template
 	if sp := s.SystemPrompt; sp != nil {
 		system = sp.Text
 		if sp.Tokens > promptLimit {
@@ -139,6 +164,11 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		if system == "" && sp.Tokens > 0 {
 			system = Words(newRand(seed^0x5157, 0), sp.Tokens)
+		}
+		if payload.Has(system) {
+			if systemTmpl, err = payload.Parse("systemPrompt.text", system); err != nil {
+				return Built{}, err
+			}
 		}
 	}
 	w := DefaultWeights
@@ -154,16 +184,36 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
-	b.Source = finish(src, finishing{system: system, checks: checks, images: imgs, imageCount: countOf(s.Images), weights: w, seed: seed,
-		shaping: sh, tok: o.Tokenizer})
+	fin := finishing{system: system, systemTmpl: systemTmpl, checks: checks, images: imgs, weights: w, seed: seed,
+		shaping: sh, tok: o.Tokenizer}
+	if s.Images != nil {
+		if fin.imageCount, err = newCount(s.Images.Count, s.Images.Counts); err != nil {
+			return Built{}, fmt.Errorf("images.counts: %w", err)
+		}
+		if s.Images.Count == 0 && s.Images.Counts == "" {
+			fin.imageCount.fixed = 1
+		}
+	}
+	if s.Audio != nil {
+		if fin.audio, err = newAudioSet(*s.Audio, seed); err != nil {
+			return Built{}, err
+		}
+		if fin.audioCount, err = newCount(s.Audio.Count, s.Audio.Counts); err != nil {
+			return Built{}, fmt.Errorf("audio.counts: %w", err)
+		}
+		if s.Audio.Count == 0 && s.Audio.Counts == "" {
+			fin.audioCount.fixed = 1
+		}
+	}
+	b.Source = finish(src, fin)
 	return b, nil
 }
 
-func countOf(im *experiment.Images) int {
-	if im == nil {
-		return 0
+func orJSONL(format string) string {
+	if format == "" {
+		return FormatJSONL
 	}
-	return im.Count
+	return format
 }
 
 func lengthsOr(s, def string) (Lengths, error) {
@@ -269,7 +319,11 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 			if it.InputTokens != "" {
 				ctx = iin
 			}
-			src = prompts{list: it.Prompts, context: ctx, out: iout, seed: isub, prefix: s.SharedPrefix}
+			tmpls, err := promptTemplates(it.Prompts, where)
+			if err != nil {
+				return nil, err
+			}
+			src = prompts{list: it.Prompts, tmpls: tmpls, context: ctx, out: iout, seed: isub, prefix: s.SharedPrefix}
 		default:
 			src = Synthetic{Input: iin, Output: iout, Seed: isub, Prefix: s.SharedPrefix}
 		}
@@ -316,10 +370,33 @@ func (m *mix) Request(n uint64) (*Request, error) {
 // Digest implements Source.
 func (m *mix) Digest() string { return m.sha }
 
+// promptTemplates parses the prompts that hold template actions (nil for
+// the others); where names the intent in errors.
+func promptTemplates(list []string, where string) ([]*payload.Template, error) {
+	var out []*payload.Template
+	for i, q := range list {
+		if !payload.Has(q) {
+			continue
+		}
+		if out == nil {
+			out = make([]*payload.Template, len(list))
+		}
+		t, err := payload.Parse(fmt.Sprintf("%s prompts[%d]", where, i), q)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
 // prompts draws one of a list of prompts per request, with optional
-// synthetic context before it.
+// synthetic context before it. A prompt holding template actions is filled
+// per request, as a dataset's prompt is (see package payload), from a
+// random source fixed by the intent's seed and the request's index.
 type prompts struct {
 	list    []string
+	tmpls   []*payload.Template // parsed templates of list, nil entries for plain prompts
 	context Lengths
 	out     Lengths
 	seed    uint64
@@ -329,7 +406,14 @@ type prompts struct {
 // Request implements Source.
 func (p prompts) Request(n uint64) (*Request, error) {
 	r := newRand(p.seed, n)
-	q := p.list[r.IntN(len(p.list))]
+	i := r.IntN(len(p.list))
+	q := p.list[i]
+	if p.tmpls != nil && p.tmpls[i] != nil {
+		var err error
+		if q, err = p.tmpls[i].Execute(payload.NewData(n, nil, p.seed)); err != nil {
+			return nil, err
+		}
+	}
 	req := &Request{Prompt: q}
 	if p.context.IsSet() {
 		ctx := synthText(r, p.context.Sample(r), p.prefix, p.seed)

@@ -350,3 +350,58 @@ func BenchmarkSpecRequest(b *testing.B) {
 		}
 	}
 }
+
+// TestTemplatesInPrompts: intent prompts and the system prompt are filled
+// per request; a dataset prompt template is filled before it goes into the
+// messages a system prompt makes; bad templates name where they are.
+func TestTemplatesInPrompts(t *testing.T) {
+	seed := uint64(3)
+	b, err := Build(experiment.Workload{
+		Seed:         &seed,
+		SystemPrompt: &experiment.Text{Text: `Be {{.Choice "brief" "kind"}}.`},
+		Intents:      []experiment.Intent{{Name: "geo", Weight: 1, Prompts: []string{`Capital of {{.Choice "France" "Spain" "Italy"}}?`, "plain"}}},
+	}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for n := uint64(0); n < 40; n++ {
+		r, err := b.Source.Request(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Messages) != 2 || strings.Contains(r.Messages[0].Content+r.Messages[1].Content, "{{") {
+			t.Fatalf("request %d: messages %+v", n, r.Messages)
+		}
+		seen[r.Messages[0].Content+" | "+r.Messages[1].Content] = true
+		again, _ := b.Source.Request(n)
+		if again.Messages[1].Content != r.Messages[1].Content || again.Messages[0].Content != r.Messages[0].Content {
+			t.Fatalf("request %d differs when asked twice", n)
+		}
+	}
+	if len(seen) < 5 {
+		t.Errorf("%d distinct requests in 40, want the choices drawn per request: %v", len(seen), seen)
+	}
+
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "d.jsonl")
+	os.WriteFile(ds, []byte(`{"prompt": "Hello {{.Vars.who}}", "vars": {"who": "Ann"}}`+"\n"), 0o644)
+	b, err = Build(experiment.Workload{Seed: &seed, Dataset: ds, SystemPrompt: &experiment.Text{Text: "sys"}}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := WithTemplates(b.Source, seed).Request(0)
+	if len(r.Messages) != 2 || r.Messages[1].Content != "Hello Ann" {
+		t.Errorf("dataset template with a system prompt: messages %+v, want the user message filled", r.Messages)
+	}
+
+	for _, w := range []experiment.Workload{
+		{Intents: []experiment.Intent{{Name: "bad", Weight: 1, Prompts: []string{"ok", "{{.Choice"}}}},
+		{SystemPrompt: &experiment.Text{Text: "{{.Nope"}},
+	} {
+		_, err := Build(w, BuildOptions{})
+		if err == nil || !(strings.Contains(err.Error(), "intents[0] (bad) prompts[1]") || strings.Contains(err.Error(), "systemPrompt.text")) {
+			t.Errorf("bad template: error %v, want it to name where", err)
+		}
+	}
+}

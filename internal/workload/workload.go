@@ -81,6 +81,13 @@ type Request struct {
 	// Messages (e.g. a system prompt) plus each turn's user message in
 	// turn, the history growing with the real answers (see Turn).
 	Turns []Turn
+	// Documents are a rerank or score request's documents, ranked against
+	// Prompt (the query); DocumentTokens is their length in tokens when
+	// the source knows it.
+	Documents      []string
+	DocumentTokens int
+	// TopN, when above 0, asks a reranker for that many results.
+	TopN int
 	// Method, Path and Body describe a plain HTTP request (--api http).
 	Method string
 	Path   string

@@ -233,9 +233,16 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 			return
 		}
 		attempts := k + 1
+		trace, span, prior := rec.TraceID, rec.SpanID, rec.PriorSpans
 		rec.Reset()
 		restore(rec, &keep)
 		rec.Attempts = attempts
+		if trace != ([16]byte{}) {
+			// The next attempt is a new span of the same trace: the
+			// logical request's, which its record carries with every
+			// attempt's span.
+			rec.TraceID, rec.SpanID, rec.PriorSpans = trace, [8]byte{}, append(prior, span)
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
 // Package openai is spate's protocol client for OpenAI-compatible servers:
-// /v1/chat/completions, /v1/completions and /v1/embeddings, streamed or not.
+// /v1/chat/completions, /v1/completions and /v1/embeddings, streamed or not,
+// and the ranking APIs /v1/rerank and /v1/score (rank.go).
 // It reads server-sent events with its own reader (package sse), stamps
 // every event with its arrival time, and fills a record.Record; it knows
 // nothing of schedules or figures.
@@ -42,6 +43,10 @@ const (
 	Chat        = "chat"
 	Completions = "completions"
 	Embeddings  = "embeddings"
+	// Rerank ranks documents against a query: /rerank (Cohere, Jina, vLLM).
+	Rerank = "rerank"
+	// Score scores query–document pairs: vLLM's /score.
+	Score = "score"
 )
 
 // Config configures a Client.
@@ -131,9 +136,12 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8000/v1", Redact(cfg.BaseURL))
 	}
-	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings"}[cfg.API]
+	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings", Rerank: "/rerank", Score: "/score", Responses: "/responses"}[cfg.API]
 	if path == "" {
-		return nil, fmt.Errorf("api %q: use chat, completions or embeddings", cfg.API)
+		return nil, fmt.Errorf("api %q: use chat, completions, responses, embeddings, rerank or score", cfg.API)
+	}
+	if ranked(cfg.API) {
+		cfg.Stream = false // not streamed
 	}
 	for k, vs := range cfg.Headers {
 		for _, v := range vs {
@@ -269,6 +277,12 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 	if len(req.Body) > 0 {
 		return req.Body, nil
 	}
+	if ranked(c.cfg.API) {
+		return c.rankBody(req)
+	}
+	if c.cfg.API == Responses {
+		return c.responsesRequest(req)
+	}
 	b := chatBody{Model: c.cfg.Model, User: req.Session}
 	switch c.cfg.API {
 	case Embeddings:
@@ -320,8 +334,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		rec.Fail(record.RequestFailed, "encoding request: "+err.Error(), time.Now())
 		return
 	}
-	rec.RequestedOutput = req.MaxTokens
-	rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0
+	if !ranked(c.cfg.API) {
+		rec.RequestedOutput = req.MaxTokens
+		rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0
+	}
 	if c.raw != nil && c.doRaw(ctx, req, rec, body) {
 		return
 	}
@@ -389,9 +405,12 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	defer c.pool.Put(st)
 	st.text, st.bounds, st.events = st.text[:0], st.bounds[:0], 0
 	st.ent.reset()
-	if c.cfg.Stream && c.cfg.API != Embeddings {
+	switch {
+	case ranked(c.cfg.API):
+		err = c.readRanked(st, src, rec, req)
+	case c.cfg.Stream && c.cfg.API != Embeddings:
 		err = c.readStream(st, src, rec, req.KeepAnswer)
-	} else {
+	default:
 		err = c.readWhole(st, src, rec, req.KeepAnswer)
 	}
 	if err != nil {
@@ -496,7 +515,7 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 	for {
 		if err := st.sse.Next(&st.ev); err != nil {
 			if err == io.EOF {
-				return endOfStream(st)
+				return endOfStream(c, st)
 			}
 			return err
 		}
@@ -515,7 +534,16 @@ func (c *Client) event(st *stream, data []byte, at time.Time, rec *record.Record
 		return true, nil
 	}
 	var reasoning, answer bool
-	if skim(data, &st.skim) {
+	if c.cfg.API == Responses {
+		var done bool
+		if reasoning, answer, done, err = c.responsesEvent(st, data, rec, keep); err != nil {
+			return false, err
+		}
+		if done {
+			rec.End = at
+			return true, nil
+		}
+	} else if skim(data, &st.skim) {
 		// The common chunk, read in one pass (see skim.go).
 		if err := c.model(rec, st.skim.model); err != nil {
 			return false, err
@@ -660,6 +688,9 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 	if err != nil {
 		return failure(record.BadResponse, "bad response body %s: %s", scrub.Text(string(b), 80), err)
 	}
+	if c.cfg.API == Responses {
+		return c.readResponsesWhole(st, v, rec, keep)
+	}
 	if err := c.model(rec, v.GetStringBytes("model")); err != nil {
 		return err
 	}
@@ -722,7 +753,7 @@ func (c *Client) finish(ctx context.Context, st *stream, req *workload.Request, 
 		// "model" label names it; the run's provenance stays the target's.
 		rec.Model = ""
 	}
-	if c.cfg.API == Embeddings {
+	if c.cfg.API == Embeddings || ranked(c.cfg.API) {
 		if rec.InputTokens == 0 {
 			rec.InputTokens = req.InputTokens
 		}

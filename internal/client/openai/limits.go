@@ -96,9 +96,16 @@ func readUsage(u *fastjson.Value, rec *record.Record) error {
 
 // endOfStream is the error of a stream that ended without [DONE]: a
 // broken stream when it carried events, else not a stream at all.
-func endOfStream(st *stream) error {
+func endOfStream(c *Client, st *stream) error {
 	if st.events == 0 {
 		return failure(record.BadResponse, "not a server-sent event stream: the response carried no event")
 	}
+	if c.cfg.API == Responses {
+		return errNoCompleted
+	}
 	return errNoDone
 }
+
+// errNoCompleted is a Responses API stream that ended without its
+// response.completed (or response.incomplete) event.
+var errNoCompleted = errors.New("stream ended without a response.completed event")

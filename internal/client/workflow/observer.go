@@ -41,6 +41,9 @@ type stepAgg struct {
 	runs, failed int
 	errors       map[string]int
 	lat          *hdr.Histogram
+	ttft, itl    *hdr.Histogram // streamed runs only
+	streamed     int
+	tokens       int64
 }
 
 func newHist() *hdr.Histogram { return hdr.New(1, int64(time.Hour/time.Microsecond), 3) }
@@ -52,7 +55,7 @@ func (o *Observer) stage(name string) *stageAgg {
 	if a == nil {
 		a = &stageAgg{failedAt: map[string]int{}, steps: make([]stepAgg, len(o.steps)), e2e: newHist()}
 		for i := range a.steps {
-			a.steps[i] = stepAgg{errors: map[string]int{}, lat: newHist()}
+			a.steps[i] = stepAgg{errors: map[string]int{}, lat: newHist(), ttft: newHist(), itl: newHist()}
 		}
 		o.agg[name] = a
 	}
@@ -88,6 +91,14 @@ func (o *Observer) Record(stage string, rec *record.Record) {
 			continue
 		}
 		_ = sa.lat.RecordValue(max(s.End.Sub(s.Start).Microseconds(), 1))
+		if !s.FirstToken.IsZero() {
+			sa.streamed++
+			sa.tokens += int64(s.Tokens)
+			_ = sa.ttft.RecordValue(max(s.FirstToken.Sub(s.Start).Microseconds(), 1))
+			for _, g := range s.Gaps {
+				_ = sa.itl.RecordValue(max(g.Microseconds(), 1))
+			}
+		}
 	}
 	if rec.Failed() {
 		a.failed++
@@ -119,6 +130,10 @@ func (o *Observer) StageEnd(st runner.Stage, sc *result.Scenario) {
 	for i, name := range o.steps {
 		sa := &a.steps[i]
 		ws := result.WorkflowStep{Name: name, Runs: sa.runs, Failed: sa.failed, LatencyMS: metrics.Summarize(sa.lat, 1000)}
+		if sa.streamed > 0 {
+			ttft, itl := metrics.Summarize(sa.ttft, 1000), metrics.Summarize(sa.itl, 1000)
+			ws.TTFTMS, ws.ITLMS, ws.OutputTokens = &ttft, &itl, sa.tokens
+		}
 		if len(sa.errors) > 0 {
 			ws.Errors = map[string]int{}
 			for k, v := range sa.errors {

@@ -3,10 +3,12 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -25,8 +27,9 @@ type Workflow struct {
 	hc    *http.Client
 	// Vars are seen by every step's templates as {{.Vars.NAME}} (e.g.
 	// target: the run's --target).
-	vars map[string]any
-	seed uint64
+	vars  map[string]any
+	seed  uint64
+	trace bool
 }
 
 var _ engine.Client = (*Workflow)(nil)
@@ -43,6 +46,9 @@ type Config struct {
 	HeadersHost string
 	// Seed fixes the templates' random functions.
 	Seed uint64
+	// TraceHeader sends a W3C traceparent on every step's request: the
+	// record's trace (the logical request's), a new span per step.
+	TraceHeader bool
 }
 
 // New compiles spec.
@@ -53,7 +59,7 @@ func New(spec *Spec, cfg Config) (*Workflow, error) {
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 256
-	w := &Workflow{spec: spec, steps: steps, hc: &http.Client{Transport: headerTransport{t, cfg.Headers, cfg.HeadersHost}}, vars: cfg.Vars, seed: cfg.Seed}
+	w := &Workflow{spec: spec, steps: steps, hc: &http.Client{Transport: headerTransport{t, cfg.Headers, cfg.HeadersHost}}, vars: cfg.Vars, seed: cfg.Seed, trace: cfg.TraceHeader}
 	return w, nil
 }
 
@@ -107,12 +113,22 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 	vars["seq"] = rec.Seq
 	data := payload.NewData(rec.Seq, vars, w.seed)
 	rec.Steps = rec.Steps[:0]
+	if w.trace {
+		rec.NewTrace() // the logical request's trace; its span is the workflow's
+	}
 	for i := range w.steps {
 		st := &w.steps[i]
-		start := time.Now()
-		out, body, kind, err := w.run(ctx, st, data)
-		end := time.Now()
-		rec.Steps = append(rec.Steps, record.Step{Name: st.name, Start: start, End: end, Err: kind})
+		rs := record.Step{Name: st.name}
+		if w.trace {
+			for rs.SpanID == ([8]byte{}) {
+				binary.BigEndian.PutUint64(rs.SpanID[:], rand.Uint64())
+			}
+		}
+		rs.Start = time.Now()
+		out, body, kind, err := w.run(ctx, st, data, rec.TraceID, &rs)
+		rs.End, rs.Err = time.Now(), kind
+		end := rs.End
+		rec.Steps = append(rec.Steps, rs)
 		if err != nil {
 			rec.Fail(kind, "step "+st.name+": "+err.Error(), end)
 			return
@@ -130,7 +146,7 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 
 // run sends one step and returns its extracted values and its response
 // body.
-func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data) (map[string]any, []byte, record.ErrorKind, error) {
+func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data, trace [16]byte, rs *record.Step) (map[string]any, []byte, record.ErrorKind, error) {
 	url, err := st.url.Execute(data)
 	if err != nil {
 		return nil, nil, record.RequestFailed, err
@@ -159,11 +175,29 @@ func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data) (map[s
 		}
 		hr.Header.Set(k, v)
 	}
+	if rs.SpanID != ([8]byte{}) {
+		hr.Header.Set("traceparent", record.TraceParent(trace, rs.SpanID))
+	}
 	resp, err := w.hc.Do(hr)
 	if err != nil {
 		return nil, nil, classify(ctx, err), err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// A streamed step: timed event by event; its answer is the text
+		// it streamed, {{.Vars.STEP.text}} to later steps.
+		text, err := readStream(resp.Body, rs)
+		if err != nil {
+			return nil, nil, classify(ctx, err), fmt.Errorf("reading the stream: %w", err)
+		}
+		if rs.Chunks == 0 {
+			return nil, nil, record.EmptyOutput, errors.New("the stream carried no generated content")
+		}
+		if len(st.extract) > 0 {
+			return nil, nil, record.BadResponse, errors.New("extract reads a JSON response; this step's response is streamed: use {{.Vars." + st.name + ".text}}")
+		}
+		return map[string]any{"text": string(text)}, text, record.OK, nil
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return nil, nil, classify(ctx, err), fmt.Errorf("reading the response: %w", err)

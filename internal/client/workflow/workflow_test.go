@@ -309,7 +309,8 @@ func TestWriteSteps(t *testing.T) {
 		Steps: []result.WorkflowStep{
 			{Name: "embed", Runs: 30, LatencyMS: result.Dist{P50: 30.5, P99: 31, P999: 31.2, Mean: 30.6}},
 			{Name: "search", Runs: 30, Failed: 10, LatencyMS: result.Dist{P50: 20.1, P99: 22, P999: 22, Mean: 20.3}},
-			{Name: "generate", Runs: 20, LatencyMS: result.Dist{P50: 50.2, P99: 55, P999: 55, Mean: 50.9}},
+			{Name: "generate", Runs: 20, LatencyMS: result.Dist{P50: 50.2, P99: 55, P999: 55, Mean: 50.9},
+				TTFTMS: &result.Dist{P50: 20.3}, ITLMS: &result.Dist{P50: 2.1}, OutputTokens: 320},
 		},
 		E2EMS: result.Dist{P50: 101, P99: 108, P999: 108, Mean: 102},
 	}}, {Name: "no-workflow"}}

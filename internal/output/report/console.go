@@ -109,6 +109,9 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	t := sc.Throughput
 	fmt.Fprintf(b, "throughput %.2f req/s · %.0f in + %.0f out = %.0f tok/s (output tokens from %s)\n",
 		t.RequestsPerS, t.InputTokensPerS, t.OutputTokensPerS, t.TotalTokensPerS, sc.Tokens.OutputSource)
+	if t.DocumentsPerS > 0 {
+		fmt.Fprintf(b, "documents  %.1f ranked/s\n", t.DocumentsPerS)
+	}
 	if len(sc.Goodput.SLOms) > 0 {
 		var slo []string
 		for k, v := range sc.Goodput.SLOms {

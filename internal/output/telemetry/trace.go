@@ -22,8 +22,8 @@ type givenIDs struct {
 type idsKey struct{}
 
 // idGenerator gives a root span the ids found in its context (the
-// request's traceparent), and random ids otherwise (step spans, requests
-// sent without a traceparent).
+// request's traceparent), a workflow step's span the id its traceparent
+// sent, and random ids otherwise.
 type idGenerator struct{}
 
 // NewIDs returns the context's ids, or random ones.
@@ -39,8 +39,17 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	return t, randomSpanID()
 }
 
-// NewSpanID returns a random span id.
-func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return randomSpanID() }
+// stepSpanKey carries, in a context, the span id a workflow step's span
+// must have: the one its traceparent header sent.
+type stepSpanKey struct{}
+
+// NewSpanID returns the context's step span id, or a random one.
+func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if s, ok := ctx.Value(stepSpanKey{}).(trace.SpanID); ok && s.IsValid() {
+		return s
+	}
+	return randomSpanID()
+}
 
 func randomSpanID() trace.SpanID {
 	var s trace.SpanID
@@ -89,7 +98,7 @@ func span(tr trace.Tracer, st *stageState, rec *record.Record) {
 		sp.AddEvent("first_token", trace.WithTimestamp(rec.FirstToken))
 	}
 	for _, s := range rec.Steps {
-		_, child := tr.Start(ctx, s.Name, trace.WithTimestamp(s.Start), trace.WithAttributes(attribute.String("spate.stage", st.name)))
+		_, child := tr.Start(context.WithValue(ctx, stepSpanKey{}, trace.SpanID(s.SpanID)), s.Name, trace.WithTimestamp(s.Start), trace.WithAttributes(attribute.String("spate.stage", st.name)))
 		if s.Err != record.OK {
 			child.SetStatus(codes.Error, string(s.Err))
 		}

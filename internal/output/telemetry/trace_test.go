@@ -23,7 +23,7 @@ func TestSpanCarriesTheRequestsIDs(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ok := &record.Record{Intent: "faq", Sent: t0, FirstToken: t0.Add(80 * time.Millisecond), End: t0.Add(time.Second), OutputTokens: 7, InputTokens: 9, Status: 200,
 		TraceID: [16]byte{0xaa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, SpanID: [8]byte{0xbb, 1, 2, 3, 4, 5, 6, 7},
-		Steps: []record.Step{{Name: "retrieve", Start: t0, End: t0.Add(100 * time.Millisecond)}, {Name: "generate", Start: t0.Add(100 * time.Millisecond), End: t0.Add(time.Second), Err: record.Timeout}}}
+		Steps: []record.Step{{Name: "retrieve", Start: t0, End: t0.Add(100 * time.Millisecond), SpanID: [8]byte{0xcc, 9}}, {Name: "generate", Start: t0.Add(100 * time.Millisecond), End: t0.Add(time.Second), Err: record.Timeout}}}
 	bad := &record.Record{Sent: t0, End: t0.Add(time.Millisecond), Err: record.HTTPStatus(503), Status: 503}
 	span(tr, st, ok)
 	span(tr, st, bad)
@@ -75,6 +75,9 @@ func TestSpanCarriesTheRequestsIDs(t *testing.T) {
 		if s.Parent.SpanID() != ok.SpanID || s.SpanContext.TraceID() != ok.TraceID {
 			t.Errorf("step %s is not a child of the request span", name)
 		}
+	}
+	if got := byName["retrieve"].SpanContext.SpanID(); got != [8]byte{0xcc, 9} {
+		t.Errorf("step retrieve has span %s, want the one its traceparent sent", got)
 	}
 	if byName["generate"].Status.Code != codes.Error {
 		t.Error("failed step not marked")

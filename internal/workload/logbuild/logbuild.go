@@ -1,9 +1,11 @@
 // Package logbuild is spate workload build: a workload made from a log of
 // real queries. It reads the log (querylog), embeds the queries (textembed:
 // a local hashed TF-IDF, or an API's /v1/embeddings), clusters them
-// (cluster: k-means++, k by silhouette), keeps representatives of each
-// cluster and writes them as a spate dataset labelled by cluster, with a
-// summary beside it.
+// (cluster: over-clustering by k-means++, groups merged by average
+// linkage, k at the largest linkage gap), after learning the log's
+// boilerplate (greetings, sign-offs, stock phrases) and setting noise
+// aside; keeps representatives of each cluster and writes them as a spate
+// dataset labelled by cluster, with a summary beside it.
 //
 // It belongs to the workload stage of the data flow: it makes the dataset
 // a run's workload then reads.
@@ -81,6 +83,8 @@ func (o Options) Check() error {
 	switch {
 	case c.K < 0:
 		return bad("--k %d: want a number of clusters ≥ 1 or auto", c.K)
+	case c.MinSize < 0:
+		return bad("--min-cluster-size %d: want 0 (automatic) or more", c.MinSize)
 	case c.K == 0 && c.KMax < 2:
 		return bad("--k-max %d: want at least 2 with --k auto", c.KMax)
 	case o.Read.Field != "" && o.Read.Column != "":
@@ -147,7 +151,11 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res, err := cluster.Build(ctx, texts, vecs, textembed.Fit(texts, o.Local.Bigrams), o.Cluster)
+	// The local model labels the clusters and, unless told to keep it,
+	// learns the log's boilerplate: queries that are nothing else go to the
+	// unclustered bucket whatever the embedding.
+	model := o.Local.Fit(texts)
+	res, err := cluster.Build(ctx, texts, vecs, model, o.Cluster)
 	if err != nil {
 		return fmt.Errorf("clustering %s: %w", name, err)
 	}
@@ -160,7 +168,7 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 	if err := writeFile(o.Out, func(w io.Writer) error { return cluster.WriteLines(w, lines) }); err != nil {
 		return err
 	}
-	sum := cluster.Summarize(res, lines, name, emb.Name(), o.Out, o.Weights, o.Cluster.Seed)
+	sum := cluster.Summarize(res, texts, model.Boilerplate(), lines, name, emb.Name(), o.Out, o.Weights, o.Cluster.Seed)
 	if err := writeFile(summaryPath, func(w io.Writer) error { return sum.WriteJSON(w) }); err != nil {
 		return err
 	}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+
+	"gonum.org/v1/gonum/floats"
 
 	"github.com/spate-dev/spate/internal/workload/logbuild/textembed"
 )
@@ -16,14 +20,26 @@ const (
 	DefaultKMax     = 20
 	DefaultSamples  = 10
 	DefaultTopTerms = 5
+	// DefaultMinSize and DefaultMinShare make the size floor of a cluster:
+	// max(DefaultMinSize, DefaultMinShare of the queries clustered).
+	DefaultMinSize  = 5
+	DefaultMinShare = 0.02
+	// DefaultContentShare is the least share of a query's TF-IDF weight
+	// left after boilerplate weighting for it to have a topic.
+	DefaultContentShare = 0.25
+	// MinNoiseLog is the least number of queries with a topic for queries
+	// with no neighbour to be taken for noise.
+	MinNoiseLog = 20
+	// DefaultFarCos is the least cosine to its cluster's centroid a query
+	// needs to stay in the cluster.
+	DefaultFarCos = 0.05
 )
 
 // Options says how to cluster a log.
 type Options struct {
-	// K is the number of clusters; 0 chooses it by silhouette among
-	// 2..KMax.
+	// K is the number of clusters; 0 chooses it (see Build).
 	K int
-	// KMax bounds the k tried when K is 0 (0: DefaultKMax).
+	// KMax bounds the k chosen when K is 0 (0: DefaultKMax).
 	KMax int
 	// Samples is the number of representatives kept per cluster (0:
 	// DefaultSamples).
@@ -38,17 +54,23 @@ type Options struct {
 	// TopTerms is the number of top terms reported per cluster (0:
 	// DefaultTopTerms).
 	TopTerms int
+	// MinSize is the size floor of a cluster (0: max(DefaultMinSize,
+	// DefaultMinShare of the queries clustered)); the queries of a smaller
+	// group join the nearest cluster, or the unclustered bucket.
+	MinSize int
 }
 
-// KScore is the silhouette of the clustering with K clusters.
+// KScore describes one candidate k: the coarsest partition of the merge
+// tree with K clusters of at least the size floor.
 type KScore struct {
-	K          int     `json:"k"`
-	Silhouette float64 `json:"silhouette"`
-	// SilhouetteCI95 is the half-width of the silhouette's 95 % interval
-	// (see Distances.SilhouetteCI).
-	SilhouetteCI95 float64 `json:"silhouette_ci95"`
-	// Inertia is the sum of cosine distances to the centroids.
-	Inertia float64 `json:"inertia"`
+	K int `json:"k"`
+	// Linkage is the average linkage (mean cosine between members) of the
+	// merge that made the partition, Next that of the merge after it, and
+	// Gap their ratio: how much more alike the groups merged so far were
+	// than the two merged next.
+	Linkage float64 `json:"linkage"`
+	Next    float64 `json:"next_linkage"`
+	Gap     float64 `json:"gap"`
 }
 
 // Cluster is one cluster of queries.
@@ -66,28 +88,67 @@ type Cluster struct {
 	Members []int
 }
 
+// Unclustered is the bucket of queries that belong to no cluster, by
+// reason.
+type Unclustered struct {
+	// Empty had nothing to embed (only stop words or punctuation);
+	// Boilerplate only boilerplate (greetings, sign-offs: less than
+	// DefaultContentShare of their weight left); Lonely no query alike (no
+	// other at a cosine of DefaultNeighbourCos); Outliers were alike only
+	// to queries of groups below the size floor, or far from every
+	// cluster's centroid.
+	Empty, Boilerplate, Lonely, Outliers int
+	// Members are the indices of the queries, in log order.
+	Members []int
+}
+
+// Len is the number of unclustered queries.
+func (u Unclustered) Len() int { return len(u.Members) }
+
 // Result is a clustered log.
 type Result struct {
 	Queries int // texts given
-	// Skipped are the indices of texts left out because they embedded to
-	// nothing (e.g. only stop words).
-	Skipped []int
-	// K is the number of clusters, and KChosenBy "given" or "silhouette"
-	// (or "distinct points" when there were fewer than asked).
+	// Unclustered are the queries in no cluster (noise).
+	Unclustered Unclustered
+	// K is the number of clusters, and KChosenBy "given", "linkage gap",
+	// "one topic" or "distinct points".
 	K         int
 	KChosenBy string
-	// Scores are the silhouettes of the k tried (all when chosen by
-	// silhouette, else the one k run), and SilhouetteSampled the number
-	// of points they were computed on.
-	Scores            []KScore
-	SilhouetteSampled int
-	Clusters          []Cluster
-	Warnings          []string
+	// MinSize is the size floor applied.
+	MinSize int
+	// Scores are the candidate k of the merge tree (see KScore), smallest
+	// k first.
+	Scores []KScore
+	// MeanCosine is the mean cosine between two clustered queries; merges
+	// below a quarter of it join unrelated groups.
+	MeanCosine float64
+	// Silhouette is the mean silhouette of the clustered queries (cosine
+	// distance) with the half-width of its 95 % interval, computed on
+	// SilhouetteSampled of them.
+	Silhouette, SilhouetteCI95 float64
+	SilhouetteSampled          int
+	Clusters                   []Cluster
+	Warnings                   []string
 }
 
 // Build clusters texts by their vectors (one per text, L2-normalised),
-// labels the clusters with the top terms of terms (a TF-IDF model of the
-// texts) and keeps the representatives of each.
+// labels the clusters with the top terms of terms (the TF-IDF model of the
+// texts, with its boilerplate weights when learnt) and keeps the
+// representatives of each.
+//
+// Noise first goes to the unclustered bucket: texts with nothing to embed,
+// texts that are only boilerplate (by terms), and texts with no neighbour
+// (no other text at a cosine of DefaultNeighbourCos). The rest are
+// over-clustered by k-means++ (about three groups per cluster that k may
+// reach) and the groups merged by average linkage into a tree (UPGMA). A
+// partition of the tree has K clusters when K of its groups reach the size
+// floor. With K given, the coarsest such partition is kept; else the one
+// whose last merge most outdid the next (the largest linkage gap), among
+// k in 2..KMax: the point where merging starts to join groups that have
+// little in common. The partition's clusters are refined by spherical
+// k-means from their centroids; the texts of groups below the floor join
+// the nearest cluster, and texts far from every centroid (cosine below
+// DefaultFarCos) go to the unclustered bucket.
 func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *textembed.Model, o Options) (*Result, error) {
 	if len(texts) != len(vecs) {
 		return nil, fmt.Errorf("clustering: %d texts but %d vectors", len(texts), len(vecs))
@@ -106,72 +167,361 @@ func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *
 		top = DefaultTopTerms
 	}
 	res := &Result{Queries: len(texts)}
+	un := &res.Unclustered
 	var points []textembed.Vector
 	var index []int // point → text
 	for i, v := range vecs {
-		if v.Len() == 0 {
-			res.Skipped = append(res.Skipped, i)
+		switch {
+		case v.Len() == 0:
+			un.Empty++
+			un.Members = append(un.Members, i)
+		case terms != nil && terms.ContentShare(texts[i]) < DefaultContentShare:
+			un.Boilerplate++
+			un.Members = append(un.Members, i)
+		default:
+			points = append(points, v)
+			index = append(index, i)
+		}
+	}
+	// Noise: no neighbour (in a log large enough to tell).
+	kept := points[:0]
+	keptIdx := index[:0]
+	for p, alone := range lonely(points, DefaultNeighbourCos) {
+		if alone && len(points) >= MinNoiseLog {
+			un.Lonely++
+			un.Members = append(un.Members, index[p])
 			continue
 		}
-		points = append(points, v)
-		index = append(index, i)
+		kept = append(kept, points[p])
+		keptIdx = append(keptIdx, index[p])
 	}
-	if len(res.Skipped) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d queries had nothing to embed (only stop words or punctuation) and were left out", len(res.Skipped), len(texts)))
-	}
+	points, index = kept, keptIdx
 	if len(points) == 0 {
-		return nil, fmt.Errorf("clustering: none of the %d queries has anything to embed", len(texts))
+		return nil, fmt.Errorf("clustering: none of the %d queries has a topic shared with another query (%d with nothing to embed, %d only boilerplate, %d alone)", len(texts), un.Empty, un.Boilerplate, un.Lonely)
 	}
+	// Dense centroids need only the dimensions in use: renumber them.
+	points = compact(points)
+	res.MinSize = o.MinSize
+	if res.MinSize <= 0 {
+		n := float64(len(points))
+		res.MinSize = max(min(DefaultMinSize, int(math.Ceil(n/10))), int(math.Ceil(DefaultMinShare*n)))
+	}
+	floor := min(res.MinSize, len(points))
 	distinct := countDistinct(points)
-	kopt := KMeansOptions{Seed: o.Seed, Restarts: o.Restarts, MaxIter: o.MaxIter}
-	var km *KMeans
-	var err error
+	wantK := o.K
 	switch {
-	case o.K > 0 && o.K <= distinct:
-		res.K, res.KChosenBy = o.K, "given"
-	case o.K > 0:
-		res.K, res.KChosenBy = distinct, "distinct points"
+	case o.K > distinct:
 		res.Warnings = append(res.Warnings, fmt.Sprintf("k = %d asked, but the log has only %d distinct queries: using k = %d", o.K, distinct, distinct))
-	case distinct < 3:
-		res.K, res.KChosenBy = distinct, "distinct points"
-		res.Warnings = append(res.Warnings, fmt.Sprintf("only %d distinct queries: k = %d without a silhouette search", distinct, distinct))
-	default:
-		res.KChosenBy = "silhouette"
+		wantK = distinct
+	case o.K == 0 && distinct < 3:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("only %d distinct queries: k = %d without a search", distinct, distinct))
+		wantK = distinct
 	}
-	D := NewDistances(points, o.SilhouetteSample, o.Seed)
-	res.SilhouetteSampled = len(D.Sample)
-	if len(D.Sample) < len(points) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("silhouette computed on a random sample of %d of %d queries", len(D.Sample), len(points)))
+	kopt := KMeansOptions{Seed: o.Seed, Restarts: o.Restarts, MaxIter: o.MaxIter}
+	dim := Dim(points)
+
+	// Over-cluster, then merge: several trees, from different seeds.
+	k0 := min(distinct, max(overFactor*kmax, overFactor*wantK, 12), max(2, len(points)/3))
+	if wantK > 0 {
+		k0 = min(distinct, max(k0, wantK))
 	}
-	if res.KChosenBy == "silhouette" {
-		hi := min(kmax, distinct-1)
-		bestS := math.Inf(-1)
-		for k := 2; k <= hi; k++ {
-			m, err := Run(ctx, points, k, kopt)
+	trees := treeRuns
+	if k0 <= 1 {
+		trees = 1
+	}
+	// Merges below eps, a share of the mean cosine between two queries of
+	// the log, join groups with less in common than two queries taken at
+	// random: the gaps are measured against eps at least.
+	res.MeanCosine = meanCosine(points)
+	eps := unrelatedShare * res.MeanCosine
+	var forest []tree
+	for t := range trees {
+		var levels []level
+		if k0 <= 1 {
+			levels = []level{{groups: groupsOf(points, make([]int, len(points)), 1, dim), made: math.Inf(1), next: math.Inf(-1)}}
+		} else {
+			topt := kopt
+			topt.Seed = o.Seed + uint64(t)*0x9E3779B97F4A7C15
+			km0, err := Run(ctx, points, k0, topt)
 			if err != nil {
-				return nil, fmt.Errorf("clustering with k = %d: %w", k, err)
+				return nil, fmt.Errorf("clustering with k = %d: %w", k0, err)
 			}
-			s, ci := D.SilhouetteCI(m.Assign, k)
-			res.Scores = append(res.Scores, KScore{K: k, Silhouette: s, SilhouetteCI95: ci, Inertia: m.Inertia})
-			if s > bestS {
-				bestS, km, res.K = s, m, k
+			if levels, err = agglomerate(ctx, groupsOf(points, km0.Assign, km0.K, dim)); err != nil {
+				return nil, fmt.Errorf("clustering: %w", err)
 			}
 		}
-		if res.K == hi && hi < distinct-1 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the silhouette was highest at the largest k tried (%d): the log may hold finer clusters; raise --k-max or set --k", hi))
-		}
-	} else {
-		if km, err = Run(ctx, points, res.K, kopt); err != nil {
-			return nil, fmt.Errorf("clustering with k = %d: %w", res.K, err)
-		}
-		s, ci := D.SilhouetteCI(km.Assign, res.K)
-		res.Scores = []KScore{{K: res.K, Silhouette: s, SilhouetteCI95: ci, Inertia: km.Inertia}}
+		forest = append(forest, newTree(levels, floor, max(kmax, wantK), eps))
 	}
+	// The gap of each k: the geometric mean over the trees (1 where a tree
+	// has no partition of k).
+	for k := 2; k <= kmax; k++ {
+		logSum, seen := 0.0, 0
+		var sc KScore
+		for _, tr := range forest {
+			if g, ok := tr.scores[k]; ok {
+				logSum += math.Log(g.Gap)
+				seen++
+				sc = g
+			}
+		}
+		if seen == 0 {
+			continue
+		}
+		sc.Gap = math.Exp(logSum / float64(len(forest)))
+		res.Scores = append(res.Scores, sc)
+	}
+	chosenK := 0
+	switch {
+	case wantK > 0:
+		res.KChosenBy = "given"
+		if wantK != o.K {
+			res.KChosenBy = "distinct points"
+		}
+		chosenK = wantK
+		if _, ok := forest[0].coarsest[wantK]; !ok {
+			bestK := -1
+			for k := range forest[0].coarsest {
+				if k > 0 && (bestK < 0 || abs(k-wantK) < abs(bestK-wantK) || abs(k-wantK) == abs(bestK-wantK) && k > bestK) {
+					bestK = k
+				}
+			}
+			res.KChosenBy = "nearest to the given"
+			res.Warnings = append(res.Warnings, fmt.Sprintf("k = %d asked, but the log has no partition with %d clusters of at least %d queries: using k = %d", wantK, wantK, floor, bestK))
+			chosenK = bestK
+		}
+	case len(res.Scores) > 0:
+		res.KChosenBy = "linkage gap"
+		best := res.Scores[0]
+		for _, sc := range res.Scores[1:] {
+			if sc.Gap > best.Gap {
+				best = sc
+			}
+		}
+		chosenK = best.K
+		if best.Gap < clearGap {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("no k stands out (the largest linkage gap is %.2f, at k = %d): the clusters may be arbitrary cuts of fewer topics; set --k", best.Gap, best.K))
+		}
+		if best.K == kmax && kmax < distinct {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the linkage gap was largest at the largest k tried (%d): the log may hold finer clusters; raise --k-max or set --k", kmax))
+		}
+	default:
+		res.KChosenBy = "one topic"
+	}
+	// The tree whose partition of k has the largest gap (the first tree's
+	// for k = 1; its last level, one group, when no k was found).
+	levels := forest[0].levels
+	chosen := len(levels) - 1
+	if i, ok := forest[0].coarsest[chosenK]; ok {
+		chosen = i
+	}
+	bestGap := math.Inf(-1)
+	for _, tr := range forest {
+		sc, scored := tr.scores[chosenK]
+		if i, ok := tr.coarsest[chosenK]; ok && scored && sc.Gap > bestGap {
+			levels, chosen, bestGap = tr.levels, i, sc.Gap
+		}
+	}
+	lvl := levels[chosen]
+
+	// Refine the chosen partition's clusters by spherical k-means from their
+	// centroids; the groups below the floor have none.
+	var cents [][]float64
+	for _, g := range lvl.groups {
+		if len(g.members) >= floor {
+			c := append([]float64(nil), g.sum...)
+			unitize(c)
+			cents = append(cents, c)
+		}
+	}
+	if len(cents) == 0 { // fewer queries than the floor: one cluster
+		c := make([]float64, dim)
+		for _, p := range points {
+			p.AddTo(c, 1)
+		}
+		unitize(c)
+		cents = [][]float64{c}
+	}
+	maxIter := o.MaxIter
+	if maxIter <= 0 {
+		maxIter = DefaultMaxIter
+	}
+	km := refine(points, cents, maxIter)
 	if !km.Converged {
 		res.Warnings = append(res.Warnings, "k-means stopped at its iteration limit before the clusters settled")
 	}
+	for p, c := range km.Assign {
+		if c < 0 {
+			un.Outliers++
+			un.Members = append(un.Members, index[p])
+		}
+	}
+	sort.Ints(un.Members)
+	if n := un.Len(); n > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d queries are in no cluster (%d with nothing to embed, %d only boilerplate, %d with no query alike, %d far from every cluster) and left out of the workload", n, len(texts), un.Empty, un.Boilerplate, un.Lonely, un.Outliers))
+	}
+
+	// Silhouette of the clustered points.
+	var cp []textembed.Vector
+	var ca []int
+	for p, c := range km.Assign {
+		if c >= 0 {
+			cp = append(cp, points[p])
+			ca = append(ca, c)
+		}
+	}
+	D := NewDistances(cp, o.SilhouetteSample, o.Seed)
+	res.SilhouetteSampled = len(D.Sample)
+	res.Silhouette, res.SilhouetteCI95 = D.SilhouetteCI(ca, km.K)
+	if len(D.Sample) < len(cp) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("silhouette computed on a random sample of %d of %d queries", len(D.Sample), len(cp)))
+	}
 	res.Clusters = describe(texts, points, index, km, terms, samples, top)
+	res.K = len(res.Clusters)
 	return res, nil
+}
+
+const (
+	// treeRuns is the number of merge trees grown (from different seeds) to
+	// choose k by.
+	treeRuns = 5
+	// overFactor: the over-clustering makes overFactor groups per cluster
+	// that k may reach.
+	overFactor = 4
+)
+
+// tree is one merge tree: its levels, the coarsest level of each k (count
+// of groups of at least the floor) and the score of each k in 2..kmax.
+type tree struct {
+	levels   []level
+	coarsest map[int]int
+	scores   map[int]KScore
+}
+
+func bigGroups(l level, floor int) int {
+	n := 0
+	for _, g := range l.groups {
+		if len(g.members) >= floor {
+			n++
+		}
+	}
+	return n
+}
+
+func newTree(levels []level, floor, kmax int, eps float64) tree {
+	t := tree{levels: levels, coarsest: map[int]int{}, scores: map[int]KScore{}}
+	for i, l := range levels {
+		t.coarsest[bigGroups(l, floor)] = i
+	}
+	for k := 2; k <= kmax; k++ {
+		i, ok := t.coarsest[k]
+		if !ok {
+			continue
+		}
+		// The gap of k: the strongest merge that made a level of k over
+		// the merge that ends them.
+		made := math.Inf(-1)
+		for j := i; j >= 0 && bigGroups(levels[j], floor) == k; j-- {
+			made = max(made, levels[j].made)
+		}
+		if math.IsInf(made, 1) {
+			made = 1
+		}
+		next := levels[i].next
+		if math.IsInf(next, -1) { // one group: no merge follows
+			next = 0
+		}
+		sc := KScore{K: k, Linkage: made, Next: next}
+		sc.Gap = made / math.Max(next, eps)
+		if eps <= 0 && next <= 0 {
+			sc.Gap = 1
+		}
+		t.scores[k] = sc
+	}
+	return t
+}
+
+// compact renumbers the dimensions the points use as 0, 1, 2, ... in
+// order (which keeps each point's indices sorted), so that dense vectors
+// of them are as short as they can be.
+func compact(points []textembed.Vector) []textembed.Vector {
+	used := map[int32]bool{}
+	for _, p := range points {
+		for _, i := range p.Idx {
+			used[i] = true
+		}
+	}
+	dims := slices.Sorted(maps.Keys(used))
+	rank := make(map[int32]int32, len(dims))
+	for r, d := range dims {
+		rank[d] = int32(r)
+	}
+	out := make([]textembed.Vector, len(points))
+	for k, p := range points {
+		idx := make([]int32, len(p.Idx))
+		for j, i := range p.Idx {
+			idx[j] = rank[i]
+		}
+		out[k] = textembed.Vector{Idx: idx, Val: p.Val}
+	}
+	return out
+}
+
+// clearGap is the linkage gap below which no k stands out.
+const clearGap = 1.5
+
+// unrelatedShare is the share of the mean cosine between two queries of
+// the log below which a merge joins unrelated groups.
+const unrelatedShare = 0.25
+
+// meanCosine is the mean cosine over pairs of distinct points (unit
+// vectors): (|Σp|² − n) / (n(n − 1)).
+func meanCosine(points []textembed.Vector) float64 {
+	n := len(points)
+	if n < 2 {
+		return 0
+	}
+	sum := make([]float64, Dim(points))
+	for _, p := range points {
+		p.AddTo(sum, 1)
+	}
+	return (floats.Dot(sum, sum) - float64(n)) / float64(n*(n-1))
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// refine runs spherical k-means from cents; afterwards a point whose
+// cosine to its centroid is below DefaultFarCos is unassigned (−1) and
+// the centroids are recomputed without it.
+func refine(points []textembed.Vector, cents [][]float64, maxIter int) *KMeans {
+	km := lloyd(points, cents, maxIter)
+	for i, p := range points {
+		if 1-cosDist(p, km.Centroids[km.Assign[i]]) < DefaultFarCos {
+			km.Assign[i] = -1
+		}
+	}
+	for c := range km.Centroids {
+		clear(km.Centroids[c])
+	}
+	km.Inertia = 0
+	for i, p := range points {
+		if c := km.Assign[i]; c >= 0 {
+			p.AddTo(km.Centroids[c], 1)
+		}
+	}
+	for c := range km.Centroids {
+		unitize(km.Centroids[c])
+	}
+	for i, p := range points {
+		if c := km.Assign[i]; c >= 0 {
+			km.Inertia += cosDist(p, km.Centroids[c])
+		}
+	}
+	return km
 }
 
 // countDistinct counts the distinct vectors.
@@ -194,9 +544,14 @@ func countDistinct(points []textembed.Vector) int {
 func describe(texts []string, points []textembed.Vector, index []int, km *KMeans, terms *textembed.Model, samples, top int) []Cluster {
 	cs := make([]Cluster, km.K)
 	near := make([][]int, km.K) // point indices
+	clustered := 0
 	for p, c := range km.Assign {
+		if c < 0 {
+			continue
+		}
 		cs[c].Members = append(cs[c].Members, index[p])
 		near[c] = append(near[c], p)
+		clustered++
 	}
 	for c := range cs {
 		d := make(map[int]float64, len(near[c]))
@@ -216,7 +571,7 @@ func describe(texts []string, points []textembed.Vector, index []int, km *KMeans
 			}
 		}
 		cs[c].Size = len(cs[c].Members)
-		cs[c].Share = float64(cs[c].Size) / float64(len(points))
+		cs[c].Share = float64(cs[c].Size) / float64(clustered)
 		cs[c].TopTerms = topTerms(texts, cs[c].Members, terms, top)
 	}
 	out := make([]Cluster, 0, len(cs))

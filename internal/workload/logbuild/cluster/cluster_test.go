@@ -132,10 +132,10 @@ func TestBuildEdgeCases(t *testing.T) {
 		{name: "duplicate lines", texts: append(repeat("refund my order", 6), repeat("password reset link", 4)...), opt: Options{},
 			k: 2, by: "distinct points", sizes: []int{6, 4}, samples: []int{1, 1}, warnings: []string{"only 2 distinct queries"}},
 		{name: "stop-word lines left out", texts: []string{"the and of", "refund order money", "refund money back", "password reset login", "password login locked", "to be or not"}, opt: Options{K: 2},
-			k: 2, by: "given", sizes: []int{2, 2}, samples: []int{2, 2}, skipped: 2, warnings: []string{"2 of 6 queries had nothing to embed"}},
+			k: 2, by: "given", sizes: []int{2, 2}, samples: []int{2, 2}, skipped: 2, warnings: []string{"2 of 6 queries are in no cluster (2 with nothing to embed"}},
 		{name: "one line", texts: []string{"refund"}, opt: Options{}, k: 1, by: "distinct points", sizes: []int{1}, samples: []int{1}, warnings: []string{"only 1 distinct queries"}},
 		{name: "three distinct, auto", texts: []string{"refund money", "refund money card", "password reset"}, opt: Options{KMax: 5},
-			k: 2, by: "silhouette", sizes: []int{2, 1}, samples: []int{2, 1}},
+			k: 2, by: "linkage gap", sizes: []int{2, 1}, samples: []int{2, 1}},
 		{name: "samples cap", texts: []string{"refund money a", "refund money b1", "refund money c2", "refund money d3"}, opt: Options{K: 1, Samples: 2},
 			k: 1, by: "given", sizes: []int{4}, samples: []int{2}},
 		{name: "only stop words", texts: []string{"the", "and of"}, err: "none of the 2 queries"},
@@ -159,9 +159,9 @@ func TestBuildEdgeCases(t *testing.T) {
 				sizes = append(sizes, c.Size)
 				samples = append(samples, len(c.Samples))
 			}
-			if r.K != tt.k || r.KChosenBy != tt.by || !reflect.DeepEqual(sizes, tt.sizes) || !reflect.DeepEqual(samples, tt.samples) || len(r.Skipped) != tt.skipped {
+			if r.K != tt.k || r.KChosenBy != tt.by || !reflect.DeepEqual(sizes, tt.sizes) || !reflect.DeepEqual(samples, tt.samples) || r.Unclustered.Len() != tt.skipped {
 				t.Errorf("k %d by %s, sizes %v, samples %v, skipped %d; want k %d by %s, sizes %v, samples %v, skipped %d",
-					r.K, r.KChosenBy, sizes, samples, len(r.Skipped), tt.k, tt.by, tt.sizes, tt.samples, tt.skipped)
+					r.K, r.KChosenBy, sizes, samples, r.Unclustered.Len(), tt.k, tt.by, tt.sizes, tt.samples, tt.skipped)
 			}
 			if len(r.Warnings) != len(tt.warnings) {
 				t.Fatalf("warnings %q, want %q", r.Warnings, tt.warnings)
@@ -225,7 +225,8 @@ func TestLinesEqualAndWeighted(t *testing.T) {
 }
 
 func TestSummaryTableGolden(t *testing.T) {
-	s := &Summary{Queries: 1234, Embedding: "local hashed TF-IDF (1024 dims)", K: 3, KChosenBy: "silhouette", Silhouette: 0.1234, SilhouetteCI95: 0.0123,
+	s := &Summary{Queries: 1234, Embedding: "local hashed TF-IDF (16384 dims)", K: 3, KChosenBy: "linkage gap", MinSize: 25, Silhouette: 0.1234, SilhouetteCI95: 0.0123,
+		Boilerplate: []string{"hey", "thanks", "friend"}, Unclustered: UnclusteredSummary{Size: 12, Lonely: 10, Empty: 2, Examples: []string{"asdf", "???"}},
 		Scores: []KScore{{K: 2}, {K: 3}, {K: 4}},
 		Clusters: []ClusterSummary{
 			{Label: "c1-refund", Size: 800, Share: 800.0 / 1234, TopTerms: []string{"refund", "order", "charged twice"}, Example: "I was charged twice,\nplease refund"},
@@ -264,7 +265,7 @@ func TestSupportLogGolden(t *testing.T) {
 		}
 		lines := Lines(r, false, 1)
 		var b bytes.Buffer
-		if err := Summarize(r, lines, "support-log.txt", textembed.Local{}.Name(), "w.jsonl", false, 1).WriteTable(&b); err != nil {
+		if err := Summarize(r, texts, terms.Boilerplate(), lines, "support-log.txt", textembed.Local{}.Name(), "w.jsonl", false, 1).WriteTable(&b); err != nil {
 			t.Fatal(err)
 		}
 		golden.Check(t, tt.golden, b.Bytes())

@@ -1,13 +1,16 @@
-// Package cluster groups embedded queries with k-means++ (k given, or
-// chosen by silhouette), picks representative samples of each cluster,
-// labels the clusters by their top TF-IDF terms, and writes the result as a
-// spate workload (JSONL dataset lines labelled by cluster) and a summary.
+// Package cluster groups embedded queries into topics, picks
+// representative samples of each cluster, labels the clusters by their top
+// TF-IDF terms, and writes the result as a spate workload (JSONL dataset
+// lines labelled by cluster) and a summary.
 //
-// Vectors are L2-normalised (see package textembed) and clustered by
-// spherical k-means: by cosine similarity to unit-norm centroids, which
-// suits sparse text vectors better than plain Euclidean k-means (whose
-// diffuse centroids attract every poorly-matched query into one large
-// cluster).
+// Noise goes to an unclustered bucket first: queries with nothing to
+// embed, queries that are only boilerplate (as learnt by textembed), and
+// queries alike to no other. The rest are over-clustered by spherical
+// k-means (cosine similarity to unit-norm centroids, k-means++ seeding),
+// and the groups merged by average linkage into a tree; k is where merging
+// starts to join groups that have little in common (the largest linkage
+// gap), among partitions whose clusters reach a size floor. The chosen
+// partition is refined by spherical k-means from its centroids. See Build.
 //
 // Stage: workload (built from a log).
 // The data flow: experiment → workload → schedule → engine → client → record

@@ -76,11 +76,12 @@ func purity(r *Result, truth []int) float64 {
 
 func embedLocal(t *testing.T, texts []string) ([]textembed.Vector, *textembed.Model) {
 	t.Helper()
-	vecs, err := textembed.Local{Bigrams: false}.Embed(context.Background(), texts)
+	loc := textembed.Local{}
+	vecs, err := loc.Embed(context.Background(), texts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return vecs, textembed.Fit(texts, false)
+	return vecs, loc.Fit(texts)
 }
 
 func TestPurityTable(t *testing.T) {

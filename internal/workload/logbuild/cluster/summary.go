@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spate-dev/spate/internal/workload/logbuild/textembed"
 )
 
 // Summary describes a built workload: how the log was clustered and what
@@ -12,12 +14,20 @@ import (
 type Summary struct {
 	Log       string `json:"log"`
 	Queries   int    `json:"queries"`
-	Skipped   int    `json:"skipped"`
 	Embedding string `json:"embedding"`
 	Seed      uint64 `json:"seed"`
 	K         int    `json:"k"`
-	// KChosenBy is "given", "silhouette" or "distinct points".
+	// KChosenBy is "given", "nearest to the given", "linkage gap", "one
+	// topic" or "distinct points".
 	KChosenBy string `json:"k_chosen_by"`
+	// MinSize is the size floor of a cluster.
+	MinSize int `json:"min_size"`
+	// Boilerplate are the terms learnt as boilerplate (weight below 1),
+	// least topical first; empty with --keep-boilerplate or a remote
+	// embedding.
+	Boilerplate []string `json:"boilerplate,omitempty"`
+	// Unclustered is the bucket of queries in no cluster.
+	Unclustered UnclusteredSummary `json:"unclustered"`
 	// Silhouette is the mean silhouette (cosine distance) of the clustering
 	// kept, computed on SilhouetteSampled queries.
 	Silhouette float64 `json:"silhouette"`
@@ -32,6 +42,17 @@ type Summary struct {
 	Warnings          []string         `json:"warnings,omitempty"`
 }
 
+// UnclusteredSummary is the unclustered bucket of a Summary: its size, by
+// reason (see Unclustered), and a few of its queries.
+type UnclusteredSummary struct {
+	Size        int      `json:"size"`
+	Empty       int      `json:"empty"`
+	Boilerplate int      `json:"boilerplate"`
+	Lonely      int      `json:"lonely"`
+	Outliers    int      `json:"outliers"`
+	Examples    []string `json:"examples,omitempty"`
+}
+
 // ClusterSummary is one cluster of a Summary.
 type ClusterSummary struct {
 	Label    string   `json:"label"`
@@ -43,14 +64,26 @@ type ClusterSummary struct {
 	Lines    int      `json:"lines"`   // lines of the workload from it
 }
 
-// Summarize builds the Summary of r and the workload lines written from it.
-func Summarize(r *Result, lines []Line, log, embedding, workload string, weighted bool, seed uint64) *Summary {
-	s := &Summary{Log: log, Queries: r.Queries, Skipped: len(r.Skipped), Embedding: embedding, Seed: seed,
-		K: r.K, KChosenBy: r.KChosenBy, SilhouetteSampled: r.SilhouetteSampled, Scores: r.Scores,
+// Summarize builds the Summary of r and the workload lines written from
+// it; texts are the log's queries (for the unclustered examples) and
+// boilerplate the terms learnt as boilerplate.
+func Summarize(r *Result, texts []string, boilerplate []textembed.TermWeight, lines []Line, log, embedding, workload string, weighted bool, seed uint64) *Summary {
+	s := &Summary{Log: log, Queries: r.Queries, Embedding: embedding, Seed: seed,
+		K: r.K, KChosenBy: r.KChosenBy, MinSize: r.MinSize, SilhouetteSampled: r.SilhouetteSampled, Scores: r.Scores,
+		Silhouette: r.Silhouette, SilhouetteCI95: r.SilhouetteCI95,
 		Workload: workload, Weighted: weighted, Lines: len(lines), Warnings: r.Warnings}
-	for _, sc := range r.Scores {
-		if sc.K == r.K {
-			s.Silhouette, s.SilhouetteCI95 = sc.Silhouette, sc.SilhouetteCI95
+	for _, tw := range boilerplate {
+		if tw.Weight < 1 {
+			s.Boilerplate = append(s.Boilerplate, tw.Term)
+		}
+	}
+	u := r.Unclustered
+	s.Unclustered = UnclusteredSummary{Size: u.Len(), Empty: u.Empty, Boilerplate: u.Boilerplate, Lonely: u.Lonely, Outliers: u.Outliers}
+	seen := map[string]bool{}
+	for _, i := range u.Members {
+		if i < len(texts) && !seen[texts[i]] && len(s.Unclustered.Examples) < 5 {
+			seen[texts[i]] = true
+			s.Unclustered.Examples = append(s.Unclustered.Examples, texts[i])
 		}
 	}
 	perLabel := map[string]int{}
@@ -80,11 +113,11 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 func (s *Summary) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	how := s.KChosenBy
-	if s.KChosenBy == "silhouette" && len(s.Scores) > 0 {
-		how = fmt.Sprintf("best silhouette over k = %d..%d", s.Scores[0].K, s.Scores[len(s.Scores)-1].K)
+	if s.KChosenBy == "linkage gap" && len(s.Scores) > 0 {
+		how = fmt.Sprintf("by the largest linkage gap over k = %d..%d", s.Scores[0].K, s.Scores[len(s.Scores)-1].K)
 	}
-	fmt.Fprintf(&b, "%d queries, %d clusters (k %s; silhouette %.3f ± %.3f), %s\n", s.Queries, s.K, how, s.Silhouette, s.SilhouetteCI95, s.Embedding)
-	labelW, termsW := len("label"), len("top terms")
+	fmt.Fprintf(&b, "%d queries, %d clusters of at least %d (k %s; silhouette %.3f ± %.3f), %s\n", s.Queries, s.K, s.MinSize, how, s.Silhouette, s.SilhouetteCI95, s.Embedding)
+	labelW, termsW := len("unclustered"), len("top terms")
 	terms := make([]string, len(s.Clusters))
 	for i, c := range s.Clusters {
 		terms[i] = clip(strings.Join(c.TopTerms, ", "), 40)
@@ -94,6 +127,16 @@ func (s *Summary) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "  %s  %6s  %6s  %s  %s\n", pad("label", labelW), "size", "share", pad("top terms", termsW), "example")
 	for i, c := range s.Clusters {
 		fmt.Fprintf(&b, "  %s  %6d  %5.1f%%  %s  %s\n", pad(c.Label, labelW), c.Size, 100*c.Share, pad(terms[i], termsW), clip(oneLine(c.Example), 60))
+	}
+	if u := s.Unclustered; u.Size > 0 {
+		ex := ""
+		if len(u.Examples) > 0 {
+			ex = u.Examples[0]
+		}
+		fmt.Fprintf(&b, "  %s  %6d  %6s  %s  %s\n", pad("unclustered", labelW), u.Size, "", pad("", termsW), clip(oneLine(ex), 60))
+	}
+	if len(s.Boilerplate) > 0 {
+		fmt.Fprintf(&b, "boilerplate learnt from the log (down-weighted): %s\n", clip(strings.Join(s.Boilerplate, ", "), 100))
 	}
 	for _, wn := range s.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", wn)

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultDim is the default number of hashed TF-IDF dimensions.
-const DefaultDim = 1024
+const DefaultDim = 1 << 14
 
 // Local is the built-in offline embedding: hashed TF-IDF. Each text's
 // terms (see Terms) are weighted by (1 + ln tf) · idf, with idf =
@@ -22,6 +22,10 @@ type Local struct {
 	Dim int
 	// Bigrams adds pairs of consecutive words as terms.
 	Bigrams bool
+	// KeepBoilerplate keeps every term's TF-IDF weight as it is, instead of
+	// down-weighting the boilerplate learnt from the texts (see
+	// Boilerplate).
+	KeepBoilerplate bool
 }
 
 var _ Embedder = Local{}
@@ -31,6 +35,9 @@ func (l Local) Name() string {
 	s := fmt.Sprintf("local hashed TF-IDF (%d dims", l.dim())
 	if l.Bigrams {
 		s += ", bigrams"
+	}
+	if l.KeepBoilerplate {
+		s += ", boilerplate kept"
 	}
 	return s + ")"
 }
@@ -42,9 +49,25 @@ func (l Local) dim() int {
 	return l.Dim
 }
 
-// Embed implements Embedder: it fits the IDF on texts and embeds them.
-func (l Local) Embed(ctx context.Context, texts []string) ([]Vector, error) {
+// MinBoilerplateLog is the least number of texts boilerplate is learnt
+// from: in fewer, words shared by every text are as likely a topic.
+const MinBoilerplateLog = 30
+
+// Fit fits the embedding's model on texts: the IDF of their terms and,
+// unless KeepBoilerplate or there are fewer than MinBoilerplateLog texts,
+// the weights of their boilerplate.
+func (l Local) Fit(texts []string) *Model {
 	m := Fit(texts, l.Bigrams)
+	if !l.KeepBoilerplate && len(texts) >= MinBoilerplateLog {
+		m.LearnBoilerplate(texts)
+	}
+	return m
+}
+
+// Embed implements Embedder: it fits the model on texts (Fit) and embeds
+// them.
+func (l Local) Embed(ctx context.Context, texts []string) ([]Vector, error) {
+	m := l.Fit(texts)
 	out := make([]Vector, len(texts))
 	for i, t := range texts {
 		if i%1024 == 0 && ctx.Err() != nil {
@@ -60,7 +83,29 @@ type Model struct {
 	bigrams bool
 	n       int
 	df      map[string]int
+	// boiler holds the terms judged by LearnBoilerplate and their weights.
+	boiler []TermWeight
+	mult   map[string]float64
 }
+
+// LearnBoilerplate learns the boilerplate of texts (see Boilerplate): from
+// then on Weights multiplies each term's weight by the weight learnt.
+func (m *Model) LearnBoilerplate(texts []string) {
+	m.mult = nil
+	lines := make([]map[string]float64, len(texts))
+	for i, t := range texts {
+		lines[i] = m.Weights(t)
+	}
+	m.boiler = learnBoilerplate(lines)
+	m.mult = make(map[string]float64, len(m.boiler))
+	for _, tw := range m.boiler {
+		m.mult[tw.Term] = tw.Weight
+	}
+}
+
+// Boilerplate returns the terms LearnBoilerplate judged, least topical
+// first (nil when it did not run).
+func (m *Model) Boilerplate() []TermWeight { return m.boiler }
 
 // Fit counts, for each term, the number of texts it occurs in.
 func Fit(texts []string, bigrams bool) *Model {
@@ -85,7 +130,8 @@ func (m *Model) IDF(term string) float64 {
 }
 
 // Weights returns the TF-IDF weight of each term of text, (1 + ln tf) ·
-// idf, L2-normalised over the text's terms (before hashing).
+// idf, times its boilerplate weight when learnt (LearnBoilerplate),
+// L2-normalised over the text's terms (before hashing).
 func (m *Model) Weights(text string) map[string]float64 {
 	tf := map[string]int{}
 	for _, term := range Terms(text, m.bigrams) {
@@ -95,6 +141,9 @@ func (m *Model) Weights(text string) map[string]float64 {
 	norm := 0.0
 	for _, term := range sortedKeys(tf) { // a fixed order: same sums, same bits
 		x := (1 + math.Log(float64(tf[term]))) * m.IDF(term)
+		if b, ok := m.mult[term]; ok {
+			x *= b
+		}
 		w[term] = x
 		norm += x * x
 	}
@@ -140,4 +189,28 @@ func bucket(term string, dim int) (int32, float64) {
 		sign = -1
 	}
 	return int32((s & (1<<63 - 1)) % uint64(dim)), sign
+}
+
+// ContentShare is the share of text's TF-IDF weight left once its terms
+// are weighted by their boilerplate weights: 1 for a text with no
+// boilerplate (or when none was learnt), near 0 for a greeting alone. It
+// is 0 for a text with no terms.
+func (m *Model) ContentShare(text string) float64 {
+	tf := map[string]int{}
+	for _, term := range Terms(text, m.bigrams) {
+		tf[term]++
+	}
+	all, kept := 0.0, 0.0
+	for _, term := range sortedKeys(tf) {
+		x := (1 + math.Log(float64(tf[term]))) * m.IDF(term)
+		all += x * x
+		if b, ok := m.mult[term]; ok {
+			x *= b
+		}
+		kept += x * x
+	}
+	if all == 0 {
+		return 0
+	}
+	return math.Sqrt(kept / all)
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/sim"
+)
+
+// TestRerankAndScoreRun drives the simulator's /v1/rerank and /v1/score,
+// which answer 30 ms after a request: E2E (and TTFT, the same for an
+// answer that comes whole) has its median at 30 ms, every request ranks
+// its 10 documents, documents per second are ten times requests per
+// second, and input tokens come from the server's usage.
+func TestRerankAndScoreRun(t *testing.T) {
+	s, err := sim.New(sim.Deterministic(30*time.Millisecond, time.Millisecond, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, api := range []string{"rerank", "score"} {
+		out := filepath.Join(t.TempDir(), "r.json")
+		code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--api", api,
+			"--input-tokens", "12", "--concurrency", "2", "--requests", "20", "--out", out, "--progress", "0")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", api, code, stdout, stderr)
+		}
+		r := readResult(t, out)
+		sc := r.Scenarios[0]
+		if sc.Requests.Succeeded != 20 {
+			t.Fatalf("%s: %d of 20 succeeded: %+v", api, sc.Requests.Succeeded, sc.Requests)
+		}
+		for _, m := range []string{"e2e_ms", "ttft_ms"} {
+			if p50 := sc.Metrics[m].P50; p50 < 29.5 || p50 > 45 {
+				t.Errorf("%s: %s p50 %.2f ms, want 30 ms (+15)", api, m, p50)
+			}
+		}
+		if d, rps := sc.Throughput.DocumentsPerS, sc.Throughput.RequestsPerS; d < 9.99*rps || d > 10.01*rps {
+			t.Errorf("%s: %.2f documents/s at %.2f req/s, want 10 a request", api, d, rps)
+		}
+		// 10 pairs of a 12-token query and a 64-token document.
+		if in := sc.Tokens.Input; in < 20*10*(12+64)*9/10 || in > 20*10*(12+64)*11/10 {
+			t.Errorf("%s: %d input tokens, want about %d", api, in, 20*10*(12+64))
+		}
+		if !strings.Contains(stdout, "documents") || !strings.Contains(stdout, "ranked/s") {
+			t.Errorf("%s: no documents line:\n%s", api, stdout)
+		}
+		if r.Config.Stream {
+			t.Errorf("%s: config says streamed", api)
+		}
+	}
+}
+
+// TestRerankChecksTheAnswer fails requests whose answer does not rank the
+// documents sent: here results out of order and an index out of range.
+func TestRerankChecksTheAnswer(t *testing.T) {
+	for _, answer := range []string{
+		`{"results":[{"index":0,"relevance_score":0.1},{"index":1,"relevance_score":0.9}]}`,
+		`{"results":[{"index":99,"relevance_score":0.9}]}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			_, _ = io.WriteString(w, answer)
+		}))
+		out := filepath.Join(t.TempDir(), "r.json")
+		code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--api", "rerank", "--model", "m",
+			"--requests", "3", "--concurrency", "1", "--out", out, "--quiet")
+		srv.Close()
+		if code == 0 {
+			t.Fatalf("%s: exit 0, want a failure\n%s\n%s", answer, stdout, stderr)
+		}
+		if sc := readResult(t, out).Scenarios[0]; sc.Requests.Succeeded != 0 || sc.Requests.Failed != 3 || sc.Requests.Errors["bad_response"] != 3 {
+			t.Errorf("%s: requests %+v, want 3 failed as bad_response", answer, sc.Requests)
+		}
+	}
+}
