@@ -16,42 +16,61 @@ import (
 	"github.com/spate-dev/spate/internal/record"
 )
 
-// TestErrorRates sends 4000 fast requests through the proxy to the
-// simulator and checks that the error and rate-limit fractions the client
-// sees are the configured rates within 1 % absolute, and exactly the
-// proxy's own counts.
+// TestErrorRates sends requests through the proxy to the simulator and
+// checks that the errors and rate limits the client sees are exactly the
+// proxy's own counts and exactly those its seeded draws plant for these
+// requests; the draws themselves are checked against the configured rates
+// over 200,000 requests, within 3σ, without a server.
 func TestErrorRates(t *testing.T) {
 	if testing.Short() {
-		t.Skip("4000 requests")
+		t.Skip("800 requests")
 	}
 	up := startSim(t, 0, 0, 2)
 	set := Set{Seed: 7, Rule: Rule{ErrorRate: 0.10, RateLimitRate: 0.05, RetryAfter: Duration(2 * time.Second)}}
 	p, url := startProxy(t, up, &set)
-	const n = 4000
+	const n = 800
 	rs := load(t, newClient(t, url, 10*time.Second), n, 32)
 	e500, e429 := countErr(rs, record.HTTPStatus(500)), countErr(rs, record.RateLimited)
 	ok := countErr(rs, record.OK)
 	if ok+e500+e429 != n {
 		t.Fatalf("ok %d + 500s %d + 429s %d != %d: other failures", ok, e500, e429, n)
 	}
+	rules := []Rule{set.Rule.withDefaults()}
+	planted := func(n int) (errs, limits int) {
+		for i := range uint64(n) {
+			switch decide(rules, set.Seed, i, 0).reject {
+			case rejectError:
+				errs++
+			case rejectRateLimit:
+				limits++
+			}
+		}
+		return errs, limits
+	}
+	p500, p429 := planted(n)
+	const draws = 200000
+	d500, d429 := planted(draws)
 	for _, c := range []struct {
-		name      string
-		got       int
-		want      float64
-		injected  int64
-		statsName string
+		name         string
+		got, planted int
+		drawn        int
+		want         float64
+		statsName    string
 	}{
-		{"500", e500, 0.10, 0, "error"},
-		{"429", e429, 0.05, 0, "rate_limit"},
+		{"500", e500, p500, d500, 0.10, "error"},
+		{"429", e429, p429, d429, 0.05, "rate_limit"},
 	} {
-		frac := float64(c.got) / n
-		if math.Abs(frac-c.want) > 0.01 {
-			t.Errorf("%s fraction %.4f, want %.2f ± 0.01", c.name, frac, c.want)
+		if c.got != c.planted {
+			t.Errorf("%s: client saw %d of %d, the seeded draws plant %d", c.name, c.got, n, c.planted)
 		}
 		if inj := p.Stats().Injected[c.statsName]; inj != int64(c.got) {
 			t.Errorf("%s: client saw %d, proxy injected %d", c.name, c.got, inj)
 		}
-		t.Logf("%s: %d of %d = %.4f (want %.2f)", c.name, c.got, n, frac, c.want)
+		frac, sd := float64(c.drawn)/draws, math.Sqrt(c.want*(1-c.want)/draws)
+		if math.Abs(frac-c.want) > 3*sd {
+			t.Errorf("%s: drawn fraction %.4f of %d, want %.2f ± %.4f (3σ)", c.name, frac, draws, c.want, 3*sd)
+		}
+		t.Logf("%s: %d of %d through the proxy (planted %d); %.4f of %d drawn (want %.2f)", c.name, c.got, n, c.planted, frac, draws, c.want)
 	}
 	st := p.Stats()
 	if st.Requests != n || st.Forwarded != int64(ok) || st.Failing != int64(e500+e429) {
@@ -105,7 +124,9 @@ func TestLognormalLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
 	}
-	const mu, sigma, n, seed = 5.5, 0.5, 400, 3 // median e^5.5 ≈ 245 ms
+	// The draws are the proxy's own (compared one set with the other), so
+	// a few requests suffice: 120 of ~300 ms at 10 at a time, ~4 s.
+	const mu, sigma, n, seed = 5.5, 0.5, 120, 3 // median e^5.5 ≈ 245 ms
 	up := startSim(t, 0, 0, 1)
 	base := load(t, newClient(t, up, 10*time.Second), 200, 4)
 	baseE2E := median(e2es(base))
