@@ -52,3 +52,41 @@ func TestProbeSamples(t *testing.T) {
 		t.Errorf("Measure took no samples: %+v", m)
 	}
 }
+
+// fakeTB records what BestOf reports.
+type fakeTB struct {
+	testing.TB
+	errors, logs int
+}
+
+func (f *fakeTB) Helper()                   {}
+func (f *fakeTB) Logf(string, ...any)       { f.logs++ }
+func (f *fakeTB) Errorf(string, ...any)     { f.errors++ }
+func (f *fakeTB) Fatalf(s string, a ...any) { panic("unexpected Fatalf") }
+
+func TestBestOf(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		cleanAt      int // the first clean round (1-based), 0: none
+		rounds, errs int
+	}{
+		{"clean at once", 1, 1, 0},
+		{"a stall in the first two rounds", 3, 3, 0},
+		{"wrong in every round", 0, Rounds, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeTB{}
+			rounds := 0
+			BestOf(f, func() []string {
+				rounds++
+				if tc.cleanAt != 0 && rounds >= tc.cleanAt {
+					return nil
+				}
+				return []string{"late"}
+			})
+			if rounds != tc.rounds || f.errors != tc.errs || f.logs != rounds-1+tc.errs {
+				t.Errorf("%d rounds, %d errors, %d logs; want %d rounds, %d errors", rounds, f.errors, f.logs, tc.rounds, tc.errs)
+			}
+		})
+	}
+}
