@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spate-dev/spate/internal/jitter"
 )
 
 // writePaths returns the write paths to test here: the direct ones this
@@ -177,28 +179,26 @@ func TestWritePathsStreams(t *testing.T) {
 				const ttft, itl, n, streams = 20 * time.Millisecond, 5 * time.Millisecond, 25, 12
 				_, url := startServer(t, mk(ttft, itl, n))
 				c := newClient(streams)
-				res := runStaggered(streams, streams, time.Millisecond, func(int) sseResult {
-					return streamRequest(context.Background(), c, url+"/v1/chat/completions", chatBody("hi", `,"stream_options":{"include_usage":true}`))
-				})
-				var ttfts, gaps []time.Duration
-				for i, r := range res {
-					if r.status != 200 || r.readErr != nil || !r.done || r.contents != n || !r.roleFirst || r.usage == nil || r.usage.CompletionTokens != n {
-						t.Fatalf("stream %d: status %d err %v done %v contents %d role %v usage %+v", i, r.status, r.readErr, r.done, r.contents, r.roleFirst, r.usage)
+				jitter.BestOf(t, func() []string {
+					probe := jitter.Start(time.Millisecond)
+					res := runStaggered(streams, streams, time.Millisecond, func(int) sseResult {
+						return streamRequest(context.Background(), c, url+"/v1/chat/completions", chatBody("hi", `,"stream_options":{"include_usage":true}`))
+					})
+					late := probe.Stop()
+					var ttfts, gaps []time.Duration
+					for i, r := range res {
+						if r.status != 200 || r.readErr != nil || !r.done || r.contents != n || !r.roleFirst || r.usage == nil || r.usage.CompletionTokens != n {
+							t.Fatalf("stream %d: status %d err %v done %v contents %d role %v usage %+v", i, r.status, r.readErr, r.done, r.contents, r.roleFirst, r.usage)
+						}
+						ttfts = append(ttfts, r.ttft)
+						gaps = append(gaps, r.gaps...)
 					}
-					ttfts = append(ttfts, r.ttft)
-					gaps = append(gaps, r.gaps...)
-				}
-				mt, mi := median(ttfts), median(gaps)
-				t.Logf("median TTFT %v (set %v), median ITL %v (set %v)", mt, ttft, mi, itl)
-				// Loose bounds for a shared CI machine under -race, as in
-				// TestDeterministicTiming; the grid makes the first token
-				// late by less than a tick, never early.
-				if d := mt - ttft; d < -500*time.Microsecond || d > 15*time.Millisecond {
-					t.Errorf("median TTFT %v, want %v (-0.5ms/+15ms)", mt, ttft)
-				}
-				if d := absDur(mi - itl); d > 2*time.Millisecond {
-					t.Errorf("median ITL %v, want %v ± 2ms", mi, itl)
-				}
+					mt, mi := median(ttfts), median(gaps)
+					t.Logf("median TTFT %v (set %v), median ITL %v (set %v); %v", mt, ttft, mi, itl, late)
+					// The bounds of TestDeterministicTiming; the grid makes
+					// the first token late by less than a tick, never early.
+					return streamTimingProblems(late, mt, ttft, mi, itl)
+				})
 			})
 			t.Run("faults", func(t *testing.T) {
 				cfg := mk(time.Millisecond, time.Millisecond, 10)
@@ -242,7 +242,9 @@ func TestWritePathsStreams(t *testing.T) {
 				go func() {
 					got <- streamRequest(ctx, c, url+"/v1/completions", `{"prompt":"x","stream":true}`)
 				}()
-				time.Sleep(40 * time.Millisecond)
+				// Disconnect once the server has the request (a fixed sleep
+				// can end before a busy machine delivers it).
+				waitMetric(t, c, url, "vllm:num_requests_running", 1)
 				cancel()
 				<-got
 				waitMetric(t, c, url, `vllm:request_success_total{finished_reason="abort"}`, 1)
@@ -282,7 +284,9 @@ func TestWritePathsStreams(t *testing.T) {
 // waitMetric waits up to 5 s for a metric to reach want.
 func waitMetric(t *testing.T, c *http.Client, url, name string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	// Generous: the wait ends as soon as the metric is right; only a
+	// failure waits this long.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if got := getMetrics(t, c, url)[name]; got == want {
 			return

@@ -69,12 +69,23 @@ func TestObserveScrapesSimulator(t *testing.T) {
 	if running[n-1] == nil || *running[n-1] != 0 {
 		t.Errorf("requests running at the last scrape (after the drain) = %v, want 0", deref(running[n-1]))
 	}
+	// While the load is on (with a margin for the first sends and the last
+	// ends), the scrapes see requests running: all of them on an idle
+	// machine; on a busy one a stall can leave the 4 workers between
+	// requests at a scrape, so one in five may see none. A time line off
+	// by the stage's start or a scrape of the wrong server sees none at
+	// most scrapes.
+	var during, idle []string
 	for i, off := range srv.OffsetsS {
-		// While the load is on (with a margin for the first sends and the
-		// last ends), every scrape sees requests running.
-		if off > 0.3 && off < 1.7 && (running[i] == nil || *running[i] < 1) {
-			t.Errorf("requests running at %.2f s = %v, want ≥ 1 while 4 workers send", off, deref(running[i]))
+		if off > 0.3 && off < 1.7 {
+			during = append(during, fmt.Sprintf("%.2f s: %v", off, deref(running[i])))
+			if running[i] == nil || *running[i] < 1 {
+				idle = append(idle, during[len(during)-1])
+			}
 		}
+	}
+	if len(during) == 0 || len(idle)*5 > len(during) {
+		t.Errorf("requests running at %d of %d scrapes between 0.3 s and 1.7 s = 0, want ≥ 1 at 4 in 5 while 4 workers send: %v", len(idle), len(during), idle)
 	}
 	// Σ rate·Δt over the scrapes = the counter's growth from the first
 	// scrape (before any token) to the last (after every request ended).

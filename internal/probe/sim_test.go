@@ -119,7 +119,7 @@ func TestAttackSuccessRate(t *testing.T) {
 		stream bool
 	}{{0.3, true}, {0.1, false}} {
 		s, url := startSim(t, tc.p)
-		const n = 300
+		const n = 150
 		sc, sent := runProbes(t, url, attackSuites, 1, n, tc.stream)
 		followed, refused := s.Vulnerable()
 		o := sc.Probes.Overall

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/jitter"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/internal/workload"
@@ -143,29 +145,49 @@ func runRAG(t *testing.T, w *Workflow, n int) *result.Scenario {
 	return &res.Scenarios[0]
 }
 
-// within checks a step's median latency against its planted delay: no
-// less, and at most tol more (a loaded 2-core machine adds scheduling).
-func within(t *testing.T, what string, got float64, planted time.Duration, tol time.Duration) {
-	t.Helper()
+// latencyProblem checks a step's median latency against its planted delay:
+// no less, and at most tol more (a loaded 2-core machine adds scheduling).
+func latencyProblem(what string, got float64, planted, tol time.Duration) []string {
 	p := float64(planted) / float64(time.Millisecond)
 	if got < p-0.5 || got > p+float64(tol)/float64(time.Millisecond) {
-		t.Errorf("%s: p50 %.2f ms, want %.0f ms (+%v)", what, got, p, tol)
+		return []string{fmt.Sprintf("%s: p50 %.2f ms, want %.0f ms (+%v)", what, got, p, tol)}
 	}
+	return nil
 }
 
 func TestRAGStepTimings(t *testing.T) {
-	w, fs, spy := startRAG(t, 0)
-	sc := runRAG(t, w, 30)
-	wf := sc.Workflow
-	if wf.Runs != 30 || wf.Succeeded != 30 || wf.Failed != 0 || len(wf.Steps) != 3 {
-		t.Fatalf("workflow %+v", wf)
+	// The medians are judged on the best of a few rounds (a fresh set of
+	// servers each), widened by the timer lateness the machine showed
+	// meanwhile (package jitter): a stall falls in one round, a step
+	// timed wrong in all.
+	var (
+		fs  *fakeSearch
+		spy *chatSpy
+		sc  *result.Scenario
+	)
+	jitter.BestOf(t, func() []string {
+		var w *Workflow
+		w, fs, spy = startRAG(t, 0)
+		probe := jitter.Start(time.Millisecond)
+		sc = runRAG(t, w, 30)
+		late := probe.Stop()
+		wf := sc.Workflow
+		if wf.Runs != 30 || wf.Succeeded != 30 || wf.Failed != 0 || len(wf.Steps) != 3 {
+			t.Fatalf("workflow %+v", wf)
+		}
+		t.Logf("p50 embed %.2f search %.2f generate %.2f workflow %.2f ms; %v", wf.Steps[0].LatencyMS.P50, wf.Steps[1].LatencyMS.P50, wf.Steps[2].LatencyMS.P50, wf.E2EMS.P50, late)
+		tol := late.Widen(8*time.Millisecond, 2)
+		var problems []string
+		problems = append(problems, latencyProblem("embed", wf.Steps[0].LatencyMS.P50, simTTFT, tol)...)
+		problems = append(problems, latencyProblem("search", wf.Steps[1].LatencyMS.P50, searchDelay, tol)...)
+		problems = append(problems, latencyProblem("generate", wf.Steps[2].LatencyMS.P50, simTTFT+(ragTokens-1)*simITL, tol)...)
+		problems = append(problems, latencyProblem("workflow", wf.E2EMS.P50, simTTFT+searchDelay+simTTFT+(ragTokens-1)*simITL, 3*tol)...)
+		return problems
+	})
+	if t.Failed() {
+		return
 	}
-	t.Logf("p50 embed %.2f search %.2f generate %.2f workflow %.2f ms", wf.Steps[0].LatencyMS.P50, wf.Steps[1].LatencyMS.P50, wf.Steps[2].LatencyMS.P50, wf.E2EMS.P50)
-	tol := 8 * time.Millisecond
-	within(t, "embed", wf.Steps[0].LatencyMS.P50, simTTFT, tol)
-	within(t, "search", wf.Steps[1].LatencyMS.P50, searchDelay, tol)
-	within(t, "generate", wf.Steps[2].LatencyMS.P50, simTTFT+(ragTokens-1)*simITL, tol)
-	within(t, "workflow", wf.E2EMS.P50, simTTFT+searchDelay+simTTFT+(ragTokens-1)*simITL, 3*tol)
+	wf := sc.Workflow
 	for i, s := range wf.Steps {
 		if s.Runs != 30 || s.Failed != 0 || s.LatencyMS.Count != 30 {
 			t.Errorf("step %d: %+v", i, s)
