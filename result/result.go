@@ -336,8 +336,21 @@ func Write(path string, r *Result) error {
 	if err := Encode(&buf, r); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+	// A temporary file of its own: two processes writing one path (two
+	// shards in one directory) each rename a whole file.
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing result %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(buf.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing result %s: %w", path, err)
 	}

@@ -250,7 +250,13 @@ func TestShardProcesses(t *testing.T) {
 		paths = append(paths, p)
 		args := append(shardArgs(target), "--start-at", start, "--result-stdout")
 		c := exec.Command(bin, args...)
-		c.Dir = dir // the default result file lands here, not in the source tree
+		// The default result file lands here, not in the source tree: a
+		// directory per shard, as on two machines (two processes writing
+		// one spate-results/result.json raced for its .tmp file).
+		c.Dir = filepath.Join(dir, fmt.Sprintf("shard-%d", i))
+		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		// As a Kubernetes Indexed Job sets them.
 		c.Env = append(c.Environ(), fmt.Sprintf("JOB_COMPLETION_INDEX=%d", i), fmt.Sprintf("SPATE_SHARDS=%d", n))
 		var log strings.Builder

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/jitter"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/tokenizer"
@@ -123,38 +124,58 @@ func TestTimingsAgainstKnownServer(t *testing.T) {
 	srv := httptest.NewServer(script(regular(ttft, itl, n, true)...))
 	defer srv.Close()
 	c := newClient(t, srv.URL, nil)
-	var ttfts, itls, tpots, e2es []time.Duration
-	for i := 0; i < 5; i++ {
-		rec := do(c, &workload.Request{Prompt: "hi", MaxTokens: n})
-		if rec.Failed() {
-			t.Fatalf("request failed: %s %s", rec.Err, rec.ErrMsg)
+	// Judged on the best of a few rounds, each widened by the timer
+	// lateness the machine showed meanwhile (package jitter): a stall of a
+	// busy machine falls in one round, a wrong figure is wrong in all.
+	jitter.BestOf(t, func() []string {
+		probe := jitter.Start(time.Millisecond)
+		var ttfts, itls, tpots, e2es []time.Duration
+		for i := 0; i < 5; i++ {
+			rec := do(c, &workload.Request{Prompt: "hi", MaxTokens: n})
+			if rec.Failed() {
+				t.Fatalf("request failed: %s %s", rec.Err, rec.ErrMsg)
+			}
+			tt, _ := rec.TTFT()
+			tp, _ := rec.TPOT()
+			ttfts, tpots, e2es = append(ttfts, tt), append(tpots, tp), append(e2es, rec.E2E())
+			itls = append(itls, rec.Gaps...)
+			if rec.Chunks != n || len(rec.Gaps) != n-1 {
+				t.Fatalf("chunks %d gaps %d, want %d and %d (the role chunk must not count)", rec.Chunks, len(rec.Gaps), n, n-1)
+			}
+			if rec.OutputTokens != n || rec.OutputSource != record.TokensUsage || rec.InputTokens != 7 {
+				t.Fatalf("tokens out=%d (%s) in=%d, want %d from usage and 7", rec.OutputTokens, rec.OutputSource, rec.InputTokens, n)
+			}
+			if rec.TokenizerTokens != n {
+				t.Fatalf("tokenizer counted %d, want %d", rec.TokenizerTokens, n)
+			}
+			if rec.Model != "m1" {
+				t.Fatalf("model %q", rec.Model)
+			}
+			if rec.Written.IsZero() || rec.Written.Before(rec.Sent) || rec.Written.After(rec.FirstToken) {
+				t.Fatalf("written at %v, sent %v, first token %v", rec.Written, rec.Sent, rec.FirstToken)
+			}
 		}
-		tt, _ := rec.TTFT()
-		tp, _ := rec.TPOT()
-		ttfts, tpots, e2es = append(ttfts, tt), append(tpots, tp), append(e2es, rec.E2E())
-		itls = append(itls, rec.Gaps...)
-		if rec.Chunks != n || len(rec.Gaps) != n-1 {
-			t.Fatalf("chunks %d gaps %d, want %d and %d (the role chunk must not count)", rec.Chunks, len(rec.Gaps), n, n-1)
+		late := probe.Stop()
+		// Medians of 5 requests on a loaded 2-core machine (two -race
+		// suites at once have put E2E 5.7 ms late), widened by 2 wake-ups'
+		// lateness (the server's, the client's); bench/fidelity.sh shows
+		// the 1 ms figures.
+		var problems []string
+		for _, c := range []struct {
+			what           string
+			got, want, tol time.Duration
+		}{
+			{"median TTFT", median(ttfts), ttft, 8 * time.Millisecond},
+			{"median ITL", median(itls), itl, 5 * time.Millisecond},
+			{"median TPOT", median(tpots), itl, 3 * time.Millisecond},
+			{"median E2E", median(e2es), ttft + (n-1)*itl, 10 * time.Millisecond},
+		} {
+			if tol := late.Widen(c.tol, 2); c.got < c.want-tol || c.got > c.want+tol {
+				problems = append(problems, fmt.Sprintf("%s = %v, want %v ± %v (%v)", c.what, c.got, c.want, tol, late))
+			}
 		}
-		if rec.OutputTokens != n || rec.OutputSource != record.TokensUsage || rec.InputTokens != 7 {
-			t.Fatalf("tokens out=%d (%s) in=%d, want %d from usage and 7", rec.OutputTokens, rec.OutputSource, rec.InputTokens, n)
-		}
-		if rec.TokenizerTokens != n {
-			t.Fatalf("tokenizer counted %d, want %d", rec.TokenizerTokens, n)
-		}
-		if rec.Model != "m1" {
-			t.Fatalf("model %q", rec.Model)
-		}
-		if rec.Written.IsZero() || rec.Written.Before(rec.Sent) || rec.Written.After(rec.FirstToken) {
-			t.Fatalf("written at %v, sent %v, first token %v", rec.Written, rec.Sent, rec.FirstToken)
-		}
-	}
-	// Medians of 5 requests on a loaded 2-core machine (two -race suites at
-	// once have put E2E 5.7 ms late); bench/fidelity.sh shows the 1 ms figures.
-	near(t, "median TTFT", median(ttfts), ttft, 8*time.Millisecond)
-	near(t, "median ITL", median(itls), itl, 5*time.Millisecond)
-	near(t, "median TPOT", median(tpots), itl, 3*time.Millisecond)
-	near(t, "median E2E", median(e2es), ttft+(n-1)*itl, 10*time.Millisecond)
+		return problems
+	})
 }
 
 func TestStreamShapes(t *testing.T) {
