@@ -3,6 +3,14 @@
 // through a protocol Client it knows nothing about, and hands every finished
 // record to a Sink.
 //
+// A run ends on time whatever the target does: an open-loop stage sends
+// nothing after its deadline (the schedule's end plus a Grace) and counts
+// the requests it could not send as missed; once sending stops, requests in
+// flight get a drain (DrainTimeout, or InterruptedDrain when the run was
+// interrupted, or none once Hurry is closed) and are then cancelled; a
+// client that has not returned AbandonAfter later is abandoned, its request
+// recorded as cancelled.
+//
 // Stage: engine.
 // The data flow: experiment → workload → schedule → engine → client → record
 // → metrics → verdict → outputs (docs/design.md).
@@ -11,14 +19,10 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"strconv"
-
-	"github.com/spate-dev/spate/internal/metrics/check"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/schedule"
 	"github.com/spate-dev/spate/internal/workload"
@@ -43,17 +47,33 @@ func (f ClientFunc) Do(ctx context.Context, req *workload.Request, rec *record.R
 var _ Client = ClientFunc(nil)
 
 // Sink receives the life of every request: Sent when it is sent, Record
-// when it is finished. Both are called from many goroutines at once.
+// when it is finished. Both are called from many goroutines at once, and
+// never after Run has returned.
 type Sink interface {
 	Sent(at, intended time.Time, warmup bool)
 	Record(rec *record.Record)
 }
 
-// Defaults for Config's drain timeouts.
+// Defaults and bounds of the run's timing.
 const (
 	DefaultDrainTimeout     = 30 * time.Second
 	DefaultInterruptedDrain = 2 * time.Second
+	// AbandonAfter is how long Run waits, once it has cancelled the
+	// requests still in flight, for their clients to return. A request
+	// whose client has not is abandoned: recorded as cancelled, its
+	// goroutine left to end when the client returns.
+	AbandonAfter = 500 * time.Millisecond
+	// MinGrace and MaxGrace bound Grace.
+	MinGrace = 100 * time.Millisecond
+	MaxGrace = time.Second
 )
+
+// Grace is how long past the end of an open-loop schedule spanning span
+// (warm-up included) a late request may still be sent: a tenth of the span,
+// at least MinGrace and at most MaxGrace.
+func Grace(span time.Duration) time.Duration {
+	return min(max(span/10, MinGrace), MaxGrace)
+}
 
 // Config is one scenario's load.
 type Config struct {
@@ -71,11 +91,19 @@ type Config struct {
 	Requests int
 	// Warmup is sent before the measurement and marked as warm-up.
 	Warmup time.Duration
+	// Grace is how late past the schedule's end an open-loop request may
+	// still be sent (0: Grace of the schedule's span). The schedule ends at
+	// Warmup+Duration, or, with Requests, at the last request's offset.
+	Grace time.Duration
 	// DrainTimeout bounds the wait for in-flight requests after the last
 	// send; those still running then are cancelled.
 	DrainTimeout time.Duration
 	// InterruptedDrain bounds that wait when the run's context is cancelled.
 	InterruptedDrain time.Duration
+	// Hurry, once closed, ends the drain at once: requests in flight are
+	// cancelled and recorded as cancelled without waiting for their
+	// clients (a second Ctrl-C). It matters once sending has stopped.
+	Hurry <-chan struct{}
 
 	Source workload.Source
 	Client Client
@@ -89,9 +117,21 @@ type Config struct {
 
 // Outcome says how a run went.
 type Outcome struct {
-	Start, End  time.Time
-	Sent        uint64 // requests sent, warm-up included
-	Interrupted bool   // the run's context was cancelled before the end
+	Start, End time.Time
+	Sent       uint64 // requests sent, warm-up included
+	// Missed counts the measured requests of an open-loop schedule that
+	// were not sent by its deadline (the schedule's end plus Grace): the
+	// generator or a concurrency cap could not keep up. An interrupted
+	// run's unsent remainder is not missed.
+	Missed uint64
+	// Grace is the open-loop stage's grace past the end of its schedule
+	// (0 for a closed loop, or when the schedule's end was never needed).
+	Grace time.Duration
+	// Abandoned counts requests whose client had not returned
+	// AbandonAfter after they were cancelled (recorded as cancelled).
+	Abandoned uint64
+	// Interrupted is true when the run's context was cancelled before the end.
+	Interrupted bool
 }
 
 func (c *Config) check() error {
@@ -104,8 +144,8 @@ func (c *Config) check() error {
 		return errors.New("engine: need a duration or a number of requests")
 	case c.Source == nil || c.Client == nil || c.Sink == nil:
 		return errors.New("engine: Source, Client and Sink are required")
-	case c.Duration < 0 || c.Requests < 0 || c.Warmup < 0 || c.MaxConcurrency < 0:
-		return errors.New("engine: negative duration, requests, warm-up or cap")
+	case c.Duration < 0 || c.Requests < 0 || c.Warmup < 0 || c.MaxConcurrency < 0 || c.Grace < 0:
+		return errors.New("engine: negative duration, requests, warm-up, cap or grace")
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout
@@ -117,13 +157,15 @@ func (c *Config) check() error {
 }
 
 // Run sends the load cfg describes and returns when every request sent has
-// been recorded. Cancelling ctx stops sending; requests in flight get
-// InterruptedDrain to finish and are then cancelled.
+// been recorded (or abandoned, see AbandonAfter). Cancelling ctx stops
+// sending; requests in flight get InterruptedDrain to finish and are then
+// cancelled.
 func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if err := cfg.check(); err != nil {
 		return Outcome{}, err
 	}
 	r := &run{cfg: cfg, stopped: make(chan struct{}), pool: sync.Pool{New: func() any { return new(record.Record) }}}
+	r.flights.set = map[*flight]struct{}{}
 	// Requests outlive ctx by the drain; reqCancel ends them.
 	reqCtx, reqCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer reqCancel()
@@ -140,316 +182,94 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if cfg.Duration > 0 || r.out.Interrupted {
 		// Past the deadline no conversation starts a new turn; a run
 		// bounded by a request count lets its conversations finish.
-		close(r.stopped)
+		r.stop()
 	}
-
-	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
-	drain := cfg.DrainTimeout
-	if r.out.Interrupted {
-		drain = cfg.InterruptedDrain
-	}
-	timer := time.NewTimer(drain)
-	defer timer.Stop()
-	var interrupt <-chan struct{}
-	if !r.out.Interrupted {
-		interrupt = ctx.Done()
-	}
-	select {
-	case <-done:
-	case <-timer.C:
-		reqCancel()
-		<-done
-	case <-interrupt:
-		// Interrupted while draining: drain briefly, then cancel.
-		r.out.Interrupted = true
-		timer.Reset(cfg.InterruptedDrain)
-		select {
-		case <-done:
-		case <-timer.C:
-			reqCancel()
-			<-done
-		}
-	}
+	r.drain(ctx, reqCancel)
 	r.out.End = time.Now()
 	r.out.Sent = r.sent.Load()
+	if !r.out.Interrupted {
+		r.out.Missed += r.lateMissed.Load()
+	}
 	return r.out, err
 }
 
 type run struct {
-	cfg     Config
-	stopped chan struct{} // closed at the deadline or interruption: no new conversation turns
-	reqCtx  context.Context
-	pool    sync.Pool
-	wg      sync.WaitGroup
-	sent    atomic.Uint64
-	out     Outcome
+	cfg      Config
+	stopped  chan struct{} // closed at the deadline or interruption: no new conversation turns
+	stopOnce sync.Once
+	reqCtx   context.Context
+	pool     sync.Pool
+	wg       sync.WaitGroup // every request's goroutine (and the closed loop's workers)
+	sent     atomic.Uint64
+	flights  flights
+	out      Outcome
+	// sendBy, when not 0, is the offset from the start (in ns) after
+	// which nothing is sent: the closed loop's end, the open loop's
+	// deadline once known.
+	sendBy atomic.Int64
+	// lateMissed counts scheduled requests the loop dispatched before the
+	// deadline whose goroutine started after it.
+	lateMissed atomic.Uint64
+}
+
+// stop closes r.stopped once.
+func (r *run) stop() { r.stopOnce.Do(func() { close(r.stopped) }) }
+
+// drain waits for the requests in flight: DrainTimeout (InterruptedDrain
+// once the run is interrupted, nothing once Hurry is closed), then cancels
+// them and abandons those whose clients do not return.
+func (r *run) drain(ctx context.Context, cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	end := time.Now().Add(r.cfg.DrainTimeout)
+	interrupt := ctx.Done()
+	if r.out.Interrupted {
+		end, interrupt = time.Now().Add(r.cfg.InterruptedDrain), nil
+	}
+	timer := time.NewTimer(time.Until(end))
+	defer timer.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-interrupt:
+			// Interrupted while draining: drain briefly, then cancel.
+			r.out.Interrupted, interrupt = true, nil
+			r.stop()
+			if e := time.Now().Add(r.cfg.InterruptedDrain); e.Before(end) {
+				end = e
+				timer.Reset(time.Until(end))
+			}
+		case <-timer.C:
+			r.cancel(done, cancel, false)
+			return
+		case <-r.cfg.Hurry:
+			r.out.Interrupted = true
+			r.cancel(done, cancel, true)
+			return
+		}
+	}
+}
+
+// cancel cancels the requests in flight and waits AbandonAfter (or, in a
+// hurry, not at all) for their clients to return before abandoning them.
+func (r *run) cancel(done <-chan struct{}, cancel context.CancelFunc, hurry bool) {
+	r.stop()
+	cancel()
+	if !hurry {
+		t := time.NewTimer(AbandonAfter)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		case <-r.cfg.Hurry:
+		}
+	}
+	r.out.Abandoned = r.abandon()
 }
 
 // seq is the record number of request n (see Config.SeqStride).
 func (r *run) seq(n uint64) uint64 {
 	return n*max(r.cfg.SeqStride, 1) + r.cfg.SeqOffset
-}
-
-// send dispatches one request in its own goroutine; release, if not nil,
-// is called when it is finished.
-func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm bool, slotWait time.Duration, release func()) {
-	rec := r.pool.Get().(*record.Record)
-	rec.Reset()
-	rec.Seq, rec.Warmup, rec.Intended, rec.SlotWait, rec.Intent = r.seq(n), warm, intended, slotWait, req.Intent
-	rec.PacedTokens = req.PacedTokens
-	r.sent.Add(1)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		r.do(req, rec)
-		if release != nil {
-			release()
-		}
-	}()
-}
-
-// do sends req and records it, in the calling goroutine; a conversation
-// is sent turn by turn.
-func (r *run) do(req *workload.Request, rec *record.Record) {
-	if len(req.Turns) > 0 {
-		r.converse(req, rec)
-		return
-	}
-	r.doOne(req, rec)
-}
-
-// doOne sends one request and records it.
-func (r *run) doOne(req *workload.Request, rec *record.Record) {
-	r.exec(req, rec)
-	r.cfg.Sink.Record(rec)
-	r.pool.Put(rec)
-}
-
-// exec sends req and fills rec: timings from the client, then the
-// request's labels and the outcome of its answer checks.
-func (r *run) exec(req *workload.Request, rec *record.Record) {
-	rec.Sent = time.Now()
-	if rec.Intended.IsZero() {
-		rec.Intended = rec.Sent
-	}
-	r.cfg.Sink.Sent(rec.Sent, rec.Intended, rec.Warmup)
-	r.cfg.Client.Do(r.reqCtx, req, rec)
-	if rec.End.IsZero() {
-		rec.End = time.Now()
-	}
-	rec.Labels = append(rec.Labels, req.Labels...)
-	rec.NormInput, rec.Complexity = req.NormTokens, req.Complexity
-	if req.Checks != nil && !rec.Failed() {
-		a := check.Answer{Text: rec.Answer, ToolCalls: rec.ToolCalls}
-		for _, c := range req.Checks.Checks {
-			rec.Checks = append(rec.Checks, record.CheckResult{Name: c.Name(), Pass: c.Pass(a)})
-		}
-	}
-}
-
-// turnLabels are the labels of conversation turns 1 to 32; later turns
-// share the last.
-var turnLabels = func() []record.Label {
-	var l []record.Label
-	for i := 1; i <= 32; i++ {
-		v := strconv.Itoa(i)
-		if i == 32 {
-			v = "32+"
-		}
-		l = append(l, record.Label{Key: "turn", Value: v})
-	}
-	return l
-}()
-
-// converse sends a conversation's turns in order, each one record: the
-// history grows with every user message and the answer the server gave
-// (kept from the record), with the turn's think time before each later
-// turn. A failed turn ends the conversation; so does the end of sending,
-// before a new turn. The first turn is intended at the conversation's
-// intended time, later ones when their think time is over.
-func (r *run) converse(conv *workload.Request, rec *record.Record) {
-	history := append([]workload.Message(nil), conv.Messages...)
-	seq, warm := rec.Seq, rec.Warmup
-	for t, turn := range conv.Turns {
-		if t > 0 {
-			if turn.Think > 0 {
-				timer := time.NewTimer(turn.Think)
-				select {
-				case <-timer.C:
-				case <-r.stopped:
-					timer.Stop()
-					return
-				case <-r.reqCtx.Done():
-					timer.Stop()
-					return
-				}
-			}
-			select {
-			case <-r.stopped:
-				return
-			default:
-			}
-			rec = r.pool.Get().(*record.Record)
-			rec.Reset()
-			rec.Seq, rec.Warmup, rec.Intent, rec.Intended = seq, warm, conv.Intent, time.Now()
-			r.sent.Add(1)
-		}
-		history = append(history, workload.Message{Role: "user", Content: turn.Prompt})
-		req := &workload.Request{
-			Messages: history, MaxTokens: turn.MaxTokens, InputTokens: turn.InputTokens, KeepAnswer: true,
-			Intent: conv.Intent, Session: conv.Session, Tools: conv.Tools, Checks: conv.Checks,
-			Temperature: conv.Temperature, TopP: conv.TopP, Model: conv.Model, Logprobs: conv.Logprobs,
-			Labels: append(append(make([]workload.Label, 0, len(conv.Labels)+1), conv.Labels...), turnLabels[min(t, len(turnLabels)-1)]),
-			// No NormTokens: a turn also sends the history, whose answers
-			// the workload could not weigh; normalised throughput is then
-			// not reported (see metrics).
-			Complexity: conv.Complexity,
-		}
-		r.exec(req, rec)
-		failed, answer := rec.Failed(), string(rec.Answer)
-		r.cfg.Sink.Record(rec)
-		r.pool.Put(rec)
-		if failed {
-			return
-		}
-		history = append(history, workload.Message{Role: "assistant", Content: answer})
-	}
-}
-
-func (r *run) openLoop(ctx context.Context) error {
-	cfg := r.cfg
-	var sem chan struct{}
-	if cfg.MaxConcurrency > 0 {
-		sem = make(chan struct{}, cfg.MaxConcurrency)
-	}
-	release := func() { <-sem }
-	if sem == nil {
-		release = nil
-	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	end := cfg.Warmup + cfg.Duration
-	measured := 0
-	var prev time.Duration
-	// capDebt is how long the loop has waited for slots since it was last
-	// on schedule: the part of the current lag the cap caused.
-	var capDebt time.Duration
-	for n := uint64(0); ; n++ {
-		off := cfg.Pacer.Pace(n, prev)
-		if off < prev {
-			return fmt.Errorf("engine: pacer went back in time at request %d", n)
-		}
-		prev = off
-		if cfg.Duration > 0 && off >= end {
-			return nil
-		}
-		warm := off < cfg.Warmup
-		if !warm {
-			if cfg.Requests > 0 && measured >= cfg.Requests {
-				return nil
-			}
-			measured++
-		}
-		req, err := cfg.Source.Request(n)
-		if err != nil {
-			return fmt.Errorf("making request %d: %w", n, err)
-		}
-		intended := r.out.Start.Add(off)
-		if d := time.Until(intended); d > 0 {
-			capDebt = 0 // ahead of schedule again: earlier waits no longer delay anyone
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				return nil
-			}
-		} else if ctx.Err() != nil {
-			return nil
-		}
-		var wait time.Duration
-		if sem != nil {
-			select {
-			case sem <- struct{}{}:
-			default:
-				t0 := time.Now()
-				select {
-				case sem <- struct{}{}:
-				case <-ctx.Done():
-					return nil
-				}
-				capDebt += time.Since(t0)
-			}
-			// The lag the cap caused: every slot wait since the loop last
-			// was on schedule, as far as this request is late.
-			wait = min(capDebt, time.Since(intended))
-		}
-		r.send(req, n, intended, warm, wait, release)
-	}
-}
-
-func (r *run) closedLoop(ctx context.Context) error {
-	cfg := r.cfg
-	var next atomic.Uint64
-	var measured atomic.Int64
-	stopAt := r.out.Start.Add(cfg.Warmup + cfg.Duration)
-	var errOnce sync.Once
-	var firstErr error
-	var workers sync.WaitGroup
-	allSent := make(chan struct{}) // closed when the last measured request is dispatched
-	var allSentOnce sync.Once
-	for w := 0; w < cfg.Concurrency; w++ {
-		workers.Add(1)
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			defer workers.Done()
-			for ctx.Err() == nil {
-				now := time.Now()
-				if cfg.Duration > 0 && !now.Before(stopAt) {
-					return
-				}
-				warm := now.Sub(r.out.Start) < cfg.Warmup
-				if !warm && cfg.Requests > 0 {
-					m := measured.Add(1)
-					if m > int64(cfg.Requests) {
-						return
-					}
-					if m == int64(cfg.Requests) {
-						allSentOnce.Do(func() { close(allSent) })
-					}
-				}
-				n := next.Add(1) - 1
-				req, err := cfg.Source.Request(n)
-				if err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("making request %d: %w", n, err) })
-					return
-				}
-				rec := r.pool.Get().(*record.Record)
-				rec.Reset()
-				rec.Seq, rec.Warmup, rec.Intent = r.seq(n), warm, req.Intent
-				r.sent.Add(1)
-				r.do(req, rec)
-			}
-		}()
-	}
-	// Sending stops at the deadline, on interruption, or when every worker
-	// has run out of requests; Run then drains what is in flight.
-	idle := make(chan struct{})
-	go func() { workers.Wait(); close(idle) }()
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(time.Until(stopAt))
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-idle:
-	case <-allSent:
-	case <-deadline:
-	case <-ctx.Done():
-	}
-	errOnce.Do(func() {})
-	return firstErr
 }

@@ -98,7 +98,11 @@ type Record struct {
 	// generator behind schedule.
 	SlotWait time.Duration
 	Sent     time.Time // when the client started sending the request
-	Written  time.Time // when the request was fully written (zero if never)
+	// Turnaround is, in a closed loop, how long the worker took from its
+	// previous request's end to this send: the generator's own delay (0
+	// for a worker's first request, and in an open loop).
+	Turnaround time.Duration
+	Written    time.Time // when the request was fully written (zero if never)
 
 	FirstToken     time.Time // first content-bearing event (any kind)
 	FirstReasoning time.Time // first reasoning-text event

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spate-dev/spate/internal/record"
+)
+
+// closedLoop runs cfg.Concurrency workers, each sending its next request
+// when its last one is recorded, until the duration is over, the request
+// count is reached or ctx is cancelled. Nothing starts after the deadline.
+func (r *run) closedLoop(ctx context.Context) error {
+	cfg := r.cfg
+	var next atomic.Uint64
+	var measured atomic.Int64
+	stopAt := r.out.Start.Add(cfg.Warmup + cfg.Duration)
+	if cfg.Duration > 0 {
+		r.sendBy.Store(int64(cfg.Warmup + cfg.Duration))
+	}
+	var errOnce sync.Once
+	var firstErr error
+	var workers sync.WaitGroup
+	allSent := make(chan struct{}) // closed when the last measured request is dispatched
+	var allSentOnce sync.Once
+	for w := 0; w < cfg.Concurrency; w++ {
+		workers.Add(1)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer workers.Done()
+			var ready time.Time // when this worker was last free to send
+			for ctx.Err() == nil {
+				now := time.Now()
+				if cfg.Duration > 0 && !now.Before(stopAt) {
+					return
+				}
+				warm := now.Sub(r.out.Start) < cfg.Warmup
+				if !warm && cfg.Requests > 0 {
+					m := measured.Add(1)
+					if m > int64(cfg.Requests) {
+						return
+					}
+					if m == int64(cfg.Requests) {
+						allSentOnce.Do(func() { close(allSent) })
+					}
+				}
+				n := next.Add(1) - 1
+				req, err := cfg.Source.Request(n)
+				if err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("making request %d: %w", n, err) })
+					return
+				}
+				rec := r.pool.Get().(*record.Record)
+				rec.Reset()
+				rec.Seq, rec.Warmup, rec.Intent = r.seq(n), warm, req.Intent
+				if !r.do(req, rec, ready) {
+					return
+				}
+				ready = time.Now()
+			}
+		}()
+	}
+	// Sending stops at the deadline, on interruption, or when every worker
+	// has run out of requests; Run then drains what is in flight.
+	idle := make(chan struct{})
+	go func() { workers.Wait(); close(idle) }()
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(time.Until(stopAt))
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-idle:
+	case <-allSent:
+	case <-deadline:
+	case <-ctx.Done():
+	}
+	errOnce.Do(func() {})
+	return firstErr
+}

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spate-dev/spate/internal/record"
+)
+
+// A flight is one request between its send and its record. The engine
+// keeps every flight so that, when a client does not return after being
+// cancelled, it can record the request itself and return on time.
+type flight struct {
+	state atomic.Uint32
+	// What the engine knows of the request, copied at the send: the
+	// record itself belongs to the client until it returns.
+	seq            uint64
+	warmup         bool
+	intended, sent time.Time
+	slotWait       time.Duration
+	intent         string
+}
+
+// The states of a flight.
+const (
+	inFlight  uint32 = iota // the client has the request
+	recording               // the client returned; the sink is being given the record
+	recorded                // the sink has the record
+	abandoned               // the engine recorded it as cancelled: the client's record is dropped
+)
+
+// flights are the requests in flight.
+type flights struct {
+	mu     sync.Mutex
+	set    map[*flight]struct{}
+	closed bool // abandoned: nothing more is sent
+}
+
+// begin sends rec: it stamps rec.Sent, tells the sink and registers the
+// flight. It returns nil, sending nothing, once the engine has abandoned
+// its requests (the run is over) or past the time to send by (see
+// run.sendBy), where a scheduled request (not a conversation's later
+// turn) is missed.
+func (r *run) begin(rec *record.Record, scheduled bool) *flight {
+	fs := &r.flights
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.closed {
+		return nil
+	}
+	now := time.Now()
+	if by := r.sendBy.Load(); by != 0 && int64(now.Sub(r.out.Start)) > by {
+		if scheduled && !rec.Warmup && r.cfg.Pacer != nil {
+			r.lateMissed.Add(1)
+		}
+		return nil
+	}
+	rec.Sent = now
+	if rec.Intended.IsZero() {
+		rec.Intended = rec.Sent
+	}
+	f := &flight{seq: rec.Seq, warmup: rec.Warmup, intended: rec.Intended, sent: rec.Sent, slotWait: rec.SlotWait, intent: rec.Intent}
+	fs.set[f] = struct{}{}
+	r.sent.Add(1)
+	// Under the lock, so that a flight abandon sees has been sent.
+	r.cfg.Sink.Sent(rec.Sent, rec.Intended, rec.Warmup)
+	return f
+}
+
+// settle gives the sink the record of a flight whose client returned. It
+// reports false, recording nothing, when the engine has abandoned the
+// flight (and recorded it as cancelled) in the meantime.
+func (r *run) settle(f *flight, rec *record.Record) bool {
+	if !f.state.CompareAndSwap(inFlight, recording) {
+		return false
+	}
+	r.cfg.Sink.Record(rec)
+	f.state.Store(recorded)
+	fs := &r.flights
+	fs.mu.Lock()
+	delete(fs.set, f)
+	fs.mu.Unlock()
+	return true
+}
+
+// abandonMsg is the error message of an abandoned request.
+const abandonMsg = "cancelled: the client had not returned when the run ended"
+
+// abandon ends the run's sending for good and records every request still
+// with its client as cancelled; it waits for the records the sink is being
+// given and returns how many requests it abandoned.
+func (r *run) abandon() uint64 {
+	fs := &r.flights
+	var gone, busy []*flight
+	fs.mu.Lock()
+	fs.closed = true
+	for f := range fs.set {
+		if f.state.CompareAndSwap(inFlight, abandoned) {
+			gone = append(gone, f)
+		} else {
+			busy = append(busy, f)
+		}
+	}
+	clear(fs.set)
+	fs.mu.Unlock()
+	now := time.Now()
+	var rec record.Record
+	for _, f := range gone {
+		rec.Reset()
+		rec.Seq, rec.Warmup, rec.Intended, rec.Sent, rec.SlotWait, rec.Intent = f.seq, f.warmup, f.intended, f.sent, f.slotWait, f.intent
+		rec.Fail(record.Cancelled, abandonMsg, now)
+		r.cfg.Sink.Record(&rec)
+	}
+	// A client that returned just before is giving the sink its record:
+	// a matter of microseconds.
+	for _, f := range busy {
+		for f.state.Load() == recording {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return uint64(len(gone))
+}
