@@ -18,6 +18,7 @@ package spate
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/spate-dev/spate/experiment"
@@ -40,6 +41,13 @@ var ErrThresholdsFailed = plan.ErrThresholdsFailed
 // it.
 var ErrNoneSucceeded = plan.ErrNoneSucceeded
 
+// ErrUntrustworthy is Run's error when the run completed and its
+// thresholds passed (or it had none) but a measured stage was invalid:
+// spate could not offer the load it was asked for, so there is no
+// trustworthy verdict. The result is complete and written; spate exits 4
+// on it. measurement.allowInvalid makes such a run return nil.
+var ErrUntrustworthy = plan.ErrUntrustworthy
+
 // An Option changes how Run reports as it goes.
 type Option func(*options)
 
@@ -58,6 +66,12 @@ func WithStderr(w io.Writer) Option { return func(o *options) { o.env.Stderr = w
 // interactive terminal) instead of printing a line per interval.
 func WithLiveProgress() Option { return func(o *options) { o.env.Live = true } }
 
+// WithHurry stops a run's drain at once when c is closed after ctx was
+// cancelled: the requests still in flight are recorded as cancelled and the
+// partial result is written without waiting for them (the command line
+// closes it on a second Ctrl-C).
+func WithHurry(c <-chan struct{}) Option { return func(o *options) { o.env.Hurry = c } }
+
 // WithoutSummary leaves out the console summary and the features' tables
 // but keeps progress and the notes on files written.
 func WithoutSummary() Option { return func(o *options) { o.env.NoSummary = true } }
@@ -67,10 +81,11 @@ func WithoutSummary() Option { return func(o *options) { o.env.NoSummary = true 
 // it and the other outputs the experiment names (exp.Outputs; none by
 // default) and running the gate actions its verdict maps to (exp.Actions).
 //
-// The error is nil, ErrThresholdsFailed, ErrNoneSucceeded, an ErrInvalid,
-// or what stopped the run; a result is returned whenever one was
-// measured, even with an error (an interrupted run's is partial: cancel
-// ctx to stop a run). exp is not changed.
+// The error is nil, ErrThresholdsFailed, ErrUntrustworthy,
+// ErrNoneSucceeded, an ErrInvalid, or what stopped the run (see ExitCode);
+// a result is returned whenever one was measured, even with an error (an
+// interrupted run's is partial: cancel ctx to stop a run). exp is not
+// changed.
 func Run(ctx context.Context, exp *experiment.Experiment, opts ...Option) (*result.Result, error) {
 	o := options{env: plan.Env{Version: Version}}
 	for _, opt := range opts {
@@ -86,3 +101,30 @@ func Run(ctx context.Context, exp *experiment.Experiment, opts ...Option) (*resu
 // so it cannot tell whether the target is reachable or a dataset reads; it
 // does not require a target, which the command line may give.
 func Validate(exp *experiment.Experiment) error { return plan.Check(exp) }
+
+// Exit codes of a run (docs/design.md §4), as ExitCode maps Run's error.
+const (
+	ExitOK            = 0 // success: thresholds passed on a valid measurement
+	ExitError         = 1 // the run could not complete: unreadable file, unreachable target, nothing succeeded, interrupted
+	ExitUsage         = 2 // the experiment cannot run as given (ErrInvalid)
+	ExitThresholds    = 3 // a threshold failed; the result is written (ErrThresholdsFailed)
+	ExitUntrustworthy = 4 // no trustworthy verdict: a measured stage was invalid; the result is written (ErrUntrustworthy)
+)
+
+// ExitCode is the exit code of a run that returned err: 0 for nil, 3 for
+// ErrThresholdsFailed (which wins over an invalid measurement: Run
+// returns it then), 4 for ErrUntrustworthy, 2 for ErrInvalid, 1 for any
+// other error.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrThresholdsFailed):
+		return ExitThresholds
+	case errors.Is(err, ErrUntrustworthy):
+		return ExitUntrustworthy
+	case errors.Is(err, ErrInvalid):
+		return ExitUsage
+	}
+	return ExitError
+}

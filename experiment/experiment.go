@@ -216,9 +216,18 @@ func (t *ThresholdSpec) UnmarshalYAML(unmarshal func(any) error) error {
 
 // Measurement tunes how figures are taken (--lag-bound, --tokenizer-sample).
 type Measurement struct {
-	// LagBound is the schedule-lag p99 above which a stage is not a valid
-	// measurement.
+	// LagBound is the floor of the validity rule's lag bound: a send later
+	// than it makes a stage invalid only when it is also late against the
+	// schedule's median gap and a tenth of the latency p50 (default 10ms;
+	// see docs/figures.md).
 	LagBound time.Duration `yaml:"lagBound"`
+	// AllowInvalid accepts an invalid measurement: the run exits 0 rather
+	// than 4 (its verdict is still "invalid").
+	AllowInvalid bool `yaml:"allowInvalid"`
+	// SLOFrom is the send time an open-loop stage's SLO thresholds (on
+	// ttft, e2e, goodput and goodput_rps) are judged from: intended (the
+	// default: what users felt) or sent.
+	SLOFrom string `yaml:"sloFrom"`
 	// TokenizerSample counts output tokens locally on every Nth request to
 	// check the server's usage (default 16; 0: only when usage is missing).
 	TokenizerSample *int `yaml:"tokenizerSample"`
@@ -544,6 +553,11 @@ func (e *Experiment) Problems() []Problem {
 		if !spec.AbortOnFail && (spec.Delay != 0 || spec.Window != 0) && !looksLikeTrigger(spec.Expr) {
 			at(p, "delay and window only apply with abortOnFail: true, or to a trigger (delta(...), and, for)")
 		}
+	}
+	switch e.Measurement.SLOFrom {
+	case "", "intended", "sent":
+	default:
+		at("$.measurement.sloFrom", "sloFrom %q (--slo-from): use intended or sent", e.Measurement.SLOFrom)
 	}
 	if len(e.Stages) == 0 {
 		at("$", "no stages: add at least one under stages:, e.g. {name: main, rate: 5, duration: 30s}")

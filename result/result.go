@@ -41,7 +41,12 @@ type Result struct {
 	Provenance       Provenance `json:"provenance"`
 	Config           Config     `json:"config"`
 	ThresholdsPassed bool       `json:"thresholds_passed"`
-	Scenarios        []Scenario `json:"scenarios"`
+	// Verdict is the run's verdict: pass (every threshold passed on a
+	// valid measurement), fail (a threshold failed), invalid (thresholds
+	// passed but a stage's measurement was not valid: exit 4 unless
+	// allowed) or error (the run could not complete).
+	Verdict   string     `json:"verdict,omitempty"`
+	Scenarios []Scenario `json:"scenarios"`
 	// Histograms holds, per scenario name and metric name (the keys of
 	// Scenario.Metrics), the HDR histogram of values in microseconds (token
 	// counts for tokens_per_chunk), in HdrHistogram's V2 compressed base64
@@ -110,6 +115,15 @@ type Config struct {
 	Thresholds     []string `json:"thresholds,omitempty"`
 	Experiment     string   `json:"experiment,omitempty"` // path of the experiment file
 	Workload       string   `json:"workload,omitempty"`   // path of the --workload file
+	// ComplexityShaping is true when the first stage's open-loop rate was
+	// scaled by each request's complexity (--complexity-shaping).
+	ComplexityShaping bool `json:"complexity_shaping,omitempty"`
+	// SLOFrom is the send time an open-loop stage's SLO thresholds were
+	// judged from: "intended" (default) or "sent".
+	SLOFrom string `json:"slo_from,omitempty"`
+	// AllowInvalid is true when an invalid measurement was accepted
+	// (--allow-invalid): the run exits 0 instead of 4.
+	AllowInvalid bool `json:"allow_invalid,omitempty"`
 }
 
 // ThresholdOutcome is the verdict on one threshold, as written to a
@@ -135,6 +149,10 @@ type ThresholdOutcome struct {
 	Trigger  bool     `json:"trigger,omitempty"`
 	Fired    int      `json:"fired,omitempty"`
 	FiredAtS *float64 `json:"fired_at_s,omitempty"`
+	// From is "intended" when the figure was judged from the intended
+	// send time (the default for ttft, e2e and goodput in an open-loop
+	// stage: measurement.sloFrom).
+	From string `json:"from,omitempty"`
 }
 
 // Scenario is the measurement of one stage.
@@ -186,7 +204,10 @@ type Load struct {
 	RampFrom   float64 `json:"ramp_from,omitempty"`
 	// Stampede is the stage's cache stampedes (bursts on top of the rate),
 	// as --stampede takes them.
-	Stampede       string  `json:"stampede,omitempty"`
+	Stampede string `json:"stampede,omitempty"`
+	// Shaped is true when complexity shaping scaled each gap of the
+	// schedule (see Config.ComplexityShaping).
+	Shaped         bool    `json:"shaped,omitempty"`
 	ScheduledRate  float64 `json:"scheduled_rate,omitempty"`
 	AchievedRate   float64 `json:"achieved_rate"`
 	Concurrency    int     `json:"concurrency,omitempty"`
@@ -194,17 +215,29 @@ type Load struct {
 	ScheduleLagMS  Dist    `json:"schedule_lag_ms"`
 	SlotWaitMS     Dist    `json:"slot_wait_ms"`
 	SendDelayMS    Dist    `json:"send_delay_ms"`
-	LagBoundMS     float64 `json:"lag_bound_ms"`
+	// LagBoundMS is the bound the stage's lag was judged against (see
+	// Validity.BoundMS).
+	LagBoundMS float64 `json:"lag_bound_ms"`
 	// ReadLagMS is the distribution of requests' read lag (how late the
 	// client read responses after their data arrived, the largest of each
 	// request's reads), when the client measures it; LateEvents is the
 	// fraction of content events whose timestamp may be off by over 1 ms,
-	// over 1 % of which the stage is not valid.
-	ReadLagMS     *Dist    `json:"read_lag_ms,omitempty"`
-	LateEvents    *float64 `json:"late_events,omitempty"`
-	Valid         bool     `json:"valid"`
-	InvalidCause  string   `json:"invalid_cause,omitempty"` // generator_saturated, concurrency_cap, server_backpressure, reader_lag
-	InvalidReason string   `json:"invalid_reason,omitempty"`
+	// over 1 % of which the stage is not valid (check late_events, cause
+	// reader_lag when nothing else failed).
+	ReadLagMS  *Dist    `json:"read_lag_ms,omitempty"`
+	LateEvents *float64 `json:"late_events,omitempty"`
+	// Missed counts the measured requests of an open-loop schedule that
+	// were not sent by the stage's deadline: the schedule's end plus
+	// GraceMS.
+	Missed  int     `json:"missed"`
+	GraceMS float64 `json:"grace_ms,omitempty"`
+	Valid   bool    `json:"valid"`
+	// InvalidCause says who made the stage invalid: concurrency_cap,
+	// server_backpressure, missed_sends, reader_lag or generator_saturated.
+	InvalidCause  string `json:"invalid_cause,omitempty"`
+	InvalidReason string `json:"invalid_reason,omitempty"`
+	// Validity holds the facts the validity rule judged (docs/figures.md).
+	Validity *Validity `json:"validity,omitempty"`
 
 	// TargetTokenRate is the tokens per second a token-paced stage was
 	// asked for, counted on TokenRateBasis: total (input + output) or
@@ -216,12 +249,46 @@ type Load struct {
 	AchievedTokenRate float64 `json:"achieved_token_rate,omitempty"`
 }
 
+// Validity is how a stage's measurement was judged: the checks that failed
+// and the figures they read. Lags are the open loop's arrival lags
+// (intended time to the request written) or the closed loop's turnarounds.
+type Validity struct {
+	// Failed lists the checks that failed: missed_sends, rate_short,
+	// lag_large, lag_growing (open loop), turnaround_large (closed loop),
+	// late_events (either).
+	Failed []string `json:"failed,omitempty"`
+	// BoundMS is the lag bound: the largest of FloorMS, MedianGapMS and a
+	// tenth of LatencyP50MS.
+	BoundMS      float64 `json:"bound_ms"`
+	FloorMS      float64 `json:"floor_ms"`
+	MedianGapMS  float64 `json:"median_gap_ms,omitempty"`
+	LatencyP50MS float64 `json:"latency_p50_ms"`
+	// Sends counts the sends judged; LateSends those over the bound.
+	Sends     int     `json:"sends"`
+	LateSends int     `json:"late_sends"`
+	Missed    int     `json:"missed,omitempty"`
+	LagP99MS  float64 `json:"lag_p99_ms"`
+	// RateRatio is the sends' rate over the scheduled rate, on the
+	// middle 90 % of the sends.
+	RateRatio float64 `json:"rate_ratio,omitempty"`
+	// LagSlopeMSPerS and LagSlopeT are the least-squares slope of the lag
+	// over the stage and its t statistic; LastTenthLagMS is the median lag
+	// over the last tenth of the stage.
+	LagSlopeMSPerS float64 `json:"lag_slope_ms_per_s,omitempty"`
+	LagSlopeT      float64 `json:"lag_slope_t,omitempty"`
+	LastTenthLagMS float64 `json:"last_tenth_lag_ms,omitempty"`
+}
+
 // Requests counts outcomes. Warm-up requests are counted only in Warmup.
 type Requests struct {
-	Total     int            `json:"total"`
-	Succeeded int            `json:"succeeded"`
-	Failed    int            `json:"failed"`
-	Cancelled int            `json:"cancelled"`
+	Total     int `json:"total"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	// Abandoned counts the cancelled requests whose client had not
+	// returned half a second after being cancelled (the run ended without
+	// them).
+	Abandoned int            `json:"abandoned,omitempty"`
 	Warmup    int            `json:"warmup"`
 	Errors    map[string]int `json:"errors"`
 	// ErrorSamples holds the first message seen for each error kind.
@@ -266,10 +333,15 @@ type Tokens struct {
 }
 
 // Goodput is the share of requests that succeeded and met every SLO.
+// Fraction and RequestsPerS judge TTFT and E2E from the send; the intended
+// twins from the intended send time, as users waiting behind a late
+// generator or a concurrency cap felt them (equal in a closed loop).
 type Goodput struct {
-	Fraction     float64            `json:"fraction"`
-	RequestsPerS float64            `json:"requests_per_s"`
-	SLOms        map[string]float64 `json:"slo_ms,omitempty"`
+	Fraction             float64            `json:"fraction"`
+	RequestsPerS         float64            `json:"requests_per_s"`
+	IntendedFraction     float64            `json:"intended_fraction"`
+	IntendedRequestsPerS float64            `json:"intended_requests_per_s"`
+	SLOms                map[string]float64 `json:"slo_ms,omitempty"`
 }
 
 // Dist summarises a distribution. Latencies are in milliseconds.

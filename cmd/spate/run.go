@@ -73,7 +73,9 @@ var runBindings = []flagbind.Binding{
 	// Figures and verdict.
 	{Name: "slo", Usage: "per-request objectives for goodput, e.g. ttft=500ms,tpot=50ms (keys ttft, tpot, itl, e2e)", X: func(x *xp) any { return &x.SLO }},
 	{Name: "threshold", Usage: "pass/fail expression, e.g. 'p99(ttft) < 800ms' (repeatable; exit 3 if any fails)", X: func(x *xp) any { return &x.Thresholds }, Join: true},
-	{Name: "lag-bound", Usage: "schedule-lag p99 above which the run is marked invalid", X: func(x *xp) any { return &x.Measurement.LagBound }},
+	{Name: "lag-bound", Usage: "floor of the validity rule's lag bound (the bound is also the schedule's median gap and a tenth of the latency p50)", X: func(x *xp) any { return &x.Measurement.LagBound }},
+	{Name: "allow-invalid", Usage: "accept an invalid measurement: exit 0 instead of 4 (the verdict stays invalid)", X: func(x *xp) any { return &x.Measurement.AllowInvalid }},
+	{Name: "slo-from", Usage: "open loop: judge thresholds on ttft, e2e and goodput from the intended or sent time", X: func(x *xp) any { return &x.Measurement.SLOFrom }},
 	{Name: "tokenizer", Usage: "tokenizer of synthetic prompt lengths and local token counts: cl100k_base, o200k_base, llama3 or a tokenizer.json path", X: func(x *xp) any { return &x.Measurement.Tokenizer }},
 	{Name: "tokenizer-sample", Usage: "count output tokens locally on every Nth request to check the server's usage (0: only when usage is missing)", X: func(x *xp) any { return &x.Measurement.TokenizerSample }},
 	{Name: "limit", Usage: "change a limit on what is kept of responses and read from files, KEY=VALUE (repeatable): responseText, responseBody, modelId, modelList, fileSize, lineSize (sizes, e.g. 16MiB), promptTokens, faultSetNodes", X: func(x *xp) any { return &x.Limits }, Join: true},
@@ -194,9 +196,12 @@ func (f *runFlags) experiment(c *cobra.Command, args []string) (*experiment.Expe
 }
 
 // options are the spate.Run options of a command: its output writers,
-// live progress on an interactive terminal.
+// live progress on an interactive terminal, the second Ctrl-C.
 func options(c *cobra.Command) []spate.Option {
 	opts := []spate.Option{spate.WithStdout(c.OutOrStdout()), spate.WithStderr(c.ErrOrStderr())}
+	if h := hurryOf(c.Context()); h != nil {
+		opts = append(opts, spate.WithHurry(h))
+	}
 	file, ok := c.ErrOrStderr().(*os.File)
 	if progress.Interactive(ok && term.IsTerminal(int(file.Fd())), os.Getenv) {
 		opts = append(opts, spate.WithLiveProgress())

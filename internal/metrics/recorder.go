@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +34,8 @@ const (
 	SendDelay   = "send_delay_ms"
 )
 
-// DefaultLagBound is the schedule-lag p99 above which a run is not a valid
-// measurement of its target.
+// DefaultLagBound is the floor of the validity rule's lag bound: a lag
+// under it never makes a stage invalid (see validity.go).
 const DefaultLagBound = 10 * time.Millisecond
 
 // LateEventBound is the fraction of late events (record.Record.LateEvents:
@@ -53,7 +52,7 @@ type Config struct {
 	TargetRate     float64 // open loop only
 	Concurrency    int     // closed loop only
 	MaxConcurrency int
-	LagBound       time.Duration // 0: DefaultLagBound
+	LagBound       time.Duration // the lag bound's floor; 0: DefaultLagBound
 	Tokenizer      string
 	// Window, when positive, keeps that many recent seconds for
 	// WindowLookup (thresholds evaluated during the run).
@@ -82,6 +81,7 @@ type Recorder struct {
 	events, lateEvents int64
 
 	total, succeeded, failed, cancelled, warmup, good int
+	goodIntended                                      int // good with TTFT and E2E from the intended time
 	errors                                            map[string]int
 	errorSamples                                      map[string]string
 	inputTokens, outputTokens                         int64
@@ -96,13 +96,18 @@ type Recorder struct {
 
 	inFlight int
 	model    string
-	win      *window
-	winSecs  int
-	series   result.Series
-	secHist  *hdr.Histogram // TTFT of the current second
-	secE2E   *hdr.Histogram // E2E of the current second's successes
-	secCols  *secColumns    // ITL, TPOT, intended TTFT and E2E of the current second
-	curSec   int
+	// lags samples the measured sends for the validity rule.
+	lags lagSample
+	// From the engine, once the stage is over (see Outcome).
+	missed, abandoned int
+	grace             time.Duration
+	win               *window
+	winSecs           int
+	series            result.Series
+	secHist           *hdr.Histogram // TTFT of the current second
+	secE2E            *hdr.Histogram // E2E of the current second's successes
+	secCols           *secColumns    // ITL, TPOT, intended TTFT and E2E of the current second
+	curSec            int
 
 	normIn          float64 // normalised input tokens of successes
 	documents       int64   // documents ranked by successes (rerank, score)
@@ -142,6 +147,7 @@ func New(cfg Config) *Recorder {
 	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
 		r.hists[k] = newCountHist()
 	}
+	r.lags.x, r.lags.y, r.lags.head = make([]float64, 0, 1024), make([]float32, 0, 1024), make([]float64, 0, 1024)
 	if cfg.Window > 0 {
 		r.winSecs = max(int((cfg.Window+time.Second-1)/time.Second), 1)
 		r.win = newWindow(r.winSecs)
@@ -231,6 +237,9 @@ func (r *Recorder) Record(rec *record.Record) {
 	s := r.sec(rec.End)
 	r.grow(s)
 	r.paced.add(rec)
+	if !rec.Warmup {
+		r.sampleLag(rec)
+	}
 	if rec.Err == record.Cancelled {
 		if !rec.Warmup {
 			r.cancelled++
@@ -354,6 +363,10 @@ func (r *Recorder) Record(rec *record.Record) {
 	good := r.meetsSLO(rec, ttft, hasTTFT)
 	if good {
 		r.good++
+		// From the intended time, TTFT and E2E grow by the lag.
+		if slo := r.cfg.SLO; (slo.TTFT == 0 || ttft+lag <= slo.TTFT) && (slo.E2E == 0 || e2e+lag <= slo.E2E) {
+			r.goodIntended++
+		}
 	}
 	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
 	if TaskDone(rec) {
@@ -393,7 +406,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 		DurationS: end.Sub(r.cfg.Start).Seconds(),
 		Requests: result.Requests{
 			Total: r.total, Succeeded: r.succeeded, Failed: r.failed, Cancelled: r.cancelled,
-			Warmup: r.warmup, Errors: r.errors, ErrorSamples: r.errorSamples,
+			Abandoned: r.abandoned, Warmup: r.warmup, Errors: r.errors, ErrorSamples: r.errorSamples,
 		},
 		Metrics: map[string]result.Dist{},
 		Series:  r.series,
@@ -426,6 +439,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			STPS:             float64(r.tasks) / window,
 		}
 		sc.Goodput.RequestsPerS = float64(r.good) / window
+		sc.Goodput.IntendedRequestsPerS = float64(r.goodIntended) / window
 		if r.normN > 0 && r.normN == r.succeeded {
 			sc.Throughput.NormalizedTokensPerS = (r.normIn + float64(r.outputTokens)) / window
 		}
@@ -433,6 +447,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 	}
 	if done := r.succeeded + r.failed; done > 0 {
 		sc.Goodput.Fraction = float64(r.good) / float64(done)
+		sc.Goodput.IntendedFraction = float64(r.goodIntended) / float64(done)
 	}
 	sc.Breakdown = r.groups.result(window)
 	if r.checked > 0 {
@@ -482,7 +497,46 @@ func (r *Recorder) tokens() result.Tokens {
 	return t
 }
 
-// load works out whether the generator delivered the load it was asked for.
+// sampleLag adds a measured request's send to the validity rule's sample:
+// in an open loop its arrival lag (intended time to the request written,
+// or sent when it never was), in a closed loop its turnaround.
+func (r *Recorder) sampleLag(rec *record.Record) {
+	if rec.Sent.IsZero() {
+		return
+	}
+	if r.cfg.Mode != "open" {
+		if rec.Turnaround > 0 {
+			r.lags.add(rec.Sent.Sub(r.cfg.Start).Seconds(), float64(rec.Turnaround)/float64(time.Millisecond))
+		}
+		return
+	}
+	arrived := rec.Sent
+	if !rec.Written.IsZero() {
+		arrived = rec.Written
+	}
+	r.lags.add(rec.Intended.Sub(r.cfg.Start).Seconds(), float64(arrived.Sub(rec.Intended))/float64(time.Millisecond))
+}
+
+// Outcome records what the engine says of the stage once it is over: the
+// scheduled requests it missed, the requests it abandoned, and the grace
+// past the schedule's end.
+func (r *Recorder) Outcome(missed, abandoned int, grace time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.missed, r.abandoned, r.grace = missed, abandoned, grace
+}
+
+// Invalid causes (result.Load.InvalidCause).
+const (
+	CauseCap          = "concurrency_cap"
+	CauseBackpressure = "server_backpressure"
+	CauseMissed       = "missed_sends"
+	CauseGenerator    = "generator_saturated"
+	CauseReadLag      = "reader_lag"
+)
+
+// load works out whether the generator delivered the load it was asked
+// for (the validity rule of validity.go) and, when not, who is to blame.
 func (r *Recorder) load() result.Load {
 	l := result.Load{
 		Mode: r.cfg.Mode, Arrival: r.cfg.Arrival, TargetRate: r.cfg.TargetRate,
@@ -490,64 +544,62 @@ func (r *Recorder) load() result.Load {
 		ScheduleLagMS: r.hists[ScheduleLag].Summary(),
 		SlotWaitMS:    r.hists[SlotWait].Summary(),
 		SendDelayMS:   r.hists[SendDelay].Summary(),
-		LagBoundMS:    float64(r.cfg.LagBound) / float64(time.Millisecond),
+		Missed:        r.missed,
+		GraceMS:       float64(r.grace) / float64(time.Millisecond),
 		Valid:         true,
 	}
 	if span := r.lastSent.Sub(r.firstSent).Seconds(); r.sentN > 1 && span > 0 {
 		l.AchievedRate = float64(r.sentN-1) / span
 	}
-	bound := l.LagBoundMS
-	lag, slot, send := l.ScheduleLagMS.P99, l.SlotWaitMS.P99, l.SendDelayMS.P99
-	var problems []string
-	if r.cfg.Mode == "open" {
-		if span := r.lastIntended.Sub(r.firstIntended).Seconds(); r.sentN > 1 && span > 0 {
-			l.ScheduledRate = float64(r.sentN-1) / span
-		}
-		if lag > bound {
-			problems = append(problems, fmt.Sprintf("schedule lag p99 %.1f ms exceeds %.0f ms", lag, bound))
-		}
-		if l.ScheduledRate > 0 && l.AchievedRate < 0.95*l.ScheduledRate {
-			problems = append(problems, fmt.Sprintf("achieved %.2f req/s, more than 5%% under the scheduled %.2f req/s", l.AchievedRate, l.ScheduledRate))
-		}
+	open := r.cfg.Mode == "open"
+	if span := r.lastIntended.Sub(r.firstIntended).Seconds(); open && r.sentN > 1 && span > 0 {
+		l.ScheduledRate = float64(r.sentN-1) / span
 	}
-	if send > bound {
-		problems = append(problems, fmt.Sprintf("sending a request (connect and write) took %.1f ms at p99, over %.0f ms", send, bound))
+	lat := r.hists[TTFT].Summary().P50
+	if lat == 0 {
+		lat = r.hists[E2E].Summary().P50
 	}
+	j := judge(&r.lags, judgeFacts{open: open, floorMS: float64(r.cfg.LagBound) / float64(time.Millisecond), missed: r.missed, latencyP50MS: lat})
 	lateEvents := false
 	if r.readLag.h.TotalCount() > 0 && r.events > 0 {
 		d := r.readLag.Summary()
 		f := float64(r.lateEvents) / float64(r.events)
 		l.ReadLagMS, l.LateEvents = &d, &f
 		if lateEvents = f > LateEventBound; lateEvents {
-			problems = append(problems, fmt.Sprintf("%.1f %% of token timestamps may be off by over 1 ms (read late), over %.0f %%", 100*f, 100*LateEventBound))
+			j.valid = false
+			j.validity.Failed = append(j.validity.Failed, CheckReadLag)
+			j.problems = append(j.problems, fmt.Sprintf("%.1f %% of token timestamps may be off by over 1 ms (read late), over %.0f %%", 100*f, 100*LateEventBound))
 		}
 	}
-	if len(problems) == 0 {
+	l.Validity, l.LagBoundMS = &j.validity, j.validity.BoundMS
+	if j.valid {
 		return l
 	}
 	l.Valid = false
-	gen := lag - slot
+	slot, send := l.SlotWaitMS.P99, l.SendDelayMS.P99
+	gen := l.ScheduleLagMS.P99 - slot
+	var lead string
 	switch {
-	case lateEvents && lag <= bound && send <= bound:
-		l.InvalidCause = "reader_lag"
-		l.InvalidReason = "the load generator read responses late (CPU bound), so its token timestamps are not trusted: lower the load or shard it; "
-	case send >= slot && send >= gen:
-		l.InvalidCause = "server_backpressure"
-		l.InvalidReason = "the server was slow to accept connections or read requests, so sends were late: "
-	case slot >= gen:
-		l.InvalidCause = "concurrency_cap"
-		l.InvalidReason = fmt.Sprintf("requests waited for one of --max-concurrency %d slots (p99 wait %.1f ms), so the target rate was not offered: raise the cap or lower the rate; ", r.cfg.MaxConcurrency, slot)
+	case lateEvents && len(j.validity.Failed) == 1:
+		l.InvalidCause = CauseReadLag
+		lead = "the load generator read responses late (CPU bound), so its token timestamps are not trusted: lower the load or shard it; "
+	case !open:
+		l.InvalidCause = CauseGenerator
+		lead = "the load generator was slow to send each worker's next request (CPU or scheduler bound), so the concurrency was not held: lower it or shard the load; "
+	case r.cfg.MaxConcurrency > 0 && slot > 0 && slot >= send && slot >= gen:
+		l.InvalidCause = CauseCap
+		lead = fmt.Sprintf("requests waited for one of --max-concurrency %d slots (p99 wait %s), so the target rate was not offered: raise the cap or lower the rate; ", r.cfg.MaxConcurrency, ms(slot))
+	case send > 0 && send >= slot && send >= gen:
+		l.InvalidCause = CauseBackpressure
+		lead = fmt.Sprintf("the server was slow to accept connections or read requests (p99 %s to write one), so requests arrived late: ", ms(send))
+	case r.missed > 0:
+		l.InvalidCause = CauseMissed
+		lead = "the load generator could not send every scheduled request by the stage's deadline (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "
 	default:
-		l.InvalidCause = "generator_saturated"
-		l.InvalidReason = "the load generator could not send on schedule (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "
+		l.InvalidCause = CauseGenerator
+		lead = "the load generator could not send on schedule (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "
 	}
-	sort.Strings(problems)
-	for i, p := range problems {
-		if i > 0 {
-			l.InvalidReason += "; "
-		}
-		l.InvalidReason += p
-	}
+	l.InvalidReason = reason(lead, j.problems)
 	return l
 }
 
@@ -572,10 +624,14 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 				return math.NaN(), true
 			}
 			return float64(sc.Requests.Failed) / total, true
-		case "goodput":
+		case "goodput", "goodput_sent":
 			return sc.Goodput.Fraction, true
-		case "goodput_rps":
+		case "goodput_rps", "goodput_sent_rps":
 			return sc.Goodput.RequestsPerS, true
+		case "goodput_intended":
+			return sc.Goodput.IntendedFraction, true
+		case "goodput_intended_rps":
+			return sc.Goodput.IntendedRequestsPerS, true
 		case "rps":
 			return sc.Throughput.RequestsPerS, true
 		case "achieved_rate":
@@ -614,8 +670,11 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		return 0, false
 	}
 	key := metric + "_ms"
-	if metric == "tokens_per_chunk" {
+	switch metric {
+	case "tokens_per_chunk":
 		key = metric
+	case "ttft_sent", "e2e_sent":
+		key = strings.TrimSuffix(metric, "_sent") + "_ms"
 	}
 	if inBucket {
 		key = bucketHistKey(bucket, key)

@@ -12,6 +12,7 @@ import (
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/internal/verdict/gate"
 	"github.com/spate-dev/spate/result"
 )
@@ -32,8 +33,8 @@ func Execute(ctx context.Context, e *experiment.Experiment, env Env) (*result.Re
 
 // Execute runs the plan, prints the summary, writes the result and the
 // features' outputs, runs the gate actions its verdict maps to and returns
-// the result with the run's outcome: nil, ErrThresholdsFailed (the result
-// is complete), or what went wrong. A result is returned whenever one was
+// the result with the run's outcome: nil, ErrThresholdsFailed or
+// ErrUntrustworthy (the result is complete), or what went wrong. A result is returned whenever one was
 // measured, even with an error.
 func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 	defer func() { err = r.red.Error(err) }()
@@ -58,6 +59,8 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 		return startFailed(ctx, x, r.env, runErr)
 	}
 	redactResult(r.red, res)
+	oerr := outcome(res, runErr, x.Measurement.AllowInvalid)
+	res.Verdict = verdict.Of(res, runFailure(oerr))
 	out := x.Outputs.Result
 	if r.summary() {
 		if err := report.Console(r.stdout(), res); err != nil {
@@ -76,7 +79,6 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 	if r.summary() && out != "" {
 		fmt.Fprintf(r.stdout(), "result written to %s\n", out)
 	}
-	oerr := outcome(res, runErr)
 	// A failing output (a report that could not be written) is an error
 	// but does not skip the gate's actions.
 	var ferrs []error
@@ -85,24 +87,25 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 	}
 	if err := errors.Join(ferrs...); err != nil {
 		oerr = err
+		if v := verdict.Of(res, err); v != res.Verdict {
+			res.Verdict = v
+			if err := write(); err != nil {
+				return res, err
+			}
+		}
 	}
 	if len(x.Actions) == 0 {
 		return res, oerr
 	}
-	verdictErr := oerr
-	if errors.Is(oerr, ErrThresholdsFailed) {
-		verdictErr = nil // failed thresholds are the fail verdict, not an error
-	}
-	verdict := gate.Verdict(res, verdictErr)
-	outs := gate.Run(context.WithoutCancel(ctx), x.Actions[verdict], gate.Payload{
-		Verdict: verdict, Experiment: x.Path, Fingerprint: res.Fingerprint, Result: out, Failed: gate.FailedThresholds(res),
+	outs := gate.Run(context.WithoutCancel(ctx), x.Actions[res.Verdict], gate.Payload{
+		Verdict: res.Verdict, Experiment: x.Path, Fingerprint: res.Fingerprint, Result: out, Failed: gate.FailedThresholds(res),
 	})
-	failed := r.recordGate(res, verdict, outs)
+	failed := r.recordGate(res, res.Verdict, outs)
 	if err := write(); err != nil {
 		return res, err
 	}
 	if oerr == nil && failed > 0 {
-		return res, fmt.Errorf("%d gate action(s) failed on verdict %s: see gate.actions in the result", failed, verdict)
+		return res, fmt.Errorf("%d gate action(s) failed on verdict %s: see gate.actions in the result", failed, res.Verdict)
 	}
 	return res, oerr
 }
@@ -113,8 +116,10 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 // its start (bench/mem.sh; docs/run.md).
 func settleHeap() { debug.FreeOSMemory() }
 
-// outcome is the error a finished run ends with.
-func outcome(res *result.Result, runErr error) error {
+// outcome is the error a finished run ends with: what stopped it, then
+// whether it completed (interrupted, nothing succeeded), then its verdict
+// (verdict.Outcome: failed thresholds win over an invalid measurement).
+func outcome(res *result.Result, runErr error, allowInvalid bool) error {
 	if runErr != nil {
 		return runErr
 	}
@@ -133,10 +138,17 @@ func outcome(res *result.Result, runErr error) error {
 	if len(empty) > 0 {
 		return fmt.Errorf("%w in %s: see requests.errors in the result", ErrNoneSucceeded, strings.Join(empty, "; "))
 	}
-	if !res.ThresholdsPassed {
-		return ErrThresholdsFailed
+	return verdict.Outcome(res, allowInvalid)
+}
+
+// runFailure is err when it says the run could not complete, nil when it
+// is the outcome of a completed run's verdict (failed thresholds, an
+// invalid measurement).
+func runFailure(err error) error {
+	if errors.Is(err, ErrThresholdsFailed) || errors.Is(err, ErrUntrustworthy) {
+		return nil
 	}
-	return nil
+	return err
 }
 
 // recordGate puts the verdict and how its actions went into the result,

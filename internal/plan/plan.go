@@ -31,6 +31,7 @@ import (
 	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/internal/schedule"
 	"github.com/spate-dev/spate/internal/scrub"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/payload"
@@ -54,6 +55,9 @@ type Env struct {
 	NoSummary bool
 	// Version is spate's version, recorded in the result.
 	Version string
+	// Hurry, once closed after the run's context is cancelled, stops the
+	// drain at once (a second Ctrl-C): see engine.Config.Hurry.
+	Hurry <-chan struct{}
 }
 
 // Run is a built run: the runner's plan, the settings it was built from
@@ -83,7 +87,12 @@ var ErrInvalid = errors.New("invalid experiment")
 
 // ErrThresholdsFailed is the outcome of a run whose thresholds failed; the
 // result is complete and written (spate exits 3).
-var ErrThresholdsFailed = errors.New("thresholds failed")
+var ErrThresholdsFailed = verdict.ErrThresholdsFailed
+
+// ErrUntrustworthy is the outcome of a run whose thresholds passed but
+// whose measurement was invalid; the result is complete and written
+// (spate exits 4, or 0 with measurement.allowInvalid).
+var ErrUntrustworthy = verdict.ErrUntrustworthy
 
 // DefaultIdleTimeout is the default stall limit of a streamed response.
 // It is shorter than the default drain (engine.DefaultDrainTimeout), so
@@ -117,6 +126,12 @@ func Invalid(err error) error {
 	return &invalidError{err}
 }
 
+// The values of measurement.sloFrom.
+const (
+	SLOFromIntended = "intended"
+	SLOFromSent     = "sent"
+)
+
 // Defaults returns an experiment holding the default of every setting that
 // has one, with one stage ("main") holding the stage defaults: what a zero
 // field of an experiment means.
@@ -131,7 +146,7 @@ func Defaults() *experiment.Experiment {
 		Workload: experiment.Workload{InputTokens: "256", OutputTokens: "128", Speed: 1, Seed: &seed},
 		Stages:   []experiment.Stage{{Name: "main", Arrival: "poisson", Burstiness: 1, DrainTimeout: engine.DefaultDrainTimeout}},
 		Measurement: experiment.Measurement{
-			LagBound: metrics.DefaultLagBound, TokenizerSample: new(16), Tokenizer: "cl100k_base",
+			LagBound: metrics.DefaultLagBound, TokenizerSample: new(16), Tokenizer: "cl100k_base", SLOFrom: SLOFromIntended,
 		},
 		Outputs:    experiment.Outputs{Progress: new(5 * time.Second)},
 		Observe:    observeDefaults(),
@@ -215,6 +230,7 @@ func withDefaults(e *experiment.Experiment) *experiment.Experiment {
 		m.TokenizerSample = d.Measurement.TokenizerSample
 	}
 	or(&m.Tokenizer, d.Measurement.Tokenizer)
+	or(&m.SLOFrom, d.Measurement.SLOFrom)
 	if x.Outputs.Progress == nil {
 		x.Outputs.Progress = d.Outputs.Progress
 	}
@@ -429,6 +445,8 @@ func (r *Run) build(ctx context.Context) error {
 		}
 	}
 	p.Stages = stages
+	p.SLOFromSent = x.Measurement.SLOFrom == SLOFromSent
+	p.Hurry = r.env.Hurry
 	p.Source = workload.WithTemplates(src, r.seed())
 	// The same prompts sent to another API, or streamed or not, measure
 	// something else: a different fingerprint.
@@ -445,7 +463,8 @@ func (r *Run) build(ctx context.Context) error {
 		Arrival: st.Arrival, Rate: st.Rate, Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Requests: st.Requests, Dataset: spec.Dataset, Stream: *x.Target.Stream, SLO: sloString(x.SLO), Seed: r.seed(),
 		Thresholds: exprs, InputTokens: spec.InputTokens, OutputTokens: spec.OutputTokens, Experiment: x.Path,
-		Workload: x.WorkloadFile,
+		Workload: x.WorkloadFile, ComplexityShaping: st.Shape, SLOFrom: x.Measurement.SLOFrom,
+		AllowInvalid: x.Measurement.AllowInvalid,
 	}
 	if st.Arrival == "gamma" {
 		p.Config.Burstiness = st.Burstiness

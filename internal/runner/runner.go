@@ -146,6 +146,43 @@ type Plan struct {
 	// what a run measures: the API, whether it streams, a workflow file's
 	// digest. Each enters the workload digest, and so the fingerprint.
 	Defines []string
+	// Hurry, once closed after the run's context is cancelled, ends the
+	// drain at once (a second Ctrl-C): see engine.Config.Hurry.
+	Hurry <-chan struct{}
+	// SLOFromSent judges an open-loop stage's thresholds on ttft, e2e,
+	// goodput and goodput_rps from the send time; by default they are
+	// judged from the intended send time (see Intended).
+	SLOFromSent bool
+}
+
+// Intended maps the metrics a threshold judges from the intended send time
+// in an open-loop stage (unless Plan.SLOFromSent) to their intended-time
+// twins: what users felt, a late generator or a concurrency cap included.
+var Intended = map[string]string{
+	"ttft": "ttft_intended", "e2e": "e2e_intended",
+	"goodput": "goodput_intended", "goodput_rps": "goodput_intended_rps",
+}
+
+// judge evaluates a stage's thresholds, ttft, e2e and goodput from the
+// intended send time in an open-loop stage unless p.SLOFromSent.
+func judge(p Plan, sc *result.Scenario, hist map[string]string) ([]threshold.Outcome, bool) {
+	src := source{sc, hist}
+	outs := make([]threshold.Outcome, 0, len(p.Thresholds))
+	pass := true
+	for _, t := range forStage(p.Thresholds, sc.Name) {
+		from := ""
+		if twin, ok := Intended[t.Metric]; ok && sc.Load.Mode == "open" && !p.SLOFromSent {
+			if t.Expr == "" {
+				t.Expr = t.String()
+			}
+			t.Metric, from = twin, "intended"
+		}
+		o := t.Eval(src)
+		o.From = from
+		outs = append(outs, o)
+		pass = pass && o.Pass
+	}
+	return outs, pass
 }
 
 // ProgressFunc receives a stage's progress: the time since it began, the
@@ -211,7 +248,7 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 			res.Interrupted = true
 		}
 		if sc != nil {
-			outs, pass := threshold.EvalAll(forStage(p.Thresholds, sc.Name), source{sc, hist})
+			outs, pass := judge(p, sc, hist)
 			for _, o := range sc.Thresholds { // the triggers', filled by runStage
 				pass = pass && o.Pass
 			}
@@ -357,7 +394,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev thr
 	ecfg := engine.Config{
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
-		Source: p.Source, Client: p.Client,
+		Source: p.Source, Client: p.Client, Hurry: p.Hurry,
 	}
 	if st.Source != nil {
 		ecfg.Source = st.Source
@@ -440,12 +477,13 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev thr
 	if out.Start.IsZero() {
 		return nil, nil, out, "", nil, err
 	}
+	rec.Outcome(int(out.Missed), int(out.Abandoned), out.Grace)
 	sc, hist, encErr := rec.Scenario(st.Name, out.End)
 	if err == nil {
 		err = encErr
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
-	sc.Load.RampFrom = st.RampFrom
+	sc.Load.RampFrom, sc.Load.Shaped = st.RampFrom, st.Shape
 	if sp, ok := st.Pacer.(*schedule.Stampede); ok {
 		sc.Load.Stampede = sp.Spec.String()
 	}

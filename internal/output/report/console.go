@@ -11,12 +11,14 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/scrub"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -32,22 +34,13 @@ var rows = []struct{ key, label string }{
 	{metrics.E2EIntended, "E2E (intended)"},
 }
 
-// Console writes a plain-text summary of r.
+// Console writes a plain-text summary of r: each stage, then the run's
+// notes, and last the verdict lines: thresholds (when there are any), then
+// whether the measurement is valid.
 func Console(w io.Writer, r *result.Result) error {
 	var b strings.Builder
 	for i := range r.Scenarios {
-		scenario(&b, &r.Scenarios[i])
-	}
-	verdict := "PASS"
-	if !r.ThresholdsPassed {
-		verdict = "FAIL"
-	}
-	n := 0
-	for _, sc := range r.Scenarios {
-		n += len(sc.Thresholds)
-	}
-	if n > 0 {
-		fmt.Fprintf(&b, "thresholds: %s\n", verdict)
+		scenario(&b, &r.Scenarios[i], r.Provenance.API)
 	}
 	if r.Interrupted {
 		b.WriteString("interrupted: the result holds what was measured until then\n")
@@ -61,10 +54,78 @@ func Console(w io.Writer, r *result.Result) error {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "error: %s\n", scrub.Text(r.Error, 1000))
 	}
-	// The model id is the server's: printed escaped, never raw.
-	fmt.Fprintf(&b, "model %s · fingerprint %s\n", scrub.Text(orDash(r.Provenance.Model), 200), r.Fingerprint)
+	if r.Provenance.API == "http" {
+		fmt.Fprintf(&b, "api http · fingerprint %s\n", r.Fingerprint)
+	} else {
+		// The model id is the server's: printed escaped, never raw.
+		fmt.Fprintf(&b, "model %s · fingerprint %s\n", scrub.Text(orDash(r.Provenance.Model), 200), r.Fingerprint)
+	}
+	n := 0
+	for _, sc := range r.Scenarios {
+		n += len(sc.Thresholds)
+	}
+	if n > 0 {
+		verdict := "PASS"
+		if !r.ThresholdsPassed {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "thresholds: %s\n", verdict)
+	}
+	measurement(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// measurement writes the last verdict line: whether every measured stage
+// was valid, and the cause of each that was not.
+func measurement(b *strings.Builder, r *result.Result) {
+	if len(r.Scenarios) == 0 {
+		return
+	}
+	bad := verdict.InvalidStages(r)
+	if len(bad) == 0 {
+		b.WriteString("measurement: valid\n")
+		return
+	}
+	note := ": no trustworthy verdict"
+	if r.Config.AllowInvalid {
+		note = ", accepted by allowInvalid (exit 0)"
+	}
+	fmt.Fprintf(b, "measurement: INVALID (%s)%s\n", verdict.Causes(bad), note)
+}
+
+// num prints a rate with four significant digits, in plain notation.
+func num(v float64) string {
+	if v >= 1e4 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// loadLine describes a stage's load: the loop, the arrivals and what was
+// achieved.
+func loadLine(l result.Load) string {
+	if l.Mode != "open" {
+		return fmt.Sprintf("closed loop, %d concurrent (%s req/s sent)", l.Concurrency, num(l.AchievedRate))
+	}
+	var load string
+	switch {
+	case l.TargetTokenRate > 0:
+		load = fmt.Sprintf("open loop, %s %s %s tokens/s (achieved %s, %s req/s)", l.Arrival, num(l.TargetTokenRate), l.TokenRateBasis, num(l.AchievedTokenRate), num(l.AchievedRate))
+	case l.Arrival == "trace":
+		load = fmt.Sprintf("open loop, trace replay (scheduled %s req/s, achieved %s)", num(l.ScheduledRate), num(l.AchievedRate))
+	case l.RampFrom > 0:
+		load = fmt.Sprintf("open loop, %s ramp %s→%s req/s (achieved %s)", l.Arrival, num(l.RampFrom), num(l.TargetRate), num(l.AchievedRate))
+	default:
+		load = fmt.Sprintf("open loop, %s %s req/s (achieved %s)", l.Arrival, num(l.TargetRate), num(l.AchievedRate))
+	}
+	if l.Shaped {
+		load += ", shaped by complexity"
+	}
+	if l.MaxConcurrency > 0 {
+		load += fmt.Sprintf(", max %d in flight", l.MaxConcurrency)
+	}
+	return load
 }
 
 func orDash(s string) string {
@@ -74,25 +135,16 @@ func orDash(s string) string {
 	return s
 }
 
-func scenario(b *strings.Builder, sc *result.Scenario) {
+func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 	l := sc.Load
-	load := ""
-	if l.Mode == "open" {
-		load = fmt.Sprintf("open loop, %s %.4g req/s (achieved %.4g)", l.Arrival, l.TargetRate, l.AchievedRate)
-		if l.TargetTokenRate > 0 {
-			load = fmt.Sprintf("open loop, %s %.4g %s tokens/s (achieved %.4g, %.4g req/s)", l.Arrival, l.TargetTokenRate, l.TokenRateBasis, l.AchievedTokenRate, l.AchievedRate)
-		}
-		if l.MaxConcurrency > 0 {
-			load += fmt.Sprintf(", max %d in flight", l.MaxConcurrency)
-		}
-	} else {
-		load = fmt.Sprintf("closed loop, %d concurrent (%.4g req/s sent)", l.Concurrency, l.AchievedRate)
-	}
-	fmt.Fprintf(b, "── %s ── %s, %.1f s\n", sc.Name, load, sc.DurationS)
+	fmt.Fprintf(b, "── %s ── %s, %.1f s\n", sc.Name, loadLine(l), sc.DurationS)
 	rq := sc.Requests
 	fmt.Fprintf(b, "requests   %d sent, %d ok, %d failed", rq.Total, rq.Succeeded, rq.Failed)
 	if rq.Cancelled > 0 {
 		fmt.Fprintf(b, ", %d cancelled", rq.Cancelled)
+	}
+	if l.Missed > 0 {
+		fmt.Fprintf(b, ", %d missed", l.Missed)
 	}
 	if rq.Warmup > 0 {
 		fmt.Fprintf(b, " (+%d warm-up)", rq.Warmup)
@@ -107,33 +159,51 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	}
 	b.WriteString("\n")
 	t := sc.Throughput
-	fmt.Fprintf(b, "throughput %.2f req/s · %.0f in + %.0f out = %.0f tok/s (output tokens from %s)\n",
-		t.RequestsPerS, t.InputTokensPerS, t.OutputTokensPerS, t.TotalTokensPerS, sc.Tokens.OutputSource)
+	if api == "http" {
+		fmt.Fprintf(b, "throughput %.2f req/s\n", t.RequestsPerS)
+	} else {
+		fmt.Fprintf(b, "throughput %.2f req/s · %.0f in + %.0f out = %.0f tok/s (output tokens from %s)\n",
+			t.RequestsPerS, t.InputTokensPerS, t.OutputTokensPerS, t.TotalTokensPerS, sc.Tokens.OutputSource)
+	}
 	if t.DocumentsPerS > 0 {
 		fmt.Fprintf(b, "documents  %.1f ranked/s\n", t.DocumentsPerS)
 	}
-	if len(sc.Goodput.SLOms) > 0 {
+	if d := sc.Tokens.Discrepancy; d != nil && *d > DiscrepancyShown {
+		fmt.Fprintf(b, "tokens     the server's usage and the %s tokenizer differ by %.1f %% (%d requests counted both ways)\n",
+			orDash(sc.Tokens.Tokenizer), 100**d, sc.Tokens.DiscrepancySampled)
+	}
+	if g := sc.Goodput; len(g.SLOms) > 0 {
 		var slo []string
-		for k, v := range sc.Goodput.SLOms {
+		for k, v := range g.SLOms {
 			slo = append(slo, fmt.Sprintf("%s≤%gms", k, v))
 		}
 		sort.Strings(slo)
-		fmt.Fprintf(b, "goodput    %.1f %% (%.2f req/s) within %s\n", 100*sc.Goodput.Fraction, sc.Goodput.RequestsPerS, strings.Join(slo, " "))
+		fmt.Fprintf(b, "goodput    %.1f %% (%.2f req/s) within %s", 100*g.Fraction, g.RequestsPerS, strings.Join(slo, " "))
+		if math.Abs(g.Fraction-g.IntendedFraction) > 0.01 {
+			fmt.Fprintf(b, " · from the intended send time %.1f %% (%.2f req/s)", 100*g.IntendedFraction, g.IntendedRequestsPerS)
+		}
+		b.WriteString("\n")
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ms\tcount\tmean\tp50\tp90\tp99\tp99.9\tmax\t")
-	for _, row := range rows {
-		d, ok := sc.Metrics[row.key]
+	// The table's header comes with its first row: none without rows.
+	header := "ms\tcount\tmean\tp50\tp90\tp99\tp99.9\tmax\t\n"
+	row := func(format string, a ...any) {
+		fmt.Fprint(tw, header)
+		header = ""
+		fmt.Fprintf(tw, format, a...)
+	}
+	for _, r := range rows {
+		d, ok := sc.Metrics[r.key]
 		if !ok || d.Count == 0 {
 			continue
 		}
-		if _, reasoning := sc.Metrics[metrics.FirstReasoning]; row.key == metrics.FirstAnswer && !reasoning {
+		if _, reasoning := sc.Metrics[metrics.FirstReasoning]; r.key == metrics.FirstAnswer && !reasoning {
 			continue // the same as TTFT when nothing reasons first
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", row.label, d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
+		row("%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", r.label, d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
 	}
 	if d := l.ScheduleLagMS; d.Count > 0 {
-		fmt.Fprintf(tw, "schedule lag\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
+		row("schedule lag\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
 	}
 	tw.Flush()
 	if d, ok := sc.Metrics[metrics.TokensPerChunk]; ok && d.Count > 0 {
@@ -146,23 +216,23 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 	breakdown(b, sc)
 	server(b, sc.Server)
 	resilience(b, sc.Resilience)
-	if l.Valid {
-		fmt.Fprintf(b, "measurement: valid (schedule lag p99 %.2f ms ≤ %.0f ms)\n", l.ScheduleLagMS.P99, l.LagBoundMS)
-	} else {
-		fmt.Fprintf(b, "measurement: INVALID (%s): %s\n", l.InvalidCause, l.InvalidReason)
-	}
+	validity(b, l)
 	for _, th := range sc.Thresholds {
 		mark := "✓"
 		if !th.Pass {
 			mark = "✗"
 		}
+		from := ""
+		if th.From != "" {
+			from = ", from the " + th.From + " send time"
+		}
 		switch {
 		case th.Err != "":
 			fmt.Fprintf(b, "  %s %s (%s)\n", mark, th.Expr, th.Err)
 		case th.Trigger && th.FiredAtS != nil:
-			fmt.Fprintf(b, "  %s %s (fired at %.0f s: %.4g)\n", mark, th.Expr, *th.FiredAtS, th.Value)
+			fmt.Fprintf(b, "  %s %s (fired at %.0f s: %.4g%s)\n", mark, th.Expr, *th.FiredAtS, th.Value, from)
 		default:
-			fmt.Fprintf(b, "  %s %s (%.4g)\n", mark, th.Expr, th.Value)
+			fmt.Fprintf(b, "  %s %s (%.4g%s)\n", mark, th.Expr, th.Value, from)
 		}
 	}
 	for _, w := range sc.Warnings {
@@ -179,6 +249,32 @@ func scenario(b *strings.Builder, sc *result.Scenario) {
 		}
 	}
 	b.WriteString("\n")
+}
+
+// DiscrepancyShown is the usage-vs-tokenizer discrepancy over which the
+// console mentions it.
+const DiscrepancyShown = 0.05
+
+// validity writes a stage's validity line: the figures the rule judged.
+func validity(b *strings.Builder, l result.Load) {
+	if !l.Valid {
+		fmt.Fprintf(b, "validity   INVALID (%s): %s\n", l.InvalidCause, l.InvalidReason)
+		return
+	}
+	v := l.Validity
+	if v == nil { // a result from before the rule had its figures
+		fmt.Fprintf(b, "validity   valid (schedule lag p99 %.2f ms, bound %.2f ms)\n", l.ScheduleLagMS.P99, l.LagBoundMS)
+		return
+	}
+	if l.Mode != "open" {
+		fmt.Fprintf(b, "validity   valid: turnaround p99 %.2f ms (bound %.2f ms)\n", v.LagP99MS, v.BoundMS)
+		return
+	}
+	fmt.Fprintf(b, "validity   valid: arrival lag p99 %.2f ms, %d of %d sends over the %.2f ms bound", v.LagP99MS, v.LateSends, v.Sends, v.BoundMS)
+	if v.RateRatio > 0 {
+		fmt.Fprintf(b, ", %.1f %% of the scheduled rate", 100*v.RateRatio)
+	}
+	fmt.Fprintf(b, ", %d missed\n", l.Missed)
 }
 
 // breakdown writes a table per label key: requests, TTFT and E2E p50/p99,

@@ -18,36 +18,24 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
-// Verdicts (the keys of an experiment's actions).
+// Verdicts (the keys of an experiment's actions): see package verdict.
 const (
-	Pass    = experiment.VerdictPass    // every threshold passed on a valid measurement
-	Fail    = experiment.VerdictFail    // a threshold failed
-	Invalid = experiment.VerdictInvalid // thresholds passed, but a stage's measurement was not valid
-	Error   = experiment.VerdictError   // the run could not complete (interrupted, nothing succeeded, ...)
+	Pass    = verdict.Pass
+	Fail    = verdict.Fail
+	Invalid = verdict.Invalid
+	Error   = verdict.Error
 )
 
 // DefaultTimeout bounds an action that sets none.
 const DefaultTimeout = time.Minute
 
 // Verdict decides the verdict of a finished run; runErr is the run's own
-// error, if any.
-func Verdict(r *result.Result, runErr error) string {
-	switch {
-	case runErr != nil || r == nil || r.Interrupted:
-		return Error
-	case !r.ThresholdsPassed:
-		return Fail
-	}
-	for _, sc := range r.Scenarios {
-		if !sc.Load.Valid {
-			return Invalid
-		}
-	}
-	return Pass
-}
+// error, if any (verdict.Of).
+func Verdict(r *result.Result, runErr error) string { return verdict.Of(r, runErr) }
 
 // Payload is what a webhook receives.
 type Payload struct {

@@ -201,8 +201,8 @@ func TestKnownMetricsParse(t *testing.T) {
 			t.Errorf("scalar %s accepted with an aggregate", m)
 		}
 	}
-	if n := len(KnownDistributions()) + len(KnownScalars()); n != 35 {
-		t.Errorf("%d known metrics, want 35", n)
+	if n := len(KnownDistributions()) + len(KnownScalars()); n != 41 {
+		t.Errorf("%d known metrics, want 41", n)
 	}
 }
 

@@ -1,0 +1,88 @@
+// Package verdict decides what a finished run means to the pipeline that
+// gates on it (docs/design.md §4): its verdict (pass, fail, invalid or
+// error) and the error a run returns, which the command line maps to its
+// exit code (0 success, 1 error, 2 usage, 3 thresholds failed, 4 no
+// trustworthy verdict; 3 wins over 4).
+//
+// Stage: verdict.
+// The data flow: experiment → workload → schedule → engine → client → record
+// → metrics → verdict → outputs (docs/design.md).
+package verdict
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/result"
+)
+
+// Verdicts, as recorded in result.Result.Verdict and as the keys of an
+// experiment's actions.
+const (
+	Pass    = experiment.VerdictPass    // every threshold passed on a valid measurement
+	Fail    = experiment.VerdictFail    // a threshold failed
+	Invalid = experiment.VerdictInvalid // thresholds passed, but a stage's measurement was not valid
+	Error   = experiment.VerdictError   // the run could not complete (interrupted, nothing succeeded, ...)
+)
+
+// ErrThresholdsFailed is the outcome of a completed run whose thresholds
+// failed: the result is complete and written (exit 3).
+var ErrThresholdsFailed = errors.New("thresholds failed")
+
+// ErrUntrustworthy is the outcome of a completed run whose figures cannot
+// be trusted: a measured stage was invalid (its thresholds passed, or it
+// had none), or a comparison could not judge. The result is written; there
+// is no trustworthy verdict (exit 4).
+var ErrUntrustworthy = errors.New("no trustworthy verdict")
+
+// Of is the verdict of a finished run; runErr is its own error (not the
+// outcome of its thresholds), if any.
+func Of(r *result.Result, runErr error) string {
+	switch {
+	case runErr != nil || r == nil || r.Interrupted:
+		return Error
+	case !r.ThresholdsPassed:
+		return Fail
+	case len(InvalidStages(r)) > 0:
+		return Invalid
+	}
+	return Pass
+}
+
+// InvalidStages are the measured stages of r whose measurement was not
+// valid.
+func InvalidStages(r *result.Result) []*result.Scenario {
+	var out []*result.Scenario
+	for i := range r.Scenarios {
+		if !r.Scenarios[i].Load.Valid {
+			out = append(out, &r.Scenarios[i])
+		}
+	}
+	return out
+}
+
+// Outcome is the error a completed run (one that produced r without an
+// error of its own) ends with: nil, ErrThresholdsFailed, or, when a stage
+// was invalid and allowInvalid is false, an ErrUntrustworthy naming the
+// stages and causes. Failed thresholds win over an invalid measurement.
+func Outcome(r *result.Result, allowInvalid bool) error {
+	if !r.ThresholdsPassed {
+		return ErrThresholdsFailed
+	}
+	bad := InvalidStages(r)
+	if len(bad) == 0 || allowInvalid {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (see load.invalid_reason in the result; --allow-invalid accepts it)", ErrUntrustworthy, Causes(bad))
+}
+
+// Causes names invalid stages and their causes: "stage main: missed_sends".
+func Causes(bad []*result.Scenario) string {
+	parts := make([]string, len(bad))
+	for i, sc := range bad {
+		parts[i] = "stage " + sc.Name + ": " + sc.Load.InvalidCause
+	}
+	return strings.Join(parts, ", ")
+}
