@@ -16,13 +16,16 @@ import (
 type finishing struct {
 	system     string
 	systemTmpl *payload.Template // system as a template, filled per request, or nil
-	checks     *check.Set
-	images     []imageData
-	imageCount count // images per request
-	audio      *audioSet
-	audioCount count // clips per request
-	weights    experiment.Weights
-	seed       uint64
+	// systemTokens is the system prompt's length in tokens: generated
+	// words, or counted once with the workload's tokenizer.
+	systemTokens int
+	checks       *check.Set
+	images       []imageData
+	imageCount   count // images per request
+	audio        *audioSet
+	audioCount   count // clips per request
+	weights      experiment.Weights
+	seed         uint64
 	// shaping is the workload's own sampling and constraints (an intent's
 	// win); tok counts prompts the constraints cut.
 	shaping shaping
@@ -70,6 +73,7 @@ func finish(src Source, f finishing) Source {
 				}
 				c.PromptTemplate = nil
 			}
+			addedSystem := false
 			if system := f.system; system != "" {
 				if f.systemTmpl != nil {
 					// Its own random source: a prompt template of the same
@@ -78,6 +82,7 @@ func finish(src Source, f finishing) Source {
 						return nil, err
 					}
 				}
+				addedSystem = len(c.Messages) == 0 || c.Messages[0].Role != "system"
 				c.Messages = withSystem(c.Messages, c.Prompt, system, len(c.Turns) > 0)
 			}
 			if f.checks != nil {
@@ -104,8 +109,14 @@ func finish(src Source, f finishing) Source {
 			if len(parts) > 0 {
 				c.Messages = withImages(c.Messages, c.Prompt, parts)
 			}
+			// Each text once: a known prompt length plus the system prompt
+			// it now carries, else an estimate of the text sent.
 			text := c.InputTokens
-			if text == 0 {
+			switch {
+			case text > 0 && addedSystem && len(c.Turns) == 0:
+				text += f.systemTokens
+				c.InputTokens = text
+			case text == 0:
 				text = estimateTokens(&c)
 			}
 			text += c.DocumentTokens
@@ -213,11 +224,17 @@ func mergeChecks(a, b *check.Set) *check.Set {
 }
 
 // estimateTokens guesses a request's text tokens when the source did not
-// count them: about four characters a token.
+// count them: about four characters a token, of each text sent once (the
+// messages, which hold the prompt once a system prompt or an image made
+// them, else the prompt; and a conversation's turns).
 func estimateTokens(r *Request) int {
-	chars := len(r.Prompt)
-	for _, m := range r.Messages {
-		chars += len(m.Text())
+	chars := 0
+	if len(r.Messages) > 0 {
+		for _, m := range r.Messages {
+			chars += len(m.Text())
+		}
+	} else {
+		chars = len(r.Prompt)
 	}
 	for _, t := range r.Turns {
 		chars += len(t.Prompt)

@@ -157,13 +157,19 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	}
 	var system string
 	var systemTmpl *payload.Template
+	var systemTokens int
 	if sp := s.SystemPrompt; sp != nil {
 		system = sp.Text
 		if sp.Tokens > promptLimit {
 			return Built{}, fmt.Errorf("systemPrompt.tokens %d is over the promptTokens limit of %d: raise it with --limit promptTokens=N (limits.promptTokens)", sp.Tokens, promptLimit)
 		}
-		if system == "" && sp.Tokens > 0 {
-			system = Words(newRand(seed^0x5157, 0), sp.Tokens)
+		switch {
+		case system == "" && sp.Tokens > 0:
+			system, systemTokens = Words(newRand(seed^0x5157, 0), sp.Tokens), sp.Tokens
+		case o.Tokenizer != nil:
+			systemTokens = o.Tokenizer.Count(system)
+		default:
+			systemTokens = estimateTokens(&Request{Prompt: system})
 		}
 		if payload.Has(system) {
 			if systemTmpl, err = payload.Parse("systemPrompt.text", system); err != nil {
@@ -184,7 +190,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 			return Built{}, err
 		}
 	}
-	fin := finishing{system: system, systemTmpl: systemTmpl, checks: checks, images: imgs, weights: w, seed: seed,
+	fin := finishing{system: system, systemTmpl: systemTmpl, systemTokens: systemTokens, checks: checks, images: imgs, weights: w, seed: seed,
 		shaping: sh, tok: o.Tokenizer}
 	if s.Images != nil {
 		if fin.imageCount, err = newCount(s.Images.Count, s.Images.Counts); err != nil {

@@ -405,3 +405,63 @@ func TestTemplatesInPrompts(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalisedTokensCountEachTextOnce: a system prompt is counted once,
+// with the prompt once: a text-only workload whose lengths are known has
+// normalised input tokens equal to its input tokens; one whose lengths are
+// estimated counts the text it sends, not the prompt twice.
+func TestNormalisedTokensCountEachTextOnce(t *testing.T) {
+	tok, err := tokenizer.Load("cl100k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := "You are a helpful assistant who answers briefly."
+	for _, tc := range []struct {
+		name    string
+		spec    experiment.Workload
+		input   int     // want InputTokens
+		norm    float64 // want NormTokens
+		dataset string
+	}{
+		{"synthetic, generated system prompt", experiment.Workload{InputTokens: "100", SystemPrompt: &experiment.Text{Tokens: 20}}, 120, 120, ""},
+		{"synthetic, system prompt text", experiment.Workload{InputTokens: "100", SystemPrompt: &experiment.Text{Text: sys}}, 100 + tok.Count(sys), float64(100 + tok.Count(sys)), ""},
+		{"synthetic, no system prompt", experiment.Workload{InputTokens: "100"}, 100, 100, ""},
+		// 400 characters of prompt and the system prompt, at 4 a token.
+		{"dataset, estimated", experiment.Workload{SystemPrompt: &experiment.Text{Text: sys}}, 0, math.Ceil(float64(400+len(sys)) / 4), strings.Repeat("word ", 80)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tc.spec
+			if tc.dataset != "" {
+				path := filepath.Join(t.TempDir(), "d.jsonl")
+				if err := os.WriteFile(path, []byte(`{"prompt": "`+tc.dataset+`"}`+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				spec.Dataset = path
+			}
+			b, err := Build(spec, BuildOptions{Seed: 1, Tokenizer: tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := b.Source.Request(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.InputTokens != tc.input || r.NormTokens != tc.norm {
+				t.Fatalf("input tokens %d, normalised %v; want %d and %v", r.InputTokens, r.NormTokens, tc.input, tc.norm)
+			}
+			if tc.dataset == "" {
+				// What is sent has the tokens counted: one cl100k count.
+				var text strings.Builder
+				for _, m := range r.Messages {
+					text.WriteString(m.Text())
+				}
+				if len(r.Messages) == 0 {
+					text.WriteString(r.Prompt)
+				}
+				if got := tok.Count(text.String()); got < tc.input-1 || got > tc.input+1 {
+					t.Errorf("the messages sent count %d tokens, the request says %d", got, tc.input)
+				}
+			}
+		})
+	}
+}
