@@ -25,9 +25,19 @@ var Words = []string{" the", " of", " and", " to", " in", " is", " that", " for"
 type Config struct {
 	TTFT time.Duration // request arrival to first content chunk
 	ITL  time.Duration // between content chunks
-	// Tokens is the number of content chunks (one token each); 0 means the
-	// request's max_tokens, or 16 when it has none.
+	// Tokens is the number of tokens, one a content chunk unless
+	// ChunkTokens says otherwise; 0 means the request's max_tokens, or 16
+	// when it has none.
 	Tokens int
+	// ChunkTokens, when set, is how many tokens each content chunk
+	// carries, in turn and repeated: {1, 1, 1, 3} sends three chunks of one
+	// token and one of three, and again, until Tokens are sent (the last
+	// chunk carries what is left). Usage reports Tokens.
+	ChunkTokens []int
+	// Word, when set, is the text of every token instead of Words (e.g. a
+	// piece of another tokenizer's vocabulary, which cl100k counts as
+	// several tokens).
+	Word string
 	// NoUsage leaves out the usage chunk even when asked for.
 	NoUsage bool
 	// Status, when not 0 or 200, is returned at once with an error body.
@@ -122,11 +132,23 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: {\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n", s.cfg.Model)
 	}
 	fl.Flush()
-	for i := 0; i < n; i++ {
+	for i, sent := 0, 0; sent < n; i++ {
 		if !wait(s.cfg.TTFT + time.Duration(i)*s.cfg.ITL) {
 			return
 		}
-		word := Words[i%len(Words)]
+		k := 1
+		if len(s.cfg.ChunkTokens) > 0 {
+			k = min(max(s.cfg.ChunkTokens[i%len(s.cfg.ChunkTokens)], 1), n-sent)
+		}
+		var word string
+		for j := range k {
+			if s.cfg.Word != "" {
+				word += s.cfg.Word
+			} else {
+				word += Words[(sent+j)%len(Words)]
+			}
+		}
+		sent += k
 		if chat {
 			fmt.Fprintf(w, "data: {\"object\":\"chat.completion.chunk\",\"model\":%q,\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", s.cfg.Model, word)
 		} else {

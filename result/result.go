@@ -263,11 +263,14 @@ type Validity struct {
 	FloorMS      float64 `json:"floor_ms"`
 	MedianGapMS  float64 `json:"median_gap_ms,omitempty"`
 	LatencyP50MS float64 `json:"latency_p50_ms"`
-	// Sends counts the sends judged; LateSends those over the bound.
-	Sends     int     `json:"sends"`
-	LateSends int     `json:"late_sends"`
-	Missed    int     `json:"missed,omitempty"`
-	LagP99MS  float64 `json:"lag_p99_ms"`
+	// Sends counts the sends judged; LateSends those over the bound, of
+	// which WorstStallSends are forgiven as one brief stall: the longest
+	// run of late sends in a row, up to max(5, 10 % of the sends).
+	Sends           int     `json:"sends"`
+	LateSends       int     `json:"late_sends"`
+	WorstStallSends int     `json:"worst_stall_sends"`
+	Missed          int     `json:"missed,omitempty"`
+	LagP99MS        float64 `json:"lag_p99_ms"`
 	// RateRatio is the sends' rate over the scheduled rate, on the
 	// middle 90 % of the sends.
 	RateRatio float64 `json:"rate_ratio,omitempty"`

@@ -71,7 +71,7 @@ slo: {ttft: 500ms, tpot: 50ms}
 stages:
   - {name: main, rate: 5, arrival: gamma, burstiness: 0.5, rampFrom: 1, maxConcurrency: 4, duration: 10s, requests: 100, warmup: 1s, drainTimeout: 5s, complexityShaping: true}
 thresholds: ["p99(ttft) < 800ms", "error_rate < 1%"]
-measurement: {lagBound: 50ms, tokenizer: o200k_base, tokenizerSample: 0}
+measurement: {lagBound: 50ms, tokenizer: o200k_base, tokenizerSample: 0, allowInvalid: true, sloFrom: sent}
 outputs: {result: r.json, records: q.jsonl, report: r.html, markdown: r.md, junit: j.xml, seriesCsv: s.csv, resultStdout: true, quiet: true, progress: 0s}
 observe:
   scrape: [http://127.0.0.1:1/metrics, http://127.0.0.1:3/metrics]
@@ -101,7 +101,7 @@ shard: {part: 0/2, count: 2, startAt: "2026-01-02T15:04:05Z", startLateMax: 5s, 
 		"--rate", "5", "--arrival", "gamma", "--burstiness", "0.5", "--ramp-from", "1", "--max-concurrency", "4", "--duration", "10s",
 		"--requests", "100", "--warmup", "1s", "--drain-timeout", "5s", "--complexity-shaping",
 		"--threshold", "p99(ttft) < 800ms", "--threshold", "error_rate < 1%",
-		"--lag-bound", "50ms", "--tokenizer", "o200k_base", "--tokenizer-sample", "0",
+		"--lag-bound", "50ms", "--tokenizer", "o200k_base", "--tokenizer-sample", "0", "--allow-invalid", "--slo-from", "sent",
 		"-o", "r.json", "--records", "q.jsonl", "--report", "r.html", "--report-md", "r.md", "--junit", "j.xml", "--series-csv", "s.csv",
 		"--result-stdout", "--quiet", "--progress", "0s",
 		"--scrape", "http://127.0.0.1:1/metrics", "--scrape", "http://127.0.0.1:3/metrics", "--scrape-interval", "2s",

@@ -121,24 +121,44 @@ func TestThresholdFailureExitsThree(t *testing.T) {
 	}
 }
 
+// TestCapBacklogMarksRunInvalid: a cap that delays sends makes the run
+// invalid: exit 4 with the cause on the summary's last line and verdict
+// invalid in the result (exit 0 with --allow-invalid), the requests the cap
+// kept back past the deadline counted as missed.
 func TestCapBacklogMarksRunInvalid(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 40 * time.Millisecond, Tokens: 1})
 	defer srv.Close()
-	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "x",
-		"--rate", "50", "--arrival", "constant", "--max-concurrency", "1", "--requests", "15", "--out", out, "--quiet")
-	if code != 0 {
-		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
-	}
-	sc := readResult(t, out).Scenarios[0]
-	if sc.Load.Valid || sc.Load.InvalidCause != "concurrency_cap" {
-		t.Fatalf("load %+v: a cap that delays sends must make the run invalid", sc.Load)
-	}
-	e2e, intended := sc.Metrics["e2e_ms"], sc.Metrics["e2e_intended_ms"]
-	within(t, "send-time e2e p50", e2e.P50, 40, 10)
-	// 15 requests of 40 ms at 20 ms spacing: the last waits about 14×20 ms.
-	if intended.P99 < 200 {
-		t.Errorf("intended-time e2e p99 %.1f ms: the backlog is hidden", intended.P99)
+	for _, allow := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "r.json")
+		args := []string{"run", "--target", srv.BaseURL(), "--model", "x", "--rate", "50", "--arrival", "constant",
+			"--max-concurrency", "1", "--requests", "15", "--out", out, "--progress", "0"}
+		want := 4
+		if allow {
+			args, want = append(args, "--allow-invalid"), 0
+		}
+		code, stdout, stderr := cli(t, context.Background(), args...)
+		if code != want {
+			t.Fatalf("exit %d, want %d: %s %s", code, want, stdout, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		if last := lines[len(lines)-2]; !strings.HasPrefix(last, "measurement: INVALID (stage main: concurrency_cap)") {
+			t.Errorf("last verdict line %q", last) // before "result written to"
+		}
+		r := readResult(t, out)
+		sc := r.Scenarios[0]
+		if sc.Load.Valid || sc.Load.InvalidCause != "concurrency_cap" || r.Verdict != "invalid" {
+			t.Fatalf("verdict %q load %+v: a cap that delays sends must make the run invalid", r.Verdict, sc.Load)
+		}
+		// 15 requests of 40 ms at 20 ms spacing (a 280 ms schedule, 100 ms
+		// of grace): about 10 sent, the rest missed.
+		if sc.Load.Missed < 2 || sc.Load.Missed+sc.Requests.Total != 15 {
+			t.Errorf("%d sent, %d missed: want 15 in all, some missed", sc.Requests.Total, sc.Load.Missed)
+		}
+		e2e, intended := sc.Metrics["e2e_ms"], sc.Metrics["e2e_intended_ms"]
+		within(t, "send-time e2e p50", e2e.P50, 40, 10)
+		if intended.P99 < 150 {
+			t.Errorf("intended-time e2e p99 %.1f ms: the backlog is hidden", intended.P99)
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ func (r *run) exec(req *workload.Request, rec *record.Record, ready time.Time, s
 	if rec.End.IsZero() {
 		rec.End = time.Now()
 	}
+	rec.ReconcileChunkTokens() // the tokenizer's per-chunk counts, to the server's usage
 	rec.Labels = append(rec.Labels, req.Labels...)
 	rec.NormInput, rec.Complexity = req.NormTokens, req.Complexity
 	if req.Checks != nil && !rec.Failed() {

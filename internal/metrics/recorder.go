@@ -589,12 +589,14 @@ func (r *Recorder) load() result.Load {
 	case r.cfg.MaxConcurrency > 0 && slot > 0 && slot >= send && slot >= gen:
 		l.InvalidCause = CauseCap
 		lead = fmt.Sprintf("requests waited for one of --max-concurrency %d slots (p99 wait %s), so the target rate was not offered: raise the cap or lower the rate; ", r.cfg.MaxConcurrency, ms(slot))
+	case r.missed > 0:
+		// Without a cap only the sending loop misses sends: a slow server
+		// holds a request's own goroutine, not the loop.
+		l.InvalidCause = CauseMissed
+		lead = "the load generator could not send every scheduled request by the stage's deadline (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "
 	case send > 0 && send >= slot && send >= gen:
 		l.InvalidCause = CauseBackpressure
 		lead = fmt.Sprintf("the server was slow to accept connections or read requests (p99 %s to write one), so requests arrived late: ", ms(send))
-	case r.missed > 0:
-		l.InvalidCause = CauseMissed
-		lead = "the load generator could not send every scheduled request by the stage's deadline (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "
 	default:
 		l.InvalidCause = CauseGenerator
 		lead = "the load generator could not send on schedule (CPU or scheduler bound): lower the rate, use fewer tokens per request, or shard the load; "

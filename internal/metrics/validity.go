@@ -22,7 +22,9 @@ import (
 //   - rate_short: over the middle 90 % of at least MinJudgedSends sends,
 //     the sends came at under RateShortRatio of the scheduled rate;
 //   - lag_large: more than max(MinLateSends, LateShare of the sends) were
-//     later than the bound;
+//     later than the bound, not counting one brief stall: the longest run
+//     of late sends in a row, up to max(MinLateSends, StallShare of the
+//     sends) of them (a single stall of the machine nudging a few sends);
 //   - lag_growing: the lag grew over the stage (least-squares slope with
 //     a t statistic over GrowthT) and the median lag of the last tenth of
 //     the stage is over the bound.
@@ -44,6 +46,7 @@ const (
 	LateShare      = 0.01
 	GrowthT        = 3.0
 	LatencyShare   = 0.10
+	StallShare     = 0.10
 )
 
 // The checks of the validity rule, as listed in result.Validity.Failed.
@@ -144,13 +147,9 @@ func judge(s *lagSample, f judgeFacts) judgement {
 		bound = max(bound, v.MedianGapMS)
 	}
 	v.BoundMS = bound
-	late := 0
-	for _, y := range s.y {
-		if float64(y) > bound {
-			late++
-		}
-	}
+	late, worst := lateRuns(s, bound)
 	v.LateSends = int(math.Round(float64(late) * s.scale()))
+	v.WorstStallSends = min(int(math.Round(float64(worst)*s.scale())), max(MinLateSends, int(StallShare*float64(s.n))))
 	if n > 0 {
 		ys := make([]float64, n)
 		for i, y := range s.y {
@@ -160,7 +159,7 @@ func judge(s *lagSample, f judgeFacts) judgement {
 	}
 	tooMany := max(MinLateSends, int(math.Ceil(LateShare*float64(s.n))))
 	if !f.open {
-		if v.LateSends > tooMany {
+		if v.LateSends-v.WorstStallSends > tooMany {
 			fail(CheckTurnaround, "%d of %d workers' turnarounds (response end to next send) took over %s (p99 %s)",
 				v.LateSends, s.n, ms(bound), ms(v.LagP99MS))
 		}
@@ -184,8 +183,9 @@ func judge(s *lagSample, f judgeFacts) judgement {
 			}
 		}
 	}
-	if v.LateSends > tooMany {
-		fail(CheckLagLarge, "%d of %d sends were later than %s (lag p99 %s)", v.LateSends, s.n, ms(bound), ms(v.LagP99MS))
+	if v.LateSends-v.WorstStallSends > tooMany {
+		fail(CheckLagLarge, "%d of %d sends were later than %s (lag p99 %s), %d of them outside the worst stall",
+			v.LateSends, s.n, ms(bound), ms(v.LagP99MS), v.LateSends-v.WorstStallSends)
 	}
 	if n >= MinJudgedSends {
 		slope, t := regress(s.x, s.y)
@@ -206,6 +206,27 @@ func judge(s *lagSample, f judgeFacts) judgement {
 		}
 	}
 	return judgement{valid: len(v.Failed) == 0, validity: v, problems: probs}
+}
+
+// lateRuns counts the kept sends later than bound, and the longest run of
+// them in a row (in order of offset): the worst stall.
+func lateRuns(s *lagSample, bound float64) (late, worst int) {
+	idx := make([]int, len(s.x))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return s.x[idx[a]] < s.x[idx[b]] })
+	run := 0
+	for _, i := range idx {
+		if float64(s.y[i]) > bound {
+			late++
+			run++
+			worst = max(worst, run)
+		} else {
+			run = 0
+		}
+	}
+	return late, worst
 }
 
 // regress fits y = a + b·x by least squares and returns b and its t

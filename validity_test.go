@@ -1,0 +1,136 @@
+package spate_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate"
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/llmtest"
+	"github.com/spate-dev/spate/result"
+)
+
+// burnEnv makes the test binary a CPU burner (TestBurnHelper) for the
+// number of seconds it holds.
+const burnEnv = "SPATE_TEST_BURN_SECONDS"
+
+// TestBurnHelper is not a test: run by burners with burnEnv set, it keeps
+// one CPU busy until its time is up or its parent closes its stdin.
+func TestBurnHelper(t *testing.T) {
+	secs, err := strconv.ParseFloat(os.Getenv(burnEnv), 64)
+	if err != nil {
+		t.Skip("a CPU burner for other tests")
+	}
+	stop := make(chan struct{})
+	go func() { _, _ = os.Stdin.Read(make([]byte, 1)); close(stop) }()
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	x := 1
+	for time.Now().Before(end) {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		for i := 0; i < 1_000_000; i++ {
+			x = x*1103515245 + 12345
+		}
+	}
+	_ = x
+}
+
+// burners starts n processes that each keep a CPU busy for at most d, and
+// stops them when the test ends.
+func burners(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	for range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBurnHelper$")
+		cmd.Env = append(os.Environ(), burnEnv+"="+strconv.FormatFloat(d.Seconds(), 'f', 1, 64))
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stdin.Close()
+			_ = cmd.Wait()
+		})
+	}
+	time.Sleep(200 * time.Millisecond) // let them spin up
+}
+
+// TestValidUnderCPUBurners: a 20 req/s run while two processes keep the
+// machine's CPUs busy is a valid measurement: its sends keep the scheduled
+// rate and its lags stay small against the 50 ms gap and the latencies.
+// The figures that show it are logged.
+func TestValidUnderCPUBurners(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load for 3 s beside two CPU burners")
+	}
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, Tokens: 8})
+	defer srv.Close()
+	burners(t, 2, 10*time.Second)
+	res, err := spate.Run(context.Background(), &experiment.Experiment{
+		Target: experiment.Target{URL: srv.BaseURL(), Model: "m"},
+		Stages: []experiment.Stage{{Name: "main", Rate: 20, Duration: 3 * time.Second}},
+	})
+	if res == nil {
+		t.Fatal(err)
+	}
+	l := res.Scenarios[0].Load
+	v := l.Validity
+	t.Logf("sends %d, at %.1f %% of the scheduled rate, %d missed; lag p99 %.1f ms, %d sends over the %.1f ms bound (gap %.1f ms, latency p50 %.1f ms); slope %.2f ms/s (t %.1f)",
+		v.Sends, 100*v.RateRatio, l.Missed, v.LagP99MS, v.LateSends, v.BoundMS, v.MedianGapMS, v.LatencyP50MS, v.LagSlopeMSPerS, v.LagSlopeT)
+	if err != nil || !l.Valid || res.Verdict != "pass" {
+		t.Fatalf("err %v, verdict %q: %s", err, res.Verdict, l.InvalidReason)
+	}
+}
+
+// TestSaturatedGeneratorIsInvalid: a streaming run at a rate no machine
+// can send is invalid, exits 4 (0 with allowInvalid), counts what it could
+// not send as missed and still ends on time.
+func TestSaturatedGeneratorIsInvalid(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends load for a second")
+	}
+	srv := llmtest.NewServer(llmtest.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Tokens: 4})
+	defer srv.Close()
+	for _, allow := range []bool{false, true} {
+		x := &experiment.Experiment{
+			Target:      experiment.Target{URL: srv.BaseURL(), Model: "m"},
+			Stages:      []experiment.Stage{{Name: "main", Rate: 1e6, Arrival: "constant", Duration: 500 * time.Millisecond}},
+			Measurement: experiment.Measurement{AllowInvalid: allow},
+		}
+		t0 := time.Now()
+		res, err := spate.Run(context.Background(), x)
+		took := time.Since(t0)
+		if res == nil {
+			t.Fatal(err)
+		}
+		l := res.Scenarios[0].Load
+		t.Logf("sent %d, missed %d, in %v: %s", res.Scenarios[0].Requests.Total, l.Missed, took, l.InvalidReason)
+		want := spate.ExitUntrustworthy
+		if allow {
+			want = spate.ExitOK
+		}
+		if l.Valid || l.Missed == 0 || res.Verdict != "invalid" || spate.ExitCode(err) != want {
+			t.Fatalf("valid %v, missed %d, verdict %q, exit %d (err %v): want invalid, missed sends, exit %d", l.Valid, l.Missed, res.Verdict, spate.ExitCode(err), err, want)
+		}
+		if !allow && !errors.Is(err, spate.ErrUntrustworthy) {
+			t.Fatalf("err %v, want ErrUntrustworthy", err)
+		}
+		// 0.5 s of schedule, its 100 ms grace, and the drain of requests
+		// that take a few ms: a bound far below the minutes it took to send
+		// every scheduled request late.
+		if took > 30*time.Second {
+			t.Fatalf("took %v", took)
+		}
+		var _ result.Load = l
+	}
+}
