@@ -54,7 +54,9 @@ func TestValidityRule(t *testing.T) {
 			judgeFacts{open: true, floorMS: 10, latencyP50MS: 80}, []string{CheckLagLarge}},
 		{"generator falling behind", sends(100, gap, func(i int) time.Duration { return time.Duration(i) * 5 * time.Millisecond }),
 			judgeFacts{open: true, floorMS: 10, latencyP50MS: 80}, []string{CheckRate, CheckLagLarge, CheckLagGrowing}},
-		{"two brief stalls", sends(100, gap, func(i int) time.Duration { return max(stall(20, 250*time.Millisecond, gap)(i), stall(70, 200*time.Millisecond, gap)(i)) }),
+		{"two brief stalls", sends(100, gap, func(i int) time.Duration {
+			return max(stall(20, 250*time.Millisecond, gap)(i), stall(70, 200*time.Millisecond, gap)(i))
+		}),
 			judgeFacts{open: true, floorMS: 10, latencyP50MS: 80}, nil},
 		{"missed sends", sends(100, gap, func(int) time.Duration { return time.Millisecond }),
 			judgeFacts{open: true, floorMS: 10, latencyP50MS: 80, missed: 3}, []string{CheckMissed}},
