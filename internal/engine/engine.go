@@ -75,6 +75,13 @@ func Grace(span time.Duration) time.Duration {
 	return min(max(span/10, MinGrace), MaxGrace)
 }
 
+// ErrDrained is the cause (context.Cause) of the cancellation of requests
+// still running when the drain timeout ran out after a run that was not
+// interrupted: a client records such a request as a timeout, not as
+// cancelled (which is for an interrupted run). It is record.ErrDrained
+// once that exists (issue 18 adds it): the two must be the same error.
+var ErrDrained = errors.New("still running when the drain timeout ended")
+
 // Config is one scenario's load.
 type Config struct {
 	// Pacer makes the run open-loop: request n is sent at Pacer's offset n.
@@ -167,8 +174,8 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	r := &run{cfg: cfg, stopped: make(chan struct{}), pool: sync.Pool{New: func() any { return new(record.Record) }}}
 	r.flights.set = map[*flight]struct{}{}
 	// Requests outlive ctx by the drain; reqCancel ends them.
-	reqCtx, reqCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer reqCancel()
+	reqCtx, reqCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer reqCancel(nil)
 	r.reqCtx = reqCtx
 	r.out.Start = time.Now()
 
@@ -218,7 +225,7 @@ func (r *run) stop() { r.stopOnce.Do(func() { close(r.stopped) }) }
 // drain waits for the requests in flight: DrainTimeout (InterruptedDrain
 // once the run is interrupted, nothing once Hurry is closed), then cancels
 // them and abandons those whose clients do not return.
-func (r *run) drain(ctx context.Context, cancel context.CancelFunc) {
+func (r *run) drain(ctx context.Context, cancel context.CancelCauseFunc) {
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	end := time.Now().Add(r.cfg.DrainTimeout)
@@ -241,11 +248,18 @@ func (r *run) drain(ctx context.Context, cancel context.CancelFunc) {
 				timer.Reset(time.Until(end))
 			}
 		case <-timer.C:
-			r.cancel(done, cancel, false)
+			// A request still running when the drain timeout ends is a
+			// timeout (ErrDrained); one an interruption cut short is
+			// cancelled (context.Canceled).
+			cause := ErrDrained
+			if r.out.Interrupted {
+				cause = context.Canceled
+			}
+			r.cancel(done, func() { cancel(cause) }, false)
 			return
 		case <-r.cfg.Hurry:
 			r.out.Interrupted = true
-			r.cancel(done, cancel, true)
+			r.cancel(done, func() { cancel(context.Canceled) }, true)
 			return
 		}
 	}

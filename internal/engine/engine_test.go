@@ -508,3 +508,63 @@ func TestDrainTimeoutAbandonsStuckClients(t *testing.T) {
 		t.Fatalf("abandoned %d, records %d", out.Abandoned, len(sink.recs))
 	}
 }
+
+// causer is a client whose requests run until ctx ends and record
+// context.Cause(ctx) as their message.
+var causer = ClientFunc(func(ctx context.Context, _ *workload.Request, rec *record.Record) {
+	<-ctx.Done()
+	rec.Fail(record.Cancelled, context.Cause(ctx).Error(), time.Now())
+})
+
+// TestCancelCause: requests still running when the drain timeout ends are
+// cancelled with ErrDrained (a client records a timeout); those an
+// interruption or a second Ctrl-C cut short with context.Canceled.
+func TestCancelCause(t *testing.T) {
+	tests := []struct {
+		name      string
+		interrupt bool
+		hurry     bool
+		want      error
+	}{
+		{"drain timeout", false, false, ErrDrained},
+		{"interrupted", true, false, context.Canceled},
+		{"hurried", true, true, context.Canceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hurry := make(chan struct{})
+			sink := &collect{}
+			cfg := Config{Concurrency: 3, Requests: 3, DrainTimeout: 50 * time.Millisecond, InterruptedDrain: 50 * time.Millisecond,
+				Source: src, Client: causer, Sink: sink}
+			if tc.interrupt {
+				cfg.Requests, cfg.Duration, cfg.InterruptedDrain, cfg.Hurry = 0, time.Hour, time.Hour, hurry
+				if !tc.hurry {
+					cfg.InterruptedDrain = 50 * time.Millisecond
+				}
+				time.AfterFunc(50*time.Millisecond, func() {
+					cancel()
+					time.AfterFunc(20*time.Millisecond, func() {
+						if tc.hurry {
+							close(hurry)
+						}
+					})
+				})
+			}
+			if _, err := Run(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			if len(sink.recs) != 3 {
+				t.Fatalf("%d records, want 3", len(sink.recs))
+			}
+			for _, r := range sink.recs {
+				if r.ErrMsg != tc.want.Error() && !(tc.hurry && r.ErrMsg == abandonMsg) {
+					t.Fatalf("request %d cancelled with %q, want %q", r.Seq, r.ErrMsg, tc.want)
+				}
+			}
+		})
+	}
+}
