@@ -2,9 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -12,18 +18,65 @@ import (
 	"github.com/spate-dev/spate/llmtest"
 )
 
-// TestSIGINTWritesPartialResult runs the real binary and interrupts it the
-// way a user's Ctrl-C does.
-func TestSIGINTWritesPartialResult(t *testing.T) {
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// spateBinary builds the spate binary once for the tests that signal it.
+func spateBinary(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the spate binary")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "spate")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "spate-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "spate")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = errors.New(string(out))
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("go build: %v", binErr)
 	}
+	return binPath
+}
+
+// waitExit waits up to limit for cmd to exit and returns its exit code and
+// how long it took from since.
+func waitExit(t *testing.T, cmd *exec.Cmd, since time.Time, limit time.Duration) (int, time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		took := time.Since(since)
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), took
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, took
+	case <-time.After(limit):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("spate did not exit within %v", limit)
+	}
+	return 0, 0
+}
+
+// TestSIGINTWritesPartialResult runs the real binary and interrupts it the
+// way a user's Ctrl-C does.
+func TestSIGINTWritesPartialResult(t *testing.T) {
+	bin := spateBinary(t)
+	dir := t.TempDir()
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, Tokens: 4})
 	defer srv.Close()
 	out := filepath.Join(dir, "r.json")
@@ -39,23 +92,80 @@ func TestSIGINTWritesPartialResult(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Fatalf("exit: %v, want code 1", err)
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("spate did not stop within 10 s of SIGINT")
-	}
-	if _, err := os.Stat(out); err != nil {
-		t.Fatalf("no partial result: %v", err)
+	if code, _ := waitExit(t, cmd, time.Now(), 10*time.Second); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
 	}
 	r := readResult(t, out)
-	if !r.Interrupted || r.Scenarios[0].Requests.Succeeded < 1 {
-		t.Fatalf("interrupted %v requests %+v", r.Interrupted, r.Scenarios[0].Requests)
+	if !r.Interrupted || r.Scenarios[0].Requests.Succeeded < 1 || r.Verdict != "error" {
+		t.Fatalf("interrupted %v verdict %q requests %+v", r.Interrupted, r.Verdict, r.Scenarios[0].Requests)
+	}
+}
+
+// hangServer lists a model and never answers a completion, counting the
+// completions it holds open.
+func hangServer(t *testing.T) (url string, open *atomic.Int64) {
+	t.Helper()
+	open = &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			fmt.Fprint(w, `{"data":[{"id":"x"}]}`)
+			return
+		}
+		io.Copy(io.Discard, r.Body) // the server notices the client leave once the body is read
+		open.Add(1)
+		defer open.Add(-1)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return srv.URL + "/v1", open
+}
+
+// TestInterruptsWithThousandsInFlight: with thousands of requests in
+// flight to a server that never answers, the first SIGINT (or SIGTERM)
+// makes spate exit within the interrupted drain (2 s) plus 2 s, with a
+// partial result; a second SIGINT right after the first makes it exit at
+// once, still writing what it has. (The engine's own test holds 20,000 in flight; a process
+// here is bounded by its open-file limit.)
+func TestInterruptsWithThousandsInFlight(t *testing.T) {
+	bin := spateBinary(t)
+	for _, tc := range []struct {
+		sig   syscall.Signal
+		twice bool
+	}{{syscall.SIGINT, false}, {syscall.SIGTERM, false}, {syscall.SIGINT, true}} {
+		twice := tc.twice
+		target, open := hangServer(t)
+		out := filepath.Join(t.TempDir(), "r.json")
+		cmd := exec.Command(bin, "run", "--target", target, "--model", "x", "--rate", "4000", "--arrival", "constant",
+			"--duration", "1m", "--out", out, "--quiet")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for open.Load() < 2000 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		inFlight := open.Load()
+		t0 := time.Now()
+		if err := cmd.Process.Signal(tc.sig); err != nil {
+			t.Fatal(err)
+		}
+		limit := 2*time.Second + 2*time.Second // the interrupted drain, plus 2 s
+		if twice {
+			time.Sleep(100 * time.Millisecond)
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			limit = 2 * time.Second
+		}
+		code, took := waitExit(t, cmd, t0, time.Minute)
+		t.Logf("%v, twice %v: %d in flight, exit %d after %v", tc.sig, twice, inFlight, code, took)
+		if code != 1 || took > limit {
+			t.Errorf("exit %d after %v, want 1 within %v", code, took, limit)
+		}
+		r := readResult(t, out)
+		rq := r.Scenarios[0].Requests
+		if !r.Interrupted || rq.Cancelled < 1000 || rq.Succeeded != 0 {
+			t.Errorf("interrupted %v, requests %+v: want a partial result with the requests in flight cancelled", r.Interrupted, rq)
+		}
 	}
 }
