@@ -75,13 +75,6 @@ func Grace(span time.Duration) time.Duration {
 	return min(max(span/10, MinGrace), MaxGrace)
 }
 
-// ErrDrained is the cause (context.Cause) of the cancellation of requests
-// still running when the drain timeout ran out after a run that was not
-// interrupted: a client records such a request as a timeout, not as
-// cancelled (which is for an interrupted run). It is record.ErrDrained
-// once that exists (issue 18 adds it): the two must be the same error.
-var ErrDrained = errors.New("still running when the drain timeout ended")
-
 // Config is one scenario's load.
 type Config struct {
 	// Pacer makes the run open-loop: request n is sent at Pacer's offset n.
@@ -249,9 +242,9 @@ func (r *run) drain(ctx context.Context, cancel context.CancelCauseFunc) {
 			}
 		case <-timer.C:
 			// A request still running when the drain timeout ends is a
-			// timeout (ErrDrained); one an interruption cut short is
-			// cancelled (context.Canceled).
-			cause := ErrDrained
+			// timeout (record.ErrDrained: the client records it so); one
+			// an interruption cut short is cancelled (context.Canceled).
+			cause := record.ErrDrained
 			if r.out.Interrupted {
 				cause = context.Canceled
 			}

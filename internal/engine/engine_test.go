@@ -517,7 +517,7 @@ var causer = ClientFunc(func(ctx context.Context, _ *workload.Request, rec *reco
 })
 
 // TestCancelCause: requests still running when the drain timeout ends are
-// cancelled with ErrDrained (a client records a timeout); those an
+// cancelled with record.ErrDrained (a client records a timeout); those an
 // interruption or a second Ctrl-C cut short with context.Canceled.
 func TestCancelCause(t *testing.T) {
 	tests := []struct {
@@ -526,7 +526,7 @@ func TestCancelCause(t *testing.T) {
 		hurry     bool
 		want      error
 	}{
-		{"drain timeout", false, false, ErrDrained},
+		{"drain timeout", false, false, record.ErrDrained},
 		{"interrupted", true, false, context.Canceled},
 		{"hurried", true, true, context.Canceled},
 	}
