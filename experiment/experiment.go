@@ -595,6 +595,17 @@ func (e *Experiment) Problems() []Problem {
 		if s.TokenRateBasis != "" && s.TokenRate <= 0 {
 			at(p+".tokenRateBasis", "stage %q: tokenRateBasis applies to a tokenRate", s.Name)
 		}
+		// Settings that do nothing in a stage's mode are errors, not
+		// silently ignored.
+		if s.Burstiness > 0 && s.Burstiness != 1 && s.Arrival != "gamma" {
+			at(p+".burstiness", "stage %q: burstiness (--burstiness) is the shape of open-loop gamma arrivals: use it with arrival: gamma (--arrival gamma) or leave it out", s.Name)
+		}
+		if w := s.Workload; w != nil && w.Speed > 0 && w.Speed != 1 && !trace {
+			at(p+".workload.speed", "stage %q: speed (--speed) scales a trace's clock: it applies to arrival: trace (--arrival trace) only", s.Name)
+		}
+		if s.ComplexityShaping && s.Concurrency > 0 {
+			at(p+".complexityShaping", "stage %q: complexityShaping (--complexity-shaping) scales open-loop gaps: a closed loop (concurrency) has none", s.Name)
+		}
 		if s.Rate <= 0 && s.TokenRate <= 0 && !trace && s.MaxConcurrency > 0 {
 			at(p+".maxConcurrency", "stage %q: maxConcurrency caps an open-loop rate; with concurrency it has no meaning", s.Name)
 		}
@@ -607,6 +618,15 @@ func (e *Experiment) Problems() []Problem {
 		}
 		if s.Duration == 0 && s.Requests == 0 && !trace {
 			at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
+		}
+	}
+	if sp := e.Workload.Speed; sp > 0 && sp != 1 {
+		traced := false
+		for _, s := range e.Stages {
+			traced = traced || s.Arrival == "trace"
+		}
+		if !traced {
+			at("$.workload.speed", "speed (--speed) scales a trace's clock: it applies to arrival: trace (--arrival trace) only")
 		}
 	}
 	for verdict, actions := range e.Actions {

@@ -56,6 +56,12 @@ func TestErrorsNameLineAndColumn(t *testing.T) {
 		{"token basis", head + "stages: [{name: a, tokenRate: 1280, tokenRateBasis: input, duration: 1s}]\n", "x.yaml:4:53: stage \"a\": tokenRateBasis \"input\": use total"},
 		{"basis alone", head + "stages: [{name: a, rate: 2, tokenRateBasis: output, duration: 1s}]\n", "tokenRateBasis applies to a tokenRate"},
 		{"no stages", head, "no stages"},
+		// Settings that do nothing in the stage's mode are errors.
+		{"burstiness without gamma", head + "stages: [{name: a, rate: 2, burstiness: 0.5, duration: 1s}]\n", "x.yaml:4:41: stage \"a\": burstiness (--burstiness) is the shape of open-loop gamma arrivals"},
+		{"burstiness with gamma", head + "stages: [{name: a, rate: 2, arrival: gamma, burstiness: 0.5, duration: 1s}]\n", ""},
+		{"speed without trace", head + "workload: {speed: 2}\nstages: [{name: a, rate: 2, duration: 1s}]\n", "x.yaml:4:19: speed (--speed) scales a trace's clock"},
+		{"stage speed without trace", head + "stages: [{name: a, rate: 2, duration: 1s, workload: {speed: 2}}]\n", "stage \"a\": speed (--speed)"},
+		{"shaping a closed loop", head + "stages: [{name: a, concurrency: 2, complexityShaping: true, duration: 1s}]\n", "complexityShaping (--complexity-shaping) scales open-loop gaps"},
 		{"version", "apiVersion: v2\nkind: Experiment\nstages: [{name: a, rate: 1, duration: 1s}]\n", "x.yaml:1:13: apiVersion must be"},
 		{"duplicate stage", head + "stages:\n  - {name: a, rate: 1, duration: 1s}\n  - {name: a, rate: 1, duration: 1s}\n", "used twice"},
 		{"key in file", head + "stages: [{name: a, rate: 1, duration: 1s}]\n", ""},
