@@ -257,8 +257,8 @@ type Validity struct {
 	// lag_large, lag_growing (open loop), turnaround_large (closed loop),
 	// late_events (either).
 	Failed []string `json:"failed,omitempty"`
-	// BoundMS is the lag bound: the largest of FloorMS, MedianGapMS and a
-	// tenth of LatencyP50MS.
+	// BoundMS is the lag bound: the largest of FloorMS, twice MedianGapMS
+	// and a tenth of LatencyP50MS.
 	BoundMS      float64 `json:"bound_ms"`
 	FloorMS      float64 `json:"floor_ms"`
 	MedianGapMS  float64 `json:"median_gap_ms,omitempty"`

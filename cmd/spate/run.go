@@ -73,7 +73,7 @@ var runBindings = []flagbind.Binding{
 	// Figures and verdict.
 	{Name: "slo", Usage: "per-request objectives for goodput, e.g. ttft=500ms,tpot=50ms (keys ttft, tpot, itl, e2e)", X: func(x *xp) any { return &x.SLO }},
 	{Name: "threshold", Usage: "pass/fail expression, e.g. 'p99(ttft) < 800ms' (repeatable; exit 3 if any fails)", X: func(x *xp) any { return &x.Thresholds }, Join: true},
-	{Name: "lag-bound", Usage: "floor of the validity rule's lag bound (the bound is also the schedule's median gap and a tenth of the latency p50)", X: func(x *xp) any { return &x.Measurement.LagBound }},
+	{Name: "lag-bound", Usage: "floor of the validity rule's lag bound (the bound is the largest of it, twice the schedule's median gap and a tenth of the latency p50)", X: func(x *xp) any { return &x.Measurement.LagBound }},
 	{Name: "allow-invalid", Usage: "accept an invalid measurement: exit 0 instead of 4 (the verdict stays invalid)", X: func(x *xp) any { return &x.Measurement.AllowInvalid }},
 	{Name: "slo-from", Usage: "open loop: judge thresholds on ttft, e2e and goodput from the intended or sent time", X: func(x *xp) any { return &x.Measurement.SLOFrom }},
 	{Name: "tokenizer", Usage: "tokenizer of synthetic prompt lengths and local token counts: cl100k_base, o200k_base, llama3 or a tokenizer.json path", X: func(x *xp) any { return &x.Measurement.Tokenizer }},

@@ -29,10 +29,13 @@ import (
 //     a t statistic over GrowthT) and the median lag of the last tenth of
 //     the stage is over the bound.
 //
-// The bound is the largest of the floor (--lag-bound), the schedule's
-// median gap between sends and LatencyShare of the latency p50 the stage
-// reports (TTFT, else E2E): a lag is large when it is large against both
-// the spacing of the arrivals and the latencies measured.
+// The bound is the largest of the floor (--lag-bound), GapMultiple times
+// the schedule's median gap between sends (a send later than its intended
+// time by less than that has at most traded places with a neighbour: the
+// arrival process the server saw is the scheduled one) and LatencyShare of
+// the latency p50 the stage reports (TTFT, else E2E): a lag is large when
+// it is large against both the spacing of the arrivals and the latencies
+// measured.
 //
 // Closed loop, where a slow server slows the load by design (schedule lag
 // and send delay do not apply): turnaround_large, more than
@@ -46,6 +49,7 @@ const (
 	LateShare      = 0.01
 	GrowthT        = 3.0
 	LatencyShare   = 0.10
+	GapMultiple    = 2.0
 	StallShare     = 0.10
 )
 
@@ -144,7 +148,7 @@ func judge(s *lagSample, f judgeFacts) judgement {
 			gaps = append(gaps, (xs[i]-xs[i-1])*1000)
 		}
 		v.MedianGapMS = median(gaps)
-		bound = max(bound, v.MedianGapMS)
+		bound = max(bound, GapMultiple*v.MedianGapMS)
 	}
 	v.BoundMS = bound
 	late, worst := lateRuns(s, bound)

@@ -58,6 +58,16 @@ func TestValidityRule(t *testing.T) {
 			return max(stall(20, 250*time.Millisecond, gap)(i), stall(70, 200*time.Millisecond, gap)(i))
 		}),
 			judgeFacts{open: true, floorMS: 10, latencyP50MS: 80}, nil},
+		// Seen on a 2-core machine at load 17 beside two CPU burners: 47
+		// sends at 20 req/s, 9 scattered ones late by one to two gaps, the
+		// rate kept. The server saw the scheduled arrivals: valid.
+		{"scattered sends late by under two gaps", sends(47, gap, func(i int) time.Duration {
+			if i%5 == 2 {
+				return time.Duration(50+i) * time.Millisecond
+			}
+			return 2 * time.Millisecond
+		}),
+			judgeFacts{open: true, floorMS: 10, latencyP50MS: 25}, nil},
 		{"missed sends", sends(100, gap, func(int) time.Duration { return time.Millisecond }),
 			judgeFacts{open: true, floorMS: 10, latencyP50MS: 80, missed: 3}, []string{CheckMissed}},
 		{"lag large against a fast server", sends(1000, time.Millisecond, func(i int) time.Duration { return time.Duration(i%4) * 8 * time.Millisecond }),
@@ -78,7 +88,7 @@ func TestValidityRule(t *testing.T) {
 	}
 }
 
-// TestValidityBound: the bound is the largest of the floor, the median gap
+// TestValidityBound: the bound is the largest of the floor, twice the median gap
 // and a tenth of the latency p50.
 func TestValidityBound(t *testing.T) {
 	on := func(int) time.Duration { return 0 }
@@ -89,7 +99,7 @@ func TestValidityBound(t *testing.T) {
 		bound float64
 	}{
 		{"floor", sends(100, 2*time.Millisecond, on), judgeFacts{open: true, floorMS: 10, latencyP50MS: 50}, 10},
-		{"gap", sends(100, 50*time.Millisecond, on), judgeFacts{open: true, floorMS: 10, latencyP50MS: 50}, 50},
+		{"two gaps", sends(100, 50*time.Millisecond, on), judgeFacts{open: true, floorMS: 10, latencyP50MS: 50}, 100},
 		{"latency", sends(100, 2*time.Millisecond, on), judgeFacts{open: true, floorMS: 10, latencyP50MS: 3000}, 300},
 		{"closed: no gap", sends(100, 50*time.Millisecond, on), judgeFacts{floorMS: 10, latencyP50MS: 50}, 10},
 	} {
@@ -154,8 +164,8 @@ func TestRecorderJudgesArrivalLag(t *testing.T) {
 	if !strings.Contains(l.InvalidReason, "2 scheduled requests were not sent by the stage's deadline") {
 		t.Errorf("reason %q", l.InvalidReason)
 	}
-	if math.Abs(l.LagBoundMS-50) > 1e-6 {
-		t.Errorf("lag bound %v, want the 50 ms gap", l.LagBoundMS)
+	if math.Abs(l.LagBoundMS-100) > 1e-6 {
+		t.Errorf("lag bound %v, want twice the 50 ms gap", l.LagBoundMS)
 	}
 	// Closed loop: lateness of the schedule is not judged; turnarounds are.
 	cl := New(Config{Start: t0, Mode: "closed", Concurrency: 2})
