@@ -184,7 +184,8 @@ func TestRunChaosRetriesConverge(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--chaos", "error_rate=0.3",
 		"--retries", "3", "--retry-backoff", "1ms", "--retry-budget", "1", "--concurrency", "8", "--requests", "400",
-		"--output-tokens", "2", "--input-tokens", "8", "--out", out, "--quiet")
+		"--output-tokens", "2", "--input-tokens", "8", "--out", out, "--quiet",
+		"--allow-invalid") // 1 ms tokens read late on a busy machine are reader_lag; this test is about retries
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}

@@ -63,10 +63,9 @@ func TestHostileServers(t *testing.T) {
 		{"control", llmtest.HostileOK, nil, nil, "", 0, 10 * time.Second},
 		// A dead server gave exit 0 and "measurement: valid".
 		{"stall after the first token", llmtest.StallAfterFirst, nil, nil, "timeout", 1, 10 * time.Second},
-		// Cancelled at the drain's end: exit 1 all the same. (Once the
-		// engine cancels with record.ErrDrained, issue 16, they are
-		// timeouts: either passes.)
-		{"stall, cancelled at the drain", llmtest.StallAfterFirst, []string{"--idle-timeout", "1m", "--drain-timeout", "1s"}, nil, "drained", 1, 10 * time.Second},
+		// Still running when the drain timeout ends: a timeout (the
+		// engine cancels it with record.ErrDrained), not a cancellation.
+		{"stall, a timeout at the drain's end", llmtest.StallAfterFirst, []string{"--idle-timeout", "1m", "--drain-timeout", "1s"}, nil, "timeout", 1, 10 * time.Second},
 		{"no headers", llmtest.NoHeaders, nil, nil, "timeout", 1, 10 * time.Second},
 		{"a byte every 100 ms", llmtest.Drip, []string{"--drain-timeout", "4s"}, nil, "timeout", 1, 10 * time.Second},
 		// An endless stream grew ~30 MB/s per request until the timeout.

@@ -66,7 +66,7 @@ target:
   traceHeader: false
   logprobs: 5
 sut: {version: v9}
-workload: {inputTokens: "64:8", outputTokens: "16", dataset: /data/d.jsonl, datasetFormat: jsonl, speed: 2, seed: 7}
+workload: {inputTokens: "64:8", outputTokens: "16", dataset: /data/d.jsonl, datasetFormat: jsonl, speed: 1, seed: 7}
 slo: {ttft: 500ms, tpot: 50ms}
 stages:
   - {name: main, rate: 5, arrival: gamma, burstiness: 0.5, rampFrom: 1, maxConcurrency: 4, duration: 10s, requests: 100, warmup: 1s, drainTimeout: 5s, complexityShaping: true}
@@ -96,7 +96,7 @@ shard: {part: 0/2, count: 2, startAt: "2026-01-02T15:04:05Z", startLateMax: 5s, 
 		"--header", "X-A: b", "--header", "X-C: d", "--targets", "http://127.0.0.1:2/v1,http://127.0.0.1:3/v1",
 		"--policy", "failover", "--retries", "2", "--retry-backoff", "50ms", "--retry-budget", "0.5", "--attempt-timeout", "300ms",
 		"--no-trace-header", "--logprobs", "5", "--sut-version", "v9",
-		"--input-tokens", "64:8", "--output-tokens", "16", "--dataset", "/data/d.jsonl", "--dataset-format", "jsonl", "--speed", "2", "--seed", "7",
+		"--input-tokens", "64:8", "--output-tokens", "16", "--dataset", "/data/d.jsonl", "--dataset-format", "jsonl", "--speed", "1", "--seed", "7",
 		"--slo", "ttft=500ms,tpot=50ms",
 		"--rate", "5", "--arrival", "gamma", "--burstiness", "0.5", "--ramp-from", "1", "--max-concurrency", "4", "--duration", "10s",
 		"--requests", "100", "--warmup", "1s", "--drain-timeout", "5s", "--complexity-shaping",

@@ -71,6 +71,7 @@ func sample() *result.Result {
 }
 
 func ptr(v float64) *float64 { return &v }
+
 // sampleMore is sample with a ramp, a trace replay and a closed loop.
 func sampleMore() *result.Result {
 	r := sample()
