@@ -125,7 +125,7 @@ func TestSaturatedGeneratorIsInvalid(t *testing.T) {
 		if !allow && !errors.Is(err, spate.ErrUntrustworthy) {
 			t.Fatalf("err %v, want ErrUntrustworthy", err)
 		}
-		// 0.5 s of schedule, its 100 ms grace, and the drain of requests
+		// 0.5 s of schedule, its 500 ms grace, and the drain of requests
 		// that take a few ms: a bound far below the minutes it took to send
 		// every scheduled request late.
 		if took > 30*time.Second {

@@ -47,7 +47,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 			defer wg.Done()
 			var out, errb bytes.Buffer
 			code := execute(ctx, []string{"run", "--target", target, "--model", "spate-sim", "--rate", "10",
-				"--arrival", "constant", "--duration", "10s", "--output-tokens", "16", "--quiet", "--lag-bound", "100ms",
+				"--arrival", "constant", "--duration", "10s", "--output-tokens", "16", "--quiet", "--lag-bound", "100ms", "--allow-invalid",
 				"--out", filepath.Join(dir, r.name+".json"), "--sut-version", r.name}, &out, &errb)
 			if code != 0 {
 				errs[i] = fmt.Sprintf("run %s: exit %d: %s", r.name, code, errb.String())

@@ -252,7 +252,8 @@ func TestRampFlag(t *testing.T) {
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, _, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--model", "m",
-		"--rate", "60", "--ramp-from", "10", "--arrival", "constant", "--duration", "2s", "--out", out, "--quiet")
+		"--rate", "60", "--ramp-from", "10", "--arrival", "constant", "--duration", "2s", "--out", out, "--quiet",
+		"--allow-invalid") // the ramp's counts are the point; a busy machine may make it invalid
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, stderr)
 	}

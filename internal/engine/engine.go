@@ -64,7 +64,7 @@ const (
 	// goroutine left to end when the client returns.
 	AbandonAfter = 500 * time.Millisecond
 	// MinGrace and MaxGrace bound Grace.
-	MinGrace = 100 * time.Millisecond
+	MinGrace = 500 * time.Millisecond
 	MaxGrace = time.Second
 )
 

@@ -176,7 +176,7 @@ func TestCapExposesBacklog(t *testing.T) {
 	sink := &collect{}
 	out, err := Run(context.Background(), Config{
 		Pacer: schedule.Constant{Rate: 100}, MaxConcurrency: 1, Requests: 20,
-		Source: src, Client: sleeper(30 * time.Millisecond), Sink: sink,
+		Source: src, Client: sleeper(100 * time.Millisecond), Sink: sink,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +184,8 @@ func TestCapExposesBacklog(t *testing.T) {
 	if sink.maxIn != 1 {
 		t.Fatalf("max in flight %d, want the cap of 1", sink.maxIn)
 	}
-	// The schedule ends at 190 ms; its grace is 100 ms (MinGrace): at one
-	// request per 30 ms, about 10 are sent by 290 ms and the rest missed.
+	// The schedule ends at 190 ms; its grace is 500 ms (MinGrace): at one
+	// request per 100 ms, about 7 are sent by 690 ms and the rest missed.
 	if out.Grace != MinGrace {
 		t.Errorf("grace %v, want %v", out.Grace, MinGrace)
 	}
@@ -199,17 +199,17 @@ func TestCapExposesBacklog(t *testing.T) {
 			last = r
 		}
 		waited = max(waited, r.SlotWait)
-		if e2e := r.E2E(); e2e < 25*time.Millisecond {
-			t.Errorf("request %d send-time E2E %v, want about 30 ms", r.Seq, e2e)
+		if e2e := r.E2E(); e2e < 90*time.Millisecond {
+			t.Errorf("request %d send-time E2E %v, want about 100 ms", r.Seq, e2e)
 		}
 		if late := r.Sent.Sub(out.Start); late > 190*time.Millisecond+out.Grace {
 			t.Errorf("request %d sent %v after the start, past the deadline %v", r.Seq, late, 190*time.Millisecond+out.Grace)
 		}
 	}
 	// The last request sent was meant for 10 ms × seq but waited behind
-	// 30 ms requests.
+	// 100 ms requests.
 	if lag := last.Lag(); lag < time.Duration(last.Seq)*10*time.Millisecond {
-		t.Errorf("last request (%d) lag %v, want > %v (a backlog of 30 ms work at 10 ms spacing)", last.Seq, lag, time.Duration(last.Seq)*10*time.Millisecond)
+		t.Errorf("last request (%d) lag %v, want > %v (a backlog of 100 ms work at 10 ms spacing)", last.Seq, lag, time.Duration(last.Seq)*10*time.Millisecond)
 	}
 	if waited < 10*time.Millisecond {
 		t.Errorf("requests waited at most %v for a slot; the wait must be recorded", waited)
@@ -245,7 +245,7 @@ func TestOpenLoopEndsAtItsDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &collect{}
 			cfg := tc.cfg
-			cfg.Source, cfg.Client, cfg.Sink = slowSource{2 * time.Millisecond}, sleeper(time.Millisecond), sink
+			cfg.Source, cfg.Client, cfg.Sink = slowSource{5 * time.Millisecond}, sleeper(time.Millisecond), sink
 			out, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -274,7 +274,7 @@ func TestOpenLoopEndsAtItsDeadline(t *testing.T) {
 				}
 			}
 			if measured+int(out.Missed) != want || out.Missed == 0 {
-				t.Fatalf("%d measured sent + %d missed, want %d scheduled with some missed (a request takes 2 ms to make)", measured, out.Missed, want)
+				t.Fatalf("%d measured sent + %d missed, want %d scheduled with some missed (a request takes 5 ms to make)", measured, out.Missed, want)
 			}
 		})
 	}

@@ -173,7 +173,7 @@ func TestShardEngineUnion(t *testing.T) {
 		_, c := Shard{Index: i, Count: n}.apply(st, openConfig(t, st, 7))
 		c.Client, c.Sink = cl, nopSink{}
 		// The union is the point, not the deadline: a busy machine (or
-		// -race) must not miss sends past the default 100 ms grace.
+		// -race) must not miss sends past the default grace.
 		c.Grace = time.Minute
 		out, err := engine.Run(context.Background(), c)
 		if err != nil {
