@@ -22,6 +22,7 @@ import (
 	"io"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/interrupt"
 	"github.com/spate-dev/spate/internal/plan"
 	"github.com/spate-dev/spate/result"
 )
@@ -90,6 +91,9 @@ func Run(ctx context.Context, exp *experiment.Experiment, opts ...Option) (*resu
 	o := options{env: plan.Env{Version: Version}}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.env.Hurry == nil {
+		o.env.Hurry = interrupt.Hurry(ctx) // the command line's second Ctrl-C
 	}
 	return plan.Execute(ctx, exp, o.env)
 }

@@ -75,7 +75,7 @@ func runCapacity(cmd *cobra.Command, cfg *capacity.RunConfig, rf *runFlags, args
 		cfg.Out = io.Discard
 	}
 	_, err = capacity.Run(cmd.Context(), x, *cfg, func(ctx context.Context, x *experiment.Experiment) (*result.Result, error) {
-		res, err := spate.Run(ctx, x, spate.WithStderr(cmd.ErrOrStderr()), spate.WithHurry(hurryOf(cmd.Context())))
+		res, err := spate.Run(ctx, x, spate.WithStderr(cmd.ErrOrStderr()))
 		if errors.Is(err, spate.ErrThresholdsFailed) || errors.Is(err, spate.ErrNoneSucceeded) || errors.Is(err, spate.ErrUntrustworthy) {
 			err = nil // the trial's figures judge it
 		}

@@ -12,13 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate"
+	"github.com/spate-dev/spate/internal/interrupt"
 	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/verdict/capacity"
@@ -26,8 +25,7 @@ import (
 	"github.com/spate-dev/spate/internal/workload/logbuild"
 )
 
-// Exit codes promised by docs/design.md §4 (spate.ExitCode maps a run's
-// error to them).
+// Exit codes promised by docs/design.md §4 (see spate.ExitCode).
 const (
 	exitOK        = spate.ExitOK
 	exitError     = spate.ExitError
@@ -53,55 +51,10 @@ func usageErr(format string, a ...any) error {
 
 func main() {
 	tuneGC()
-	ctx, stop := interrupts(context.Background(), os.Stderr)
+	ctx, stop := interrupt.Watch(context.Background(), os.Stderr)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
-}
-
-// hurryKey is the context key of the channel closed on a second Ctrl-C.
-type hurryKey struct{}
-
-// hurryOf returns the channel closed on a second Ctrl-C, if ctx has one.
-func hurryOf(ctx context.Context) <-chan struct{} {
-	h, _ := ctx.Value(hurryKey{}).(chan struct{})
-	return h
-}
-
-// interrupts returns a context cancelled on the first SIGINT or SIGTERM:
-// a run stops sending, drains for 2 s and writes its partial result. The
-// second closes the context's hurry channel: the drain ends at once and
-// the result is written with what it has. The third exits at once. stop
-// ends the watch.
-func interrupts(parent context.Context, stderr io.Writer) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
-	hurry := make(chan struct{})
-	ctx = context.WithValue(ctx, hurryKey{}, hurry)
-	sigs := make(chan os.Signal, 3)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n := 0
-		for range sigs {
-			switch n++; n {
-			case 1:
-				fmt.Fprintln(stderr, "spate: stopping: requests in flight get 2s to finish (interrupt again to stop now)")
-				cancel()
-			case 2:
-				fmt.Fprintln(stderr, "spate: stopping now: writing what was measured (interrupt again to quit without it)")
-				close(hurry)
-			default:
-				os.Exit(130)
-			}
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		close(sigs)
-		<-done
-		cancel()
-	}
 }
 
 // execute runs the command line args and returns the process exit code.
@@ -117,9 +70,6 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, spate.ErrThresholdsFailed):
 		return exitThreshold // the summary says which
-	case errors.Is(err, spate.ErrUntrustworthy):
-		fmt.Fprintf(stderr, "spate: %v\n", redact(err)) // the summary's last line too, but --quiet has none
-		return spate.ExitCode(err)
 	case errors.As(err, &ee):
 		if ee.code == exitThreshold || ee.code == exitInvalid {
 			return ee.code // the output's last line says why

@@ -71,9 +71,7 @@ func quickstart(cmd *cobra.Command, dir, preset string, stage time.Duration) err
 	htmlPath := filepath.Join(dir, "quickstart.html")
 	x.Target.URL, x.SUT.Version = s.URL, "spate-sim/"+preset
 	x.Outputs.Result, x.Outputs.Report = resPath, htmlPath
-	// The table says which stages were valid and the knee skips the
-	// others: an invalid stage is shown, not an error.
-	x.Measurement.AllowInvalid = true
+	x.Measurement.AllowInvalid = true // the table shows validity; the knee skips invalid stages
 	for i := range x.Stages {
 		if stage > 0 {
 			x.Stages[i].Duration = stage

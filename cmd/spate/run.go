@@ -196,12 +196,9 @@ func (f *runFlags) experiment(c *cobra.Command, args []string) (*experiment.Expe
 }
 
 // options are the spate.Run options of a command: its output writers,
-// live progress on an interactive terminal, the second Ctrl-C.
+// live progress on an interactive terminal.
 func options(c *cobra.Command) []spate.Option {
 	opts := []spate.Option{spate.WithStdout(c.OutOrStdout()), spate.WithStderr(c.ErrOrStderr())}
-	if h := hurryOf(c.Context()); h != nil {
-		opts = append(opts, spate.WithHurry(h))
-	}
 	file, ok := c.ErrOrStderr().(*os.File)
 	if progress.Interactive(ok && term.IsTerminal(int(file.Fd())), os.Getenv) {
 		opts = append(opts, spate.WithLiveProgress())
