@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/result"
 )
@@ -47,6 +48,7 @@ func slotServer(t *testing.T, slots int, hold time.Duration) string {
 // find the capacity itself run with the integration tag:
 // capacity_integration_test.go.)
 func TestCapacityCommand(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("sends load for 8 s")
 	}

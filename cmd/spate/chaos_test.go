@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/llmtest"
 )
 
@@ -114,9 +115,7 @@ func TestChaosUsageErrors(t *testing.T) {
 // upstream's 20 ms to its first token plus at most the 50 ms to the next
 // send, and MSR = 1 − failover/800 ms with every retry converging.
 func TestRunChaosFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing test")
-	}
+	longtest.Skip(t) // 3 s of real time; chaos.TestBlackholeFailover holds the timings
 	a := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
 	defer a.Close()
 	b := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})

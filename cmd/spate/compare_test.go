@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/internal/verdict/compare"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
@@ -27,6 +28,7 @@ import (
 // Latencies are long (E2E 2 s) so that the client's scheduling jitter on a
 // loaded machine (tens of ms under -race) stays small beside them.
 func TestCompareFindsPlantedRegressions(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("sends load for 12 s")
 	}

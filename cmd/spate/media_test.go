@@ -61,21 +61,21 @@ func TestAudioAndImagesEndToEnd(t *testing.T) {
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--workload", filepath.Join("..", "..", "examples", "workloads", "audio.yaml"),
-		"--concurrency", "2", "--requests", "40", "--out", out, "--quiet")
+		"--concurrency", "2", "--requests", "16", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	sc := readResult(t, out).Scenarios[0]
-	if sc.Requests.Succeeded != 40 {
-		t.Fatalf("%d of 40 succeeded", sc.Requests.Succeeded)
+	if sc.Requests.Succeeded != 16 {
+		t.Fatalf("%d of 16 succeeded", sc.Requests.Succeeded)
 	}
 	if sc.Throughput.NormalizedTokensPerS <= sc.Throughput.InputTokensPerS {
 		t.Errorf("normalised tokens %.1f/s not above input tokens %.1f/s", sc.Throughput.NormalizedTokensPerS, sc.Throughput.InputTokensPerS)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if clips[1] == 0 || clips[2] == 0 || clips[1]+clips[2] != 40 {
-		t.Errorf("requests by clip count %v, want 1 or 2 on all 40", clips)
+	if clips[1] == 0 || clips[2] == 0 || clips[1]+clips[2] != 16 {
+		t.Errorf("requests by clip count %v, want 1 or 2 on all 16", clips)
 	}
 	if images[0] == 0 || images[1]+images[2] == 0 {
 		t.Errorf("requests by image count %v, want 0 to 2", images)

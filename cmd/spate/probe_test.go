@@ -29,7 +29,9 @@ func TestProbeList(t *testing.T) {
 // simulator, fully vulnerable, over two stages of an experiment: each
 // stage gets its figures, and every attack succeeds.
 func TestProbeRunFlags(t *testing.T) {
-	cfg := sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0)
+	// Answers of a hundred tokens come at once (no inter-token latency):
+	// the probes' verdicts are this test's subject, not timing.
+	cfg := sim.Deterministic(20*time.Millisecond, 0, 0)
 	cfg.Seed, cfg.Faults.Vulnerability = 1, 1
 	s, err := sim.Start(cfg, "127.0.0.1:0")
 	if err != nil {
@@ -85,21 +87,30 @@ func TestProbeRunAlone(t *testing.T) {
 		{"1", func(k, n int) bool { return k == n && n > 0 }},
 		{"0", func(k, n int) bool { return k == 0 && n > 0 }},
 	} {
-		out := filepath.Join(t.TempDir(), "p.json")
-		code, stdout, errb := cli(t, context.Background(), "probe", "run", "--vulnerability", tc.vuln, "--requests", "24",
-			"--probes", "injection-direct,prompt-extraction,benign", "--out", out)
-		if code != 0 {
-			t.Fatalf("vulnerability %s: exit %d\n%s\n%s", tc.vuln, code, stdout, errb)
-		}
-		sc := readResult(t, out).Scenarios[0]
-		p := sc.Probes
-		// A request may fail on a loaded machine; it is then in no rate.
-		if p == nil || p.Fraction != 1 || p.Overall.Evaluated+p.Overall.Failed != 24 || p.Overall.Evaluated < 20 ||
-			!tc.want(p.Overall.AttackSuccess.K, p.Overall.AttackSuccess.N) {
-			t.Errorf("vulnerability %s: %+v, request errors %v %v", tc.vuln, p, sc.Requests.Errors, sc.Requests.ErrorSamples)
-		}
-		if !strings.Contains(stdout, "probes [probes]") {
-			t.Errorf("vulnerability %s: no probe table:\n%s", tc.vuln, stdout)
-		}
+		t.Run("vulnerability "+tc.vuln, func(t *testing.T) {
+			t.Parallel() // each run waits on its own simulator
+			probeRunAlone(t, tc.vuln, tc.want)
+		})
+	}
+}
+
+// probeRunAlone runs probe run at one vulnerability of the built-in
+// simulator and checks the attack success count with want.
+func probeRunAlone(t *testing.T, vuln string, want func(k, n int) bool) {
+	out := filepath.Join(t.TempDir(), "p.json")
+	code, stdout, errb := cli(t, context.Background(), "probe", "run", "--vulnerability", vuln, "--requests", "24",
+		"--probes", "injection-direct,prompt-extraction,benign", "--out", out)
+	if code != 0 {
+		t.Fatalf("vulnerability %s: exit %d\n%s\n%s", vuln, code, stdout, errb)
+	}
+	sc := readResult(t, out).Scenarios[0]
+	p := sc.Probes
+	// A request may fail on a loaded machine; it is then in no rate.
+	if p == nil || p.Fraction != 1 || p.Overall.Evaluated+p.Overall.Failed != 24 || p.Overall.Evaluated < 20 ||
+		!want(p.Overall.AttackSuccess.K, p.Overall.AttackSuccess.N) {
+		t.Errorf("vulnerability %s: %+v, request errors %v %v", vuln, p, sc.Requests.Errors, sc.Requests.ErrorSamples)
+	}
+	if !strings.Contains(stdout, "probes [probes]") {
+		t.Errorf("vulnerability %s: no probe table:\n%s", vuln, stdout)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/shard/merge"
 	"github.com/spate-dev/spate/result"
@@ -103,6 +104,7 @@ func checkMerged(t *testing.T, m *result.Result, shards []*result.Result, total 
 // TestShardRunsMerge runs three shards at once in-process against the
 // simulator, with a common --start-at, and merges them.
 func TestShardRunsMerge(t *testing.T) {
+	longtest.Skip(t)
 	target := startShardSim(t, sim.Deterministic(15*time.Millisecond, 2*time.Millisecond, 0))
 	dir := t.TempDir()
 	start := time.Now().Add(5 * time.Second).UTC().Format(time.RFC3339Nano)
@@ -231,6 +233,7 @@ func TestShardFlags(t *testing.T) {
 // TestShardProcesses runs the real binary as two shard processes and one
 // merge process, as on two machines.
 func TestShardProcesses(t *testing.T) {
+	longtest.Skip(t)
 	if testing.Short() {
 		t.Skip("builds the spate binary")
 	}

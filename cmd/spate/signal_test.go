@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/llmtest"
 )
 
@@ -75,6 +76,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd, since time.Time, limit time.Duration)
 // TestSIGINTWritesPartialResult runs the real binary and interrupts it the
 // way a user's Ctrl-C does.
 func TestSIGINTWritesPartialResult(t *testing.T) {
+	longtest.Skip(t)
 	bin := spateBinary(t)
 	dir := t.TempDir()
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond, Tokens: 4})
@@ -127,6 +129,7 @@ func hangServer(t *testing.T) (url string, open *atomic.Int64) {
 // once, still writing what it has. (The engine's own test holds 20,000 in flight; a process
 // here is bounded by its open-file limit.)
 func TestInterruptsWithThousandsInFlight(t *testing.T) {
+	longtest.Skip(t)
 	bin := spateBinary(t)
 	for _, tc := range []struct {
 		sig   syscall.Signal
