@@ -169,6 +169,8 @@ func steadyResult(model string, e2e float64) *result.Result {
 }
 
 func TestCompareFilesAndFingerprints(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	write := func(name string, r *result.Result) string {

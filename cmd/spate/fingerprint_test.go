@@ -15,6 +15,8 @@ import (
 // streamed and not, and two workflow files that differ in one step: each
 // pair must give two fingerprints, and a repeat the same one.
 func TestFingerprintCoversAPIAndWorkflow(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	s, err := sim.New(sim.Deterministic(time.Millisecond, time.Millisecond, 2))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 // simulator: every request carries 1 or 2 input_audio clips and 0 to 2
 // images, all succeed, and normalised tokens are reported.
 func TestAudioAndImagesEndToEnd(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	s, err := sim.New(sim.Deterministic(time.Millisecond, time.Millisecond, 4))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +62,7 @@ func TestAudioAndImagesEndToEnd(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--workload", filepath.Join("..", "..", "examples", "workloads", "audio.yaml"),
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--workload", filepath.Join("..", "..", "examples", "workloads", "audio.yaml"),
 		"--concurrency", "2", "--requests", "16", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

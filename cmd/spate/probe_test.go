@@ -29,6 +29,8 @@ func TestProbeList(t *testing.T) {
 // simulator, fully vulnerable, over two stages of an experiment: each
 // stage gets its figures, and every attack succeeds.
 func TestProbeRunFlags(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	// Answers of a hundred tokens come at once (no inter-token latency):
 	// the probes' verdicts are this test's subject, not timing.
 	cfg := sim.Deterministic(20*time.Millisecond, 0, 0)
@@ -41,7 +43,7 @@ func TestProbeRunFlags(t *testing.T) {
 	url := s.URL
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
-	code, stdout, errb := cli(t, context.Background(), "run", "--target", url, "--concurrency", "4", "--requests", "60",
+	code, stdout, errb := cli(t, context.Background(), "run", "--allow-invalid", "--target", url, "--concurrency", "4", "--requests", "60",
 		"--output-tokens", "4", "--probes", "injection-direct,benign", "--probe-fraction", "0.5", "--out", out, "--progress", "0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, errb)

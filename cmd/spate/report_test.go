@@ -51,13 +51,15 @@ func readReportCSV(t *testing.T, path string) [][]string {
 }
 
 func TestReportRunOutputsAndCommand(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: 5 * time.Millisecond})
 	defer srv.Close()
 	dir := t.TempDir()
 	exp := writeReportExperiment(t, dir, srv.BaseURL())
 	p := func(n string) string { return filepath.Join(dir, n) }
 	// A threshold that fails: the run exits 3 and still writes every report.
-	code, stdout, stderr := cli(t, context.Background(), "run", exp, "--out", p("r.json"), "--records", p("req.jsonl"),
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", exp, "--out", p("r.json"), "--records", p("req.jsonl"),
 		"--threshold", "p99(ttft) < 1ms", "--threshold", "error_rate < 1%", "--lag-bound", "1s",
 		"--report", p("r.html"), "--report-md", p("r.md"), "--junit", p("r.xml"), "--series-csv", p("s.csv"))
 	if code != exitThreshold {

@@ -182,6 +182,8 @@ func TestTraceReplay(t *testing.T) {
 // TestChecksAndSTPS runs a two-intent workload whose checks pass for one
 // intent and fail for the other, and checks the pass rates and sTPS.
 func TestChecksAndSTPS(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := httptest.NewServer(&chatLog{})
 	defer srv.Close()
 	dir := t.TempDir()
@@ -197,7 +199,7 @@ func TestChecksAndSTPS(t *testing.T) {
     checks: [{kind: regex, value: "^hello"}]
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--workload", wl, "--rate", "50", "--requests", "60", "--out", out, "--quiet", "--threshold", "stps > 0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -256,6 +258,8 @@ func TestExampleWorkloads(t *testing.T) {
 // TestTokenizerChoice runs with the Llama 3 tokenizer: the result names it,
 // and local counts use it (the server reports no usage here).
 func TestTokenizerChoice(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
@@ -266,7 +270,7 @@ func TestTokenizerChoice(t *testing.T) {
 	}))
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--tokenizer", "llama3", "--concurrency", "1", "--requests", "2", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -276,7 +280,7 @@ func TestTokenizerChoice(t *testing.T) {
 	if r.Provenance.Tokenizer != "llama3" || sc.Tokens.Tokenizer != "llama3" || sc.Tokens.OutputSource != "tokenizer" || sc.Tokens.Output != 12 {
 		t.Fatalf("tokenizer %q/%q, output %d from %s; want llama3 and 2 × 6 tokens", r.Provenance.Tokenizer, sc.Tokens.Tokenizer, sc.Tokens.Output, sc.Tokens.OutputSource)
 	}
-	code, _, stderr = cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--tokenizer", "gpt9", "--requests", "1", "--concurrency", "1")
+	code, _, stderr = cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--tokenizer", "gpt9", "--requests", "1", "--concurrency", "1")
 	if code != 2 || !strings.Contains(stderr, "--tokenizer") {
 		t.Fatalf("unknown tokenizer: exit %d, %s", code, stderr)
 	}
@@ -285,9 +289,11 @@ func TestTokenizerChoice(t *testing.T) {
 // TestExampleWorkflowAgainstSimulator runs the example workflow that needs
 // nothing but the simulator, and checks its steps' figures.
 func TestExampleWorkflowAgainstSimulator(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 0))
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target, "--model", "spate-sim",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", target, "--model", "spate-sim",
 		"--workflow", "../../examples/workflows/embed-then-answer.yaml", "--concurrency", "2", "--requests", "6", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)

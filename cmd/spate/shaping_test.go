@@ -26,6 +26,8 @@ import (
 // events 1 ms apart may be read late on a busy machine, and validity is not
 // what this test is about.)
 func TestLoRAMixWorkload(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	_, target := startSim(t, sim.Deterministic(2*time.Millisecond, time.Millisecond, 0))
 	up, _ := url.Parse(strings.TrimSuffix(target, "/v1"))
 	proxy := httputil.NewSingleHostReverseProxy(up)

@@ -66,6 +66,8 @@ func (c *captureServer) messages(t *testing.T) [][]struct{ Role, Content string 
 // payload templates sends them filled, per request, with the same functions
 // as datasets, and the same seed sends the same text.
 func TestTemplatesInIntentsAndSystemPrompt(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	dir := t.TempDir()
 	wl := filepath.Join(dir, "w.yaml")
 	os.WriteFile(wl, []byte(`systemPrompt: {text: 'You answer in a {{.Choice "terse" "friendly"}} tone.'}
@@ -76,7 +78,7 @@ intents:
 `), 0o644)
 	run := func() [][]struct{ Role, Content string } {
 		srv := newCaptureServer(t)
-		code, _, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--workload", wl,
+		code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--workload", wl,
 			"--concurrency", "1", "--requests", "12", "--output-tokens", "2", "--seed", "7", "--quiet", "--out", filepath.Join(dir, "r.json"))
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)

@@ -60,6 +60,8 @@ func scrapeCounter(t *testing.T, target, name string) float64 {
 // chat template's 7 tokens, 19 of 20 prompts hit 384 (or 128) of their 519
 // tokens: 0.703 and 0.234.
 func TestTracePrefixCacheHitRate(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	const rows, blocks, block = 20, 8, 64
 	for _, c := range []struct {
 		shared int

@@ -21,12 +21,14 @@ import (
 )
 
 func TestVectorRunSweepQdrantFake(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	fake := &qdranttest.Server{Wrong: 2}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--vector", "qdrant://"+strings.TrimPrefix(srv.URL, "http://")+"/c",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--vector", "qdrant://"+strings.TrimPrefix(srv.URL, "http://")+"/c",
 		"--vector-dataset", "gen:500,16,5,50", "--vector-truth-cache", filepath.Join(dir, "truth"),
 		"--ef-search", "16,-1", "--concurrency", "2", "--requests", "50", "--out", out, "--progress", "0")
 	if code != 0 {

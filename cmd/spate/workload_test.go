@@ -80,6 +80,8 @@ func readWorkloadLines(t *testing.T, path string) []cluster.Line {
 }
 
 func TestWorkloadBuildPlantedLog(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	log, topicOf := workloadPlantedLog(t, 60)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "w.jsonl")
@@ -260,6 +262,8 @@ func TestWorkloadBuildUsageAndInputErrors(t *testing.T) {
 // queries embedded, clusters and lines written, the key never printed),
 // not purity.
 func TestWorkloadBuildRemoteEmbeddings(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	_, target := startSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 0))
 	log, _ := workloadPlantedLog(t, 15)
 	out := filepath.Join(t.TempDir(), "w.jsonl")
@@ -289,6 +293,8 @@ func TestWorkloadBuildRemoteEmbeddings(t *testing.T) {
 // request carries its cluster as intent and label, so the result breaks
 // the figures down by cluster.
 func TestWorkloadBuildThenRun(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	log, _ := workloadPlantedLog(t, 20)
 	dir := t.TempDir()
 	w, res := filepath.Join(dir, "w.jsonl"), filepath.Join(dir, "r.json")
@@ -297,7 +303,7 @@ func TestWorkloadBuildThenRun(t *testing.T) {
 	}
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
-	if code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--dataset", w, "--rate", "100",
+	if code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.BaseURL(), "--dataset", w, "--rate", "100",
 		"--requests", "24", "--output-tokens", "4", "--out", res, "--quiet", "--lag-bound", "250ms"); code != 0 {
 		t.Fatalf("run: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
