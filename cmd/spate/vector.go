@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/client/vector"
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 func newVectorCmd() *cobra.Command {
@@ -113,7 +113,7 @@ func newVectorLoadCmd() *cobra.Command {
 			if err := idx.Load(cmd.Context(), ds, m); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d vectors into %s (%s) in %s\n", len(ds.Vectors), idx.Backend(), vector.Redact(args[0]), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d vectors into %s (%s) in %s\n", len(ds.Vectors), idx.Backend(), scrub.URL(args[0]), time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
@@ -145,7 +145,7 @@ func newVectorDriftCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			worst, err := vector.DriftWatch{
 				Embedder: &vector.Embedder{BaseURL: target, Model: model, APIKey: apiKey}, Baseline: baseline,
-				Target: openai.Redact(target), Update: update, Every: every, Count: count,
+				Target: scrub.URL(target), Update: update, Every: every, Count: count,
 			}.Run(cmd.Context(), out)
 			if err != nil {
 				return err
