@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/client/vector"
 	"github.com/spate-dev/spate/internal/scrub"
+	"github.com/spate-dev/spate/internal/workload"
 )
 
 func newVectorCmd() *cobra.Command {
@@ -66,7 +68,7 @@ func newVectorTruthCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := vectorDataset(dataset, seed)
+			ds, err := vectorDataset(cmd.Context(), dataset, seed)
 			if err != nil {
 				return err
 			}
@@ -100,7 +102,7 @@ func newVectorLoadCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := vectorDataset(dataset, seed)
+			ds, err := vectorDataset(cmd.Context(), dataset, seed)
 			if err != nil {
 				return err
 			}
@@ -172,8 +174,8 @@ func newVectorDriftCmd() *cobra.Command {
 
 // vectorDataset reads or generates a --dataset; a malformed gen: spec is a
 // usage error.
-func vectorDataset(spec string, seed uint64) (*vector.Dataset, error) {
-	ds, err := vector.LoadDataset(spec, seed)
+func vectorDataset(ctx context.Context, spec string, seed uint64) (*vector.Dataset, error) {
+	ds, err := vector.LoadDataset(ctx, spec, seed, workload.Limits{})
 	if errors.Is(err, vector.ErrGenSpec) {
 		return nil, usageErr("--vector-dataset %v", err)
 	}

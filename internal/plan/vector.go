@@ -117,7 +117,7 @@ func (f *vectorFeature) apply(ctx context.Context, r *Run) error {
 func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 	v, p := r.X.Vector, &r.Plan
 	m, _ := vector.ParseMetric(v.Metric) // checked
-	ds, err := vector.LoadDataset(v.Dataset, r.seed())
+	ds, err := vector.LoadDataset(ctx, v.Dataset, r.seed(), workloadLimits(r.X.Limits))
 	if err != nil {
 		if errors.Is(err, vector.ErrGenSpec) {
 			return invalidf("--vector-dataset %v", err)
