@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -56,14 +57,16 @@ func FuzzParseRequest(f *testing.F) {
 		for _, path := range []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings"} {
 			rec := httptest.NewRecorder()
 			r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
-			served := make(chan struct{})
-			go func() { s.ServeHTTP(rec, r); close(served) }()
-			select {
-			case <-served:
-			case <-time.After(10 * time.Second):
+			// Served here, not in a goroutine of its own per path
+			// (starting one and growing its stack per path per exec);
+			// a hang panics with every stack, which fails the fuzz run
+			// and keeps the input.
+			watchdog := time.AfterFunc(10*time.Second, func() {
 				buf := make([]byte, 1<<20)
-				t.Fatalf("%s: no answer after 10 s for body %q\n%s", path, body, buf[:runtime.Stack(buf, true)])
-			}
+				panic(fmt.Sprintf("%s: no answer after 10 s for body %q\n%s", path, body, buf[:runtime.Stack(buf, true)]))
+			})
+			s.ServeHTTP(rec, r)
+			watchdog.Stop()
 			switch {
 			case rec.Code == http.StatusOK:
 				ct := rec.Header().Get("Content-Type")

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate/internal/chaos"
-	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 func newChaosCmd() *cobra.Command {
@@ -70,7 +70,7 @@ func runChaosProxy(cmd *cobra.Command, f chaosProxyFlags) error {
 	if err != nil {
 		return fmt.Errorf("chaos proxy: listening on %s: %w (pass a free --listen address)", f.listen, err)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "spate chaos proxy: http://%s → %s (%s)\n", ln.Addr(), openai.Redact(f.upstream), set.Describe())
+	fmt.Fprintf(cmd.OutOrStdout(), "spate chaos proxy: http://%s → %s (%s)\n", ln.Addr(), scrub.URL(f.upstream), set.Describe())
 	fmt.Fprintf(cmd.OutOrStdout(), "admin: PUT/GET/DELETE http://%s/admin/faults, GET http://%s/admin/stats; Ctrl-C stops\n", ln.Addr(), ln.Addr())
 	if err := chaos.Serve(cmd.Context(), ln, p); err != nil {
 		return fmt.Errorf("chaos proxy: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/client/vector"
+	"github.com/spate-dev/spate/internal/scrub"
+	"github.com/spate-dev/spate/internal/workload"
 )
 
 func newVectorCmd() *cobra.Command {
@@ -66,7 +68,7 @@ func newVectorTruthCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := vectorDataset(dataset, seed)
+			ds, err := vectorDataset(cmd.Context(), dataset, seed)
 			if err != nil {
 				return err
 			}
@@ -100,7 +102,7 @@ func newVectorLoadCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := vectorDataset(dataset, seed)
+			ds, err := vectorDataset(cmd.Context(), dataset, seed)
 			if err != nil {
 				return err
 			}
@@ -113,7 +115,7 @@ func newVectorLoadCmd() *cobra.Command {
 			if err := idx.Load(cmd.Context(), ds, m); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d vectors into %s (%s) in %s\n", len(ds.Vectors), idx.Backend(), vector.Redact(args[0]), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d vectors into %s (%s) in %s\n", len(ds.Vectors), idx.Backend(), scrub.URL(args[0]), time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
@@ -145,7 +147,7 @@ func newVectorDriftCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			worst, err := vector.DriftWatch{
 				Embedder: &vector.Embedder{BaseURL: target, Model: model, APIKey: apiKey}, Baseline: baseline,
-				Target: openai.Redact(target), Update: update, Every: every, Count: count,
+				Target: scrub.URL(target), Update: update, Every: every, Count: count,
 			}.Run(cmd.Context(), out)
 			if err != nil {
 				return err
@@ -172,8 +174,8 @@ func newVectorDriftCmd() *cobra.Command {
 
 // vectorDataset reads or generates a --dataset; a malformed gen: spec is a
 // usage error.
-func vectorDataset(spec string, seed uint64) (*vector.Dataset, error) {
-	ds, err := vector.LoadDataset(spec, seed)
+func vectorDataset(ctx context.Context, spec string, seed uint64) (*vector.Dataset, error) {
+	ds, err := vector.LoadDataset(ctx, spec, seed, workload.Limits{})
 	if errors.Is(err, vector.ErrGenSpec) {
 		return nil, usageErr("--vector-dataset %v", err)
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/chaos"
 	"github.com/spate-dev/spate/internal/client/failover"
-	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/client/vector"
 	"github.com/spate-dev/spate/internal/engine"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -92,7 +92,7 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	}
 	u, err := url.Parse(x.Target.URL)
 	if err != nil || u.Host == "" {
-		return invalidf("--target %q: not a URL", openai.Redact(x.Target.URL))
+		return invalidf("--target %q: not a URL", scrub.URL(x.Target.URL))
 	}
 	p, err := chaos.New(u.Scheme + "://" + u.Host)
 	if err != nil {
@@ -122,7 +122,7 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	pu.Scheme, pu.Host = "http", ln.Addr().String()
 	x.Target.URL = pu.String()
 	if !r.quiet() {
-		fmt.Fprintf(r.stderr(), "chaos proxy at http://%s in front of %s\n", ln.Addr(), openai.Redact(f.upstream))
+		fmt.Fprintf(r.stderr(), "chaos proxy at http://%s in front of %s\n", ln.Addr(), scrub.URL(f.upstream))
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func (f *chaosFeature) startVector(ctx context.Context, r *Run) error {
 	x.Vector.URL = through(addr)
 	x.Target.URL = "http://" + addr
 	if !r.quiet() {
-		fmt.Fprintf(r.stderr(), "chaos proxy at http://%s in front of %s\n", addr, vector.Redact(r.vectorUpstream))
+		fmt.Fprintf(r.stderr(), "chaos proxy at http://%s in front of %s\n", addr, scrub.URL(r.vectorUpstream))
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (f *chaosFeature) apply(_ context.Context, r *Run) error {
 	x, p := r.X, &r.Plan
 	if f.upstream != "" {
 		// The result names the service measured, not the proxy before it.
-		p.Provenance.Target = openai.Redact(f.upstream)
+		p.Provenance.Target = scrub.URL(f.upstream)
 	}
 	if x.Chaos.Requests != "" {
 		mix, _ := chaos.ParseMix(x.Chaos.Requests) // checked
@@ -206,13 +206,13 @@ func (f *chaosFeature) apply(_ context.Context, r *Run) error {
 		if f.upstream != "" {
 			main = f.upstream // the real target, not the proxy
 		}
-		ups := []failover.Upstream{{Name: openai.Redact(main), Client: p.Client}}
+		ups := []failover.Upstream{{Name: scrub.URL(main), Client: p.Client}}
 		for _, u := range t.URLs {
 			c, err := r.newClient(u)
 			if err != nil {
 				return err
 			}
-			ups = append(ups, failover.Upstream{Name: openai.Redact(u), Client: c})
+			ups = append(ups, failover.Upstream{Name: scrub.URL(u), Client: c})
 		}
 		fc, err := failover.New(failover.Config{
 			Upstreams: ups, Policy: failover.Policy(t.Policy), Retries: t.Retries, Backoff: t.RetryBackoff,

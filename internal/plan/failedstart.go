@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
-	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/verdict/gate"
 	"github.com/spate-dev/spate/result"
 )
@@ -27,7 +27,7 @@ func startFailed(ctx context.Context, x *experiment.Experiment, env Env, err err
 	now := time.Now().UTC()
 	res := &result.Result{
 		Schema: result.Schema, SpateVersion: env.Version, StartedAt: now, EndedAt: now,
-		Provenance: result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: openai.Redact(x.Target.URL),
+		Provenance: result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: scrub.URL(x.Target.URL),
 			API: x.Target.API, ExperimentSHA256: x.SHA256},
 		Config:     result.Config{Experiment: x.Path, Workload: x.WorkloadFile},
 		Scenarios:  []result.Scenario{},

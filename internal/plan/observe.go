@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
-	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/metrics/observe"
 	"github.com/spate-dev/spate/internal/output/telemetry"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -82,7 +82,7 @@ func (f *observeFeature) apply(ctx context.Context, r *Run) error {
 	exp, err := telemetry.Start(ctx, telemetry.Config{
 		MetricsAddr: o.MetricsAddr, OTLPEndpoint: o.OTLPEndpoint, OTLPProtocol: o.OTLPProtocol,
 		OTLPTraces: o.OTLPTraces, PushInterval: o.OTLPInterval,
-		Endpoint: openai.Redact(r.X.Target.URL), Version: r.env.Version, Errors: r.stderr(),
+		Endpoint: scrub.URL(r.X.Target.URL), Version: r.env.Version, Errors: r.stderr(),
 	})
 	if err != nil {
 		return err

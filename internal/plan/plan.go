@@ -453,7 +453,7 @@ func (r *Run) build(ctx context.Context) error {
 	p.Defines = append(p.Defines, "api="+x.Target.API, fmt.Sprintf("stream=%t", *x.Target.Stream))
 	p.Seed = r.seed()
 	p.Version = r.env.Version
-	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: openai.Redact(x.Target.URL),
+	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: scrub.URL(x.Target.URL),
 		API: x.Target.API, Tokenizer: r.tok.Name(), ExperimentSHA256: x.SHA256}
 	if p.Provenance.WorkloadSpecSHA256, err = workloadSpecDigest(x); err != nil {
 		return err
@@ -591,7 +591,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 			MaxModelID: int64(r.X.Limits.ModelID), MaxModelList: int64(r.X.Limits.ModelList),
 		})
 		if err != nil {
-			return nil, invalidf("--target/--api %s: %v", openai.Redact(target), err)
+			return nil, invalidf("--target/--api %s: %v", scrub.URL(target), err)
 		}
 		r.onClose(func() { _ = c.Close() }) // stops its reactor (package rawhttp)
 		return c, nil
@@ -606,7 +606,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 			FastHTTP: os.Getenv(envFastHTTP) != "",
 		})
 		if err != nil {
-			return nil, invalidf("--target %s: %v", openai.Redact(target), err)
+			return nil, invalidf("--target %s: %v", scrub.URL(target), err)
 		}
 		r.onClose(func() { _ = c.Close() })
 		return c, nil

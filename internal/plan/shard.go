@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
-	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/shard/merge"
 	"github.com/spate-dev/spate/result"
 )
@@ -145,7 +145,7 @@ func (f *shardFeature) measureClock(ctx context.Context, r *Run, target string) 
 	}
 	c, err := merge.EstimateOffset(ctx, merge.HTTPDateProbe(client, target), merge.SystemClock{}, opt)
 	if err != nil {
-		fmt.Fprintf(r.stderr(), "shard %d/%d: clock offset against %s not measured: %v\n", f.shard.Index, f.shard.Count, openai.Redact(target), err)
+		fmt.Fprintf(r.stderr(), "shard %d/%d: clock offset against %s not measured: %v\n", f.shard.Index, f.shard.Count, scrub.URL(target), err)
 		return nil
 	}
 	if !r.quiet() {

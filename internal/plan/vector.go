@@ -16,6 +16,7 @@ import (
 	"github.com/spate-dev/spate/internal/client/vector"
 	"github.com/spate-dev/spate/internal/client/workflow"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -116,7 +117,7 @@ func (f *vectorFeature) apply(ctx context.Context, r *Run) error {
 func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 	v, p := r.X.Vector, &r.Plan
 	m, _ := vector.ParseMetric(v.Metric) // checked
-	ds, err := vector.LoadDataset(v.Dataset, r.seed())
+	ds, err := vector.LoadDataset(ctx, v.Dataset, r.seed(), workloadLimits(r.X.Limits))
 	if err != nil {
 		if errors.Is(err, vector.ErrGenSpec) {
 			return invalidf("--vector-dataset %v", err)
@@ -130,7 +131,7 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 	f.idx = idx
 	if *v.Load {
 		if !r.quiet() {
-			fmt.Fprintf(r.stderr(), "loading %d vectors of %d dimensions into %s (%s)\n", len(ds.Vectors), ds.Dim, idx.Backend(), vector.Redact(v.URL))
+			fmt.Fprintf(r.stderr(), "loading %d vectors of %d dimensions into %s (%s)\n", len(ds.Vectors), ds.Dim, idx.Backend(), scrub.URL(v.URL))
 		}
 		if err := idx.Load(ctx, ds, m); err != nil {
 			return fmt.Errorf("--vector: %w", err)
@@ -184,9 +185,9 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 	}
 	p.Stages = stages
 	p.Observers = append(p.Observers, obs)
-	p.Provenance.Target, p.Provenance.API, p.Provenance.Model = vector.Redact(v.URL), "vector", idx.Backend()
+	p.Provenance.Target, p.Provenance.API, p.Provenance.Model = scrub.URL(v.URL), "vector", idx.Backend()
 	if r.vectorUpstream != "" {
-		p.Provenance.Target = vector.Redact(r.vectorUpstream) // the database, not the proxy before it
+		p.Provenance.Target = scrub.URL(r.vectorUpstream) // the database, not the proxy before it
 	}
 	p.Config.Dataset = v.Dataset
 	p.Config.InputTokens, p.Config.OutputTokens = "", ""

@@ -60,22 +60,53 @@ func fold(dst, b []byte) []byte {
 }
 
 // Fires implements Detector.
-func (c *Canary) Fires(answer []byte) bool {
-	if bytes.Contains(answer, []byte(c.text)) {
+func (c *Canary) Fires(answer []byte) bool { return c.firesIn(&view{answer: answer}) }
+
+// firesIn is Fires on an answer whose folded text and decoded runs are
+// found once for all the canaries that look at it.
+func (c *Canary) firesIn(a *view) bool {
+	if bytes.Contains(a.answer, []byte(c.text)) {
 		return true
 	}
 	if c.folded == nil {
 		return false
 	}
-	if bytes.Contains(fold(make([]byte, 0, len(answer)), answer), c.folded) {
+	if bytes.Contains(a.foldedText(), c.folded) {
 		return true
 	}
-	for _, d := range decodedRuns(answer) {
-		if bytes.Contains(d, []byte(c.text)) || bytes.Contains(fold(nil, d), c.folded) {
+	decoded, folded := a.decodedRuns()
+	for i, d := range decoded {
+		if bytes.Contains(d, []byte(c.text)) || bytes.Contains(folded[i], c.folded) {
 			return true
 		}
 	}
 	return false
+}
+
+// view is an answer as canaries look at it: its folded text and its
+// decoded runs (and theirs folded), each found when first asked for.
+type view struct {
+	answer          []byte
+	folded          []byte
+	decoded, dfold  [][]byte
+	didFold, didDec bool
+}
+
+func (a *view) foldedText() []byte {
+	if !a.didFold {
+		a.folded, a.didFold = fold(make([]byte, 0, len(a.answer)), a.answer), true
+	}
+	return a.folded
+}
+
+func (a *view) decodedRuns() (decoded, folded [][]byte) {
+	if !a.didDec {
+		a.decoded, a.didDec = decodedRuns(a.answer), true
+		for _, d := range a.decoded {
+			a.dfold = append(a.dfold, fold(nil, d))
+		}
+	}
+	return a.decoded, a.dfold
 }
 
 // String implements Detector.

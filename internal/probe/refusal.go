@@ -34,13 +34,17 @@ var notRefusal = strings.NewReplacer(
 	"don't forget", "", "do not forget", "",
 )
 
+// plainQuotes makes typographic apostrophes plain and no-break spaces
+// spaces.
+var plainQuotes = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'", "\u00a0", " ")
+
 // Refused reports whether an answer begins by declining the request.
 func Refused(answer []byte) bool {
 	if len(answer) > refusalWindow {
 		answer = answer[:refusalWindow]
 	}
 	s := strings.ToLower(string(bytes.TrimSpace(answer)))
-	s = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'", "\u00a0", " ").Replace(s)
+	s = plainQuotes.Replace(s)
 	s = notRefusal.Replace(s)
 	return refusalRE.MatchString(s)
 }

@@ -130,18 +130,18 @@ func (e *redacted) Error() string { return e.msg }
 func (e *redacted) Unwrap() error { return e.err }
 
 // URL returns a URL with its userinfo and query masked
-// (http://<redacted>@host/v1?<redacted>); text that does not parse as a
-// URL is returned as it is, with any "user:pass@" before the host masked.
+// (http://<redacted>@host/v1?<redacted>), for display: the one redaction
+// of a URL that every package uses. Text that Go does not read as a URL
+// with a host (a password with a bad escape, "user:pass@host" without a
+// scheme, a key=value DSN) keeps its shape, with any "user:pass@" before
+// the host, its query and its password= parameters masked.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" && u.User == nil {
-		// Not a URL Go reads (a password with a bad escape, say): mask
-		// what is before the last @ of its authority, and its query.
-		i := strings.Index(raw, "://")
-		if i < 0 {
-			return raw
+		head, rest := "", raw
+		if i := strings.Index(raw, "://"); i >= 0 {
+			head, rest = raw[:i+3], raw[i+3:]
 		}
-		rest := raw[i+3:]
 		end := len(rest)
 		if j := strings.IndexAny(rest, "/?#"); j >= 0 {
 			end = j
@@ -152,7 +152,7 @@ func URL(raw string) string {
 		if q := strings.IndexByte(rest, '?'); q >= 0 {
 			rest = rest[:q+1] + Mask
 		}
-		return raw[:i+3] + rest
+		return paramPattern.ReplaceAllString(head+rest, "${1}${2}"+Mask)
 	}
 	if u.User == nil && u.RawQuery == "" && !strings.Contains(u.Fragment, "=") {
 		return raw

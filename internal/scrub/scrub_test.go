@@ -45,6 +45,33 @@ func TestRedactor(t *testing.T) {
 	}
 }
 
+// TestURL: the one URL redaction (openai, vector and observe each had
+// their own: one dropped the userinfo, one kept the query, two turned an
+// unparsable URL into "<unparsable URL>").
+func TestURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"},
+		{"https://user:sk-secret@host/v1?key=sk-x", "https://<redacted>@host/v1?<redacted>"},
+		{"http://user:secret@h:9/metrics?token=abc", "http://<redacted>@h:9/metrics?<redacted>"},
+		{"https://h/openai?api-version=2024-06-01", "https://h/openai?<redacted>"},
+		{"http://h/v1#k=v", "http://h/v1"},
+		{"pgvector://postgres:secret@127.0.0.1:55432/postgres?sslmode=disable&table=docs", "pgvector://<redacted>@127.0.0.1:55432/postgres?<redacted>"},
+		{"postgres://u@db/x", "postgres://<redacted>@db/x"},
+		// Not a URL Go reads: its shape kept, its secrets masked.
+		{"pgvector://u:hun%zz@te@db:5432/x?table=t", "pgvector://<redacted>@db:5432/x?<redacted>"},
+		{"http://u:p@h/\x7f?k=v", "http://<redacted>@h/\x7f?<redacted>"},
+		{"u:hunter22@db:5432/x", "<redacted>@db:5432/x"},
+		{"127.0.0.1:p@ss:w0rd@db:8000/v1?key=k1", "<redacted>@db:8000/v1?<redacted>"},
+		{"host=db user=u password=hunter22 dbname=x", "host=db user=u password=<redacted> dbname=x"},
+		{"127.0.0.1:8000", "127.0.0.1:8000"},
+		{"", ""},
+	} {
+		if got := URL(c.in); got != c.want {
+			t.Errorf("URL(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
 func TestURLSecrets(t *testing.T) {
 	got := URLSecrets("pgvector://u:hunter22@db/x?table=t&token=tk1")
 	want := map[string]bool{"hunter22": true, "t": true, "tk1": true}

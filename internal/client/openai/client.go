@@ -134,7 +134,7 @@ func NewTransport() *http.Transport {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8000/v1", Redact(cfg.BaseURL))
+		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8000/v1", scrub.URL(cfg.BaseURL))
 	}
 	path := map[string]string{Chat: "/chat/completions", Completions: "/completions", Embeddings: "/embeddings", Rerank: "/rerank", Score: "/score", Responses: "/responses"}[cfg.API]
 	if path == "" {
@@ -206,19 +206,6 @@ func checkRedirect(own http.Header) func(*http.Request, []*http.Request) error {
 		}
 		return nil
 	}
-}
-
-// Redact removes credentials and query values from a URL for display.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "<redacted>"
-	}
-	return u.String()
 }
 
 // stream is the per-request parsing state, pooled.

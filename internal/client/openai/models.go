@@ -25,7 +25,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	base := strings.TrimRight(c.cfg.BaseURL, "/")
-	where := Redact(base) + "/models"
+	where := scrub.URL(base) + "/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, Endpoint(c.cfg.BaseURL, "/models"), nil)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		_, msg := classify(ctx, err)
-		return nil, fmt.Errorf("target %s is unreachable: %s", Redact(base), msg)
+		return nil, fmt.Errorf("target %s is unreachable: %s", scrub.URL(base), msg)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/client/openai"
 	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
 )
 
@@ -71,7 +72,7 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8080", openai.Redact(cfg.BaseURL))
+		return nil, fmt.Errorf("target %q is not an http(s) URL such as http://127.0.0.1:8080", scrub.URL(cfg.BaseURL))
 	}
 	for k, vs := range cfg.Headers {
 		for _, v := range vs {
@@ -117,7 +118,7 @@ func (c *Client) Check(ctx context.Context) error {
 	d := net.Dialer{Timeout: 10 * time.Second}
 	cn, err := d.DialContext(ctx, "tcp", c.host)
 	if err != nil {
-		return fmt.Errorf("target %s is unreachable: %w", openai.Redact(c.base), err)
+		return fmt.Errorf("target %s is unreachable: %w", scrub.URL(c.base), err)
 	}
 	return cn.Close()
 }

@@ -3,16 +3,21 @@ package vector
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+
+	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/workload"
 )
 
 // Dataset is a set of base vectors, identified by their index (0 ... N−1),
@@ -117,33 +122,56 @@ func (d *Dataset) WriteFile(path string) error {
 	return nil
 }
 
-// ReadFile reads a dataset file (see Parse).
+// ReadFile reads a dataset file (see Parse) under workload's default
+// limits (see ReadFileContext).
 func ReadFile(path string) (*Dataset, error) {
+	return ReadFileContext(context.Background(), path, workload.Limits{})
+}
+
+// ReadFileContext reads a dataset file (see Parse) under the fileSize and
+// lineSize limits of l (zero: workload's defaults; --limit sets them) and
+// ctx: a file over its size, or one that never ends (a FIFO of blank
+// lines, /dev/zero), is an error naming the file and the limit, and Ctrl-C
+// stops the read.
+func ReadFileContext(ctx context.Context, path string, l workload.Limits) (*Dataset, error) {
+	if l.FileSize <= 0 {
+		l.FileSize = workload.DefaultFileSize
+	}
+	if l.LineSize <= 0 {
+		l.LineSize = workload.DefaultLineSize
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading dataset: %w", err)
 	}
 	defer f.Close()
-	ds, err := Parse(f)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > l.FileSize {
+		return nil, fmt.Errorf("reading dataset: %w", &capread.LimitError{Name: path, Limit: l.FileSize, Key: "fileSize"})
+	}
+	ds, err := parse(capread.Reader(ctx, f, l.FileSize, path, "fileSize"), l.LineSize)
 	if err != nil {
 		return nil, fmt.Errorf("reading dataset %s: %w", path, err)
 	}
 	return ds, nil
 }
 
-// maxLine bounds one line of a dataset file (a 8192-d vector of long
-// decimals fits).
-const maxLine = 4 << 20
-
 // Parse reads a dataset in JSONL: one object a line, {"vector": [...]} for
 // a base vector (its id is its rank among base vectors, from 0) or
 // {"query": [...]} for a query. Blank lines are skipped. Every vector has
-// the same length; there is at least one of each kind.
+// the same length; there is at least one of each kind. A line is at most
+// workload's default lineSize.
 func Parse(r io.Reader) (*Dataset, error) {
+	return parse(r, workload.DefaultLineSize)
+}
+
+// parse is Parse with lines of at most maxLine bytes.
+func parse(r io.Reader, maxLine int64) (*Dataset, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	sc.Buffer(make([]byte, min(64<<10, maxLine)), int(min(maxLine, 1<<40)))
 	ds := &Dataset{}
+	lines := 0
 	for n := 1; sc.Scan(); n++ {
+		lines = n
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
@@ -175,7 +203,10 @@ func Parse(r io.Reader) (*Dataset, error) {
 		*set = append(*set, v)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("line %d is over the lineSize limit of %d bytes: raise it with --limit lineSize=SIZE (limits.lineSize) if the file is right", lines+1, maxLine)
+		}
+		return nil, fmt.Errorf("after line %d: %w", lines, err)
 	}
 	if len(ds.Vectors) == 0 || len(ds.Queries) == 0 {
 		return nil, fmt.Errorf("%d base vectors and %d queries: need at least one of each", len(ds.Vectors), len(ds.Queries))

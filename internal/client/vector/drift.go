@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // DefaultCanaries are the fixed texts embedded to watch an embedding
@@ -104,7 +105,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("embedding canaries at %s: %w", Redact(url), err)
+		return nil, fmt.Errorf("embedding canaries at %s: %w", scrub.URL(url), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -112,7 +113,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 		return nil, fmt.Errorf("embedding canaries: reading the response: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("embedding canaries at %s: %w", Redact(url), &httpStatusError{resp.StatusCode, string(b)})
+		return nil, fmt.Errorf("embedding canaries at %s: %w", scrub.URL(url), &httpStatusError{resp.StatusCode, string(b)})
 	}
 	var out struct {
 		Data []struct {

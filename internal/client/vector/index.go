@@ -38,7 +38,7 @@ func Open(ctx context.Context, raw string) (Index, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Error repeats the URL, password and all.
-		return nil, fmt.Errorf("vector target %q is not a URL: escape %% and @ in its password (%%25, %%40)", Redact(raw))
+		return nil, fmt.Errorf("vector target %q is not a URL: escape %% and @ in its password (%%25, %%40)", scrub.URL(raw))
 	}
 	name := strings.Trim(u.Path, "/")
 	switch u.Scheme {
@@ -63,7 +63,7 @@ func Open(ctx context.Context, raw string) (Index, error) {
 		}
 		return NewQdrant(httpBase(u, "qdrants"), name), nil
 	}
-	return nil, fmt.Errorf("vector target %q: unknown scheme %q: use pgvector://, chroma:// or qdrant://", Redact(raw), u.Scheme)
+	return nil, fmt.Errorf("vector target %q: unknown scheme %q: use pgvector://, chroma:// or qdrant://", scrub.URL(raw), u.Scheme)
 }
 
 // ProxyUpstream is the HTTP base of the database a vector URL names, for a
@@ -73,7 +73,8 @@ func Open(ctx context.Context, raw string) (Index, error) {
 func ProxyUpstream(raw string) (upstream string, through func(proxyHost string) string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", nil, fmt.Errorf("vector target %q: %w", Redact(raw), err)
+		// url.Error repeats the URL, password and all.
+		return "", nil, fmt.Errorf("vector target %q is not a URL: escape %% and @ in its password (%%25, %%40)", scrub.URL(raw))
 	}
 	var secure string
 	switch u.Scheme {
@@ -82,9 +83,9 @@ func ProxyUpstream(raw string) (upstream string, through func(proxyHost string) 
 	case "qdrant", "qdrants":
 		secure = "qdrants"
 	case "pgvector", "postgres", "postgresql":
-		return "", nil, fmt.Errorf("%s speaks the Postgres protocol, not HTTP: the chaos proxy cannot sit in front of it (use a TCP fault injector such as toxiproxy)", Redact(raw))
+		return "", nil, fmt.Errorf("%s speaks the Postgres protocol, not HTTP: the chaos proxy cannot sit in front of it (use a TCP fault injector such as toxiproxy)", scrub.URL(raw))
 	default:
-		return "", nil, fmt.Errorf("vector target %q: unknown scheme %q: use chroma:// or qdrant://", Redact(raw), u.Scheme)
+		return "", nil, fmt.Errorf("vector target %q: unknown scheme %q: use chroma:// or qdrant://", scrub.URL(raw), u.Scheme)
 	}
 	up := httpBase(u, secure)
 	return up, func(proxyHost string) string {
@@ -100,20 +101,4 @@ func httpBase(u *url.URL, secure string) string {
 		scheme = "https"
 	}
 	return scheme + "://" + u.Host
-}
-
-// Redact removes the password from a target URL, for results and logs; a
-// URL that does not parse loses its userinfo and query.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return scrub.URL(raw)
-	}
-	if u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	}
-	return u.String()
 }

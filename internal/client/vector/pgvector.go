@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // Pgvector is a table of a PostgreSQL database with the pgvector
@@ -78,7 +80,7 @@ func (p *Pgvector) get(ctx context.Context) (*pgConn, error) {
 		cfg, err := pgx.ParseConfig(p.dsn)
 		if err != nil {
 			<-p.slots
-			return nil, fmt.Errorf("pgvector target %s: %w", Redact(p.dsn), err)
+			return nil, fmt.Errorf("pgvector target %s: %w", scrub.URL(p.dsn), err)
 		}
 		// Unnamed statements, described once per connection: no named
 		// prepared statements, which poolers and single-backend servers
@@ -87,7 +89,7 @@ func (p *Pgvector) get(ctx context.Context) (*pgConn, error) {
 		c, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			<-p.slots
-			return nil, fmt.Errorf("connecting to pgvector at %s: %w", Redact(p.dsn), err)
+			return nil, fmt.Errorf("connecting to pgvector at %s: %w", scrub.URL(p.dsn), err)
 		}
 		pc := &pgConn{c: c}
 		p.mu.Lock()

@@ -1,12 +1,15 @@
 package vector
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/spate-dev/spate/internal/workload"
 )
 
 // ErrGenSpec marks a malformed gen:N,DIM,CLUSTERS,QUERIES dataset spec
@@ -36,9 +39,10 @@ func ParseGen(s string, seed uint64) (GenConfig, error) {
 	return GenConfig{N: n[0], Dim: n[1], Clusters: n[2], Queries: n[3], Spread: 0.1, Seed: seed}, nil
 }
 
-// LoadDataset reads a dataset file, or generates one from a
-// gen:N,DIM,CLUSTERS,QUERIES spec (an ErrGenSpec when malformed).
-func LoadDataset(spec string, seed uint64) (*Dataset, error) {
+// LoadDataset reads a dataset file under l and ctx (see ReadFileContext), or
+// generates one from a gen:N,DIM,CLUSTERS,QUERIES spec (an ErrGenSpec when
+// malformed).
+func LoadDataset(ctx context.Context, spec string, seed uint64, l workload.Limits) (*Dataset, error) {
 	if strings.HasPrefix(spec, "gen:") {
 		cfg, err := ParseGen(spec, seed)
 		if err != nil {
@@ -46,7 +50,7 @@ func LoadDataset(spec string, seed uint64) (*Dataset, error) {
 		}
 		return Generate(cfg)
 	}
-	return ReadFile(spec)
+	return ReadFileContext(ctx, spec, l)
 }
 
 // TruthDir is the directory caching ground truth: dir, or by default the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -191,7 +192,7 @@ func (o *Observer) StageEnd(_ runner.Stage, sc *result.Scenario) {
 func (o *Observer) server(sr *stageRun) *result.Server {
 	srv := &result.Server{IntervalS: o.cfg.Interval.Seconds(), OffsetsS: []float64{}, Series: map[string]result.ServerSeries{}}
 	for _, ep := range o.cfg.Endpoints {
-		srv.Endpoints = append(srv.Endpoints, Redact(ep))
+		srv.Endpoints = append(srv.Endpoints, scrub.URL(ep))
 	}
 	for _, sc := range sr.scrapes {
 		srv.OffsetsS = append(srv.OffsetsS, sc.OffsetS)
@@ -199,7 +200,7 @@ func (o *Observer) server(sr *stageRun) *result.Server {
 	for i, fl := range sr.fails {
 		if fl.n > 0 {
 			srv.Warnings = append(srv.Warnings, fmt.Sprintf("scraping %s: %s (%d of %d scrapes failed, the first at %.1f s); the run went on without it",
-				Redact(o.cfg.Endpoints[i]), fl.first, fl.n, len(sr.scrapes), fl.firstAt))
+				scrub.URL(o.cfg.Endpoints[i]), fl.first, fl.n, len(sr.scrapes), fl.firstAt))
 		}
 	}
 	series, warns := Compute(sr.scrapes, o.cfg.Metrics)

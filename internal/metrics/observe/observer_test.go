@@ -103,10 +103,7 @@ func TestObserverRatesAndWarnings(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	if got := Redact("http://user:secret@h:9/metrics?token=abc"); strings.Contains(got, "secret") || strings.Contains(got, "abc") {
-		t.Errorf("Redact left a secret: %s", got)
-	}
+func TestCheckEndpoint(t *testing.T) {
 	for _, bad := range []string{"", "h:9/metrics", "ftp://h/metrics", "http:///metrics"} {
 		if CheckEndpoint(bad) == nil {
 			t.Errorf("CheckEndpoint(%q) accepted it", bad)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // maxBody bounds one scrape's response: a server that streams without end
@@ -52,25 +54,11 @@ func tag(f Families, i int) {
 	}
 }
 
-// Redact removes credentials and the query from an endpoint URL for the
-// result file.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		u.RawQuery = "<redacted>"
-	}
-	return u.String()
-}
-
 // CheckEndpoint reports an endpoint that is not an http(s) URL.
 func CheckEndpoint(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("scrape URL %q: want http://host:port/metrics", Redact(raw))
+		return fmt.Errorf("scrape URL %q: want http://host:port/metrics", scrub.URL(raw))
 	}
 	return nil
 }

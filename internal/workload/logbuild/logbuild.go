@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/logbuild/cluster"
 	"github.com/spate-dev/spate/internal/workload/logbuild/querylog"
@@ -140,7 +141,7 @@ func Build(ctx context.Context, o Options, out, log io.Writer) error {
 				return fmt.Errorf("choosing an embedding model (set --model): %w", err)
 			}
 			if len(ids) == 0 {
-				return fmt.Errorf("the target %s lists no models: set --model", openai.Redact(o.Target))
+				return fmt.Errorf("the target %s lists no models: set --model", scrub.URL(o.Target))
 			}
 			model = ids[0]
 		}

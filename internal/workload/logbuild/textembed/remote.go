@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // DefaultBatch is the default number of texts sent in one embeddings
@@ -38,7 +38,7 @@ var _ Embedder = Remote{}
 
 // Name implements Embedder.
 func (r Remote) Name() string {
-	return fmt.Sprintf("%s embeddings of model %s", openai.Redact(strings.TrimRight(r.BaseURL, "/")), r.Model)
+	return fmt.Sprintf("%s embeddings of model %s", scrub.URL(strings.TrimRight(r.BaseURL, "/")), r.Model)
 }
 
 type embeddingsRequest struct {
@@ -94,7 +94,7 @@ func (r Remote) embedBatch(ctx context.Context, texts []string) ([][]float64, er
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(r.BaseURL, "/")+"/embeddings", bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("target %q is not a usable URL such as http://127.0.0.1:8000/v1", openai.Redact(r.BaseURL))
+		return nil, fmt.Errorf("target %q is not a usable URL such as http://127.0.0.1:8000/v1", scrub.URL(r.BaseURL))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if r.APIKey != "" {
