@@ -57,6 +57,11 @@ func TestHostileServers(t *testing.T) {
 	h := llmtest.NewHostile()
 	defer h.Close()
 	const heapCap = 512 << 20
+	// Rows of seconds of real time run with -tags integration (.ci/run):
+	// the full counts of 100k chunks and a 300 KB word (their rows bounded
+	// by --timeout hold the no-hang proof in the default suite) and the
+	// Retry-After waits (plainhttp and failover test them too).
+	long := map[string]bool{"100k tiny chunks": true, "one 300 KB word": true, "429 with Retry-After": true}
 	for _, tc := range []struct {
 		name      string
 		behaviour string
@@ -108,6 +113,9 @@ func TestHostileServers(t *testing.T) {
 		{"429 with Retry-After", llmtest.RetryAfter, []string{"--retries", "1", "--retry-budget", "1"}, []string{"--concurrency", "1", "--requests", "2"}, "", 0, 15 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if long[tc.name] {
+				longtest.Skip(t)
+			}
 			out := filepath.Join(t.TempDir(), "r.json")
 			args := append([]string{"run", "--target", h.BaseURL(tc.behaviour), "--model", "m", "--output-tokens", "8",
 				"--timeout", "2s", "--idle-timeout", "500ms", "--drain-timeout", "2s", "--progress", "0",
