@@ -82,11 +82,18 @@ func plan(shard runner.Shard, thresholds ...string) runner.Plan {
 // shard's result as spate run --shard does.
 func runShards(t *testing.T, n int, thresholds ...string) (*result.Result, []Input) {
 	t.Helper()
-	ctx := context.Background()
-	single, err := runner.Run(ctx, plan(runner.Shard{}, thresholds...))
+	single, err := runner.Run(context.Background(), plan(runner.Shard{}, thresholds...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return single, shardRuns(t, n, thresholds...)
+}
+
+// shardRuns runs the plan once per shard, marking each shard's result as
+// spate run --shard does.
+func shardRuns(t *testing.T, n int, thresholds ...string) []Input {
+	t.Helper()
+	ctx := context.Background()
 	var in []Input
 	for i := range n {
 		p := plan(runner.Shard{Index: i, Count: n}, thresholds...)
@@ -101,7 +108,7 @@ func runShards(t *testing.T, n int, thresholds ...string) (*result.Result, []Inp
 		r.Shard = &result.Shard{Index: i, Count: n, Experiment: Experiment(r, n)}
 		in = append(in, Input{Name: "shard-" + strconv.Itoa(i) + ".json", Result: r})
 	}
-	return single, in
+	return in
 }
 
 // TestMergeEqualsSingleProcess: three shards merged give exactly the
@@ -222,7 +229,7 @@ func sameHist(t *testing.T, a, b string) bool {
 }
 
 func TestMergeRefusesAndReports(t *testing.T) {
-	_, base := runShards(t, 3)
+	base := shardRuns(t, 3)
 	clone := func(in []Input) []Input {
 		out := make([]Input, len(in))
 		for i, x := range in {
@@ -256,8 +263,10 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		{"duplicate", func(in []Input) []Input { return append(in, in[1]) }, "given more than once", true},
 		{"not a shard", func(in []Input) []Input { in[0].Result.Shard = nil; return in }, "not a shard result", false},
 	}
+	// Each case merges its own copy of the shards: they run side by side.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Merge(tt.edit(clone(base)), Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err = %v, want one with %q", err, tt.err)
@@ -272,6 +281,7 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
+		t.Parallel()
 		in := clone(base)
 		if _, err := Merge([]Input{in[0], in[2]}, Options{}); err == nil || !strings.Contains(err.Error(), "shard(s) 1 of 3 missing") || !strings.Contains(err.Error(), "--allow-partial") {
 			t.Fatalf("a missing shard: err = %v, want a refusal naming it", err)
@@ -289,6 +299,7 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		}
 	})
 	t.Run("duplicate allowed as partial", func(t *testing.T) {
+		t.Parallel()
 		in := clone(base)
 		m, err := Merge([]Input{in[0], in[1], in[1], in[2]}, Options{AllowPartial: true})
 		if err != nil {
