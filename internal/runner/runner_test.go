@@ -93,36 +93,45 @@ func TestCheckFailsBeforeSending(t *testing.T) {
 func TestAbortOnFail(t *testing.T) {
 	slow, _ := threshold.Parse("p50(ttft) < 10ms")
 	fine, _ := threshold.Parse("error_rate < 50%")
-	p := Plan{
-		Stages: []Stage{{Name: "s", Arrival: "constant", Rate: 50, Duration: 20 * time.Second},
-			{Name: "never", Concurrency: 1, Requests: 1}},
-		Source: workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
-		Client: fakeClient{delay: 30 * time.Millisecond},
-		Aborts: []Abort{{Threshold: fine, Window: time.Second}, {Threshold: slow, Delay: time.Second, Window: time.Second}},
+	plan := func(stages []Stage, aborts []Abort) Plan {
+		return Plan{
+			Stages: stages,
+			Source: workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
+			Client: fakeClient{delay: 30 * time.Millisecond},
+			Aborts: aborts,
+		}
 	}
-	t0 := time.Now()
-	res, err := Run(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(t0); el > 10*time.Second {
-		t.Fatalf("the run went on for %v after its threshold failed", el)
-	}
-	if res.Aborted == "" || res.Interrupted || res.ThresholdsPassed || len(res.Scenarios) != 1 {
-		t.Fatalf("aborted %q interrupted %v passed %v scenarios %d", res.Aborted, res.Interrupted, res.ThresholdsPassed, len(res.Scenarios))
-	}
-	th := res.Scenarios[0].Thresholds
-	if len(th) != 1 || th[0].Pass || !strings.Contains(th[0].Expr, "abortOnFail") || th[0].Value < 25 {
-		t.Fatalf("thresholds %+v", th)
-	}
-
-	// A threshold that holds does not stop the run.
-	p.Stages = []Stage{{Name: "s", Arrival: "constant", Rate: 50, Duration: 2500 * time.Millisecond}}
-	p.Aborts = []Abort{{Threshold: fine, Window: time.Second}}
-	res, err = Run(context.Background(), p)
-	if err != nil || res.Aborted != "" || res.Scenarios[0].Requests.Succeeded < 100 {
-		t.Fatalf("err %v aborted %q requests %+v", err, res.Aborted, res.Scenarios[0].Requests)
-	}
+	// The two runs go side by side: each has its own plan and client, and
+	// neither judges a tight time.
+	t.Run("fails", func(t *testing.T) {
+		t.Parallel()
+		p := plan([]Stage{{Name: "s", Arrival: "constant", Rate: 50, Duration: 20 * time.Second}, {Name: "never", Concurrency: 1, Requests: 1}},
+			[]Abort{{Threshold: fine, Window: time.Second}, {Threshold: slow, Delay: time.Second, Window: time.Second}})
+		t0 := time.Now()
+		res, err := Run(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(t0); el > 10*time.Second {
+			t.Fatalf("the run went on for %v after its threshold failed", el)
+		}
+		if res.Aborted == "" || res.Interrupted || res.ThresholdsPassed || len(res.Scenarios) != 1 {
+			t.Fatalf("aborted %q interrupted %v passed %v scenarios %d", res.Aborted, res.Interrupted, res.ThresholdsPassed, len(res.Scenarios))
+		}
+		th := res.Scenarios[0].Thresholds
+		if len(th) != 1 || th[0].Pass || !strings.Contains(th[0].Expr, "abortOnFail") || th[0].Value < 25 {
+			t.Fatalf("thresholds %+v", th)
+		}
+	})
+	// A threshold that holds does not stop the run: 2 s, two evaluations.
+	t.Run("holds", func(t *testing.T) {
+		t.Parallel()
+		p := plan([]Stage{{Name: "s", Arrival: "constant", Rate: 50, Duration: 2 * time.Second}}, []Abort{{Threshold: fine, Window: time.Second}})
+		res, err := Run(context.Background(), p)
+		if err != nil || res.Aborted != "" || res.Scenarios[0].Requests.Succeeded < 80 {
+			t.Fatalf("err %v aborted %q requests %+v", err, res.Aborted, res.Scenarios[0].Requests)
+		}
+	})
 	if err := CheckAborts([]Abort{{Threshold: threshold.Threshold{Expr: "p99(schedule_lag) < 1ms", Metric: "schedule_lag"}}}); err == nil {
 		t.Fatal("schedule_lag accepted for abortOnFail")
 	}
