@@ -191,14 +191,15 @@ func TestHostileReads(t *testing.T) {
 		{llmtest.HugeWord, true, record.OK, ""},
 	} {
 		t.Run(fmt.Sprintf("%s stream=%v", tc.behaviour, tc.stream), func(t *testing.T) {
-			if tc.behaviour == llmtest.HugeWord && forceNetHTTP {
-				// Counting the 300 KB word takes 2 s under -race; the
-				// reactor path's row counts it in the default suite,
-				// and both paths count through the same code.
-				longtest.Skip(t)
-			}
 			c := newClient(t, strings.TrimSuffix(h.BaseURL(tc.behaviour), "/v1"), func(c *Config) {
 				c.Stream, c.MaxText, c.MaxBody = tc.stream, 1<<20, 1<<20
+				if tc.behaviour == llmtest.HugeWord && !longtest.On {
+					// BPE on one 300 KB word takes 2 s under -race;
+					// the tokenizer's own tests bound it. Here the
+					// client reads the word whole and counts it with
+					// its tokenizer; -tags integration with cl100k.
+					c.Tokenizer = quarterCounter{}
+				}
 			})
 			rec := do(c, &workload.Request{Prompt: "p"})
 			if rec.Err != tc.want || !strings.Contains(rec.ErrMsg, tc.msg) {
@@ -220,6 +221,13 @@ func TestHeaderInjection(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// quarterCounter counts a token for every 4 bytes.
+type quarterCounter struct{}
+
+func (quarterCounter) Name() string { return "quarter" }
+
+func (quarterCounter) Count(s string) int { return (len(s) + 3) / 4 }
 
 // slowCounter is a tokenizer whose count takes 10 s, or until its context
 // ends where it is given one: a stand-in for counting megabytes.
