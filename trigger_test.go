@@ -13,6 +13,7 @@ import (
 
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -42,7 +43,13 @@ func setFaults(t *testing.T, base, body string) {
 // fails 20 % of them for 4 s, then clears. The trigger (E2E p95 up by more
 // than 150 ms and errors at 5 % or more, held for 1 s, over 1 s windows)
 // fires exactly once, while the faults are on, and the run fails.
+//
+// It needs 9 s of real time, so it runs with -tags integration; the
+// default suite replays the same records on a clock of its own through the
+// stage's trigger watcher (internal/runner TestTriggerWatchFiresOnceOnFaults)
+// and runs a trigger end to end in TestTriggerAbortsAgainstPreviousStage.
 func TestTriggerFiresOnceOnFaults(t *testing.T) {
+	longtest.Skip(t)
 	s, err := sim.Start(sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 8), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -104,19 +111,23 @@ func TestTriggerFiresOnceOnFaults(t *testing.T) {
 
 // TestTriggerAbortsAgainstPreviousStage compares a faulty stage with the
 // calm stage before it (the default baseline of a stage that has one) and
-// stops the run when the trigger fires, long before the stage's end.
+// stops the run when the trigger fires, long before the stage's end. The
+// calm stage's one second (50 requests) is its baseline; the trigger is
+// evaluated once a second and has no hold (holds are proved on a clock of
+// its own in internal/runner and internal/verdict/threshold), so it fires
+// at the first evaluation in the faults, 1 s in.
 func TestTriggerAbortsAgainstPreviousStage(t *testing.T) {
 	s, err := sim.Start(sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 8), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	const trig = "delta(p95(e2e)) > 150ms for 1s"
+	const trig = "delta(p95(e2e)) > 150ms"
 	exp := &experiment.Experiment{
 		Target:   experiment.Target{URL: s.URL, Model: sim.DefaultModel},
 		Workload: experiment.Workload{InputTokens: "32", OutputTokens: "8"},
 		Stages: []experiment.Stage{
-			{Name: "calm", Rate: 50, Arrival: "constant", Duration: 2 * time.Second},
+			{Name: "calm", Rate: 50, Arrival: "constant", Duration: time.Second},
 			{Name: "chaos", Rate: 50, Arrival: "constant", Duration: 30 * time.Second,
 				Faults: &experiment.StageFaults{URL: "/admin/faults", Set: map[string]any{"spike_rate": 1, "spike_delay": "300ms"}}},
 		},

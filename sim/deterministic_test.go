@@ -24,7 +24,7 @@ func TestDeterministicTiming(t *testing.T) {
 		stagger     time.Duration
 		ep          string
 	}{
-		{"chat-single", 40 * time.Millisecond, 10 * time.Millisecond, 24, 1, 4, 0, "chat"},
+		{"chat-single", 40 * time.Millisecond, 10 * time.Millisecond, 12, 1, 4, 0, "chat"},
 		{"completions-single", 25 * time.Millisecond, 8 * time.Millisecond, 16, 1, 4, 0, "completions"},
 		// 300 streams of 360 ms started 1 ms apart: ~300 in flight at once.
 		{"chat-300-concurrent", 50 * time.Millisecond, 10 * time.Millisecond, 32, 300, 300, time.Millisecond, "chat"},

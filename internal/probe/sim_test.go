@@ -3,6 +3,7 @@ package probe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -118,27 +119,32 @@ func TestAttackSuccessRate(t *testing.T) {
 		p      float64
 		stream bool
 	}{{0.3, true}, {0.1, false}} {
-		s, url := startSim(t, tc.p)
-		const n = 150
-		sc, sent := runProbes(t, url, attackSuites, 1, n, tc.stream)
-		followed, refused := s.Vulnerable()
-		o := sc.Probes.Overall
-		if o.Evaluated != n || o.Failed != 0 || followed+refused != n {
-			t.Fatalf("p=%g: %d evaluated, %d failed; the simulator saw %d attacks", tc.p, o.Evaluated, o.Failed, followed+refused)
-		}
-		if o.AttackSuccess.K != int(followed) || o.Interception.K != int(refused) {
-			t.Errorf("p=%g: %d successes and %d interceptions measured; the simulator followed %d and refused %d", tc.p, o.AttackSuccess.K, o.Interception.K, followed, refused)
-		}
-		if r := o.AttackSuccess; tc.p < r.Low || tc.p > r.High {
-			t.Errorf("p=%g outside the measured interval [%.3f, %.3f] (rate %.3f)", tc.p, r.Low, r.High, r.Rate)
-		}
-		t.Logf("p=%g stream=%t: attack success %d/%d = %.3f [%.3f, %.3f], interception %.3f", tc.p, tc.stream,
-			o.AttackSuccess.K, o.AttackSuccess.N, o.AttackSuccess.Rate, o.AttackSuccess.Low, o.AttackSuccess.High, o.Interception.Rate)
-		for _, f := range sc.Probes.Families {
-			if f.AttackSuccess == nil || f.AttackSuccess.N != sent[f.Family] {
-				t.Errorf("p=%g: family %s: %+v, want %d attacks", tc.p, f.Family, f.AttackSuccess, sent[f.Family])
+		// Each rate against its own simulator, side by side: counts, not
+		// timings, are judged.
+		t.Run(fmt.Sprintf("p=%g", tc.p), func(t *testing.T) {
+			t.Parallel()
+			s, url := startSim(t, tc.p)
+			const n = 150
+			sc, sent := runProbes(t, url, attackSuites, 1, n, tc.stream)
+			followed, refused := s.Vulnerable()
+			o := sc.Probes.Overall
+			if o.Evaluated != n || o.Failed != 0 || followed+refused != n {
+				t.Fatalf("%d evaluated, %d failed; the simulator saw %d attacks", o.Evaluated, o.Failed, followed+refused)
 			}
-		}
+			if o.AttackSuccess.K != int(followed) || o.Interception.K != int(refused) {
+				t.Errorf("%d successes and %d interceptions measured; the simulator followed %d and refused %d", o.AttackSuccess.K, o.Interception.K, followed, refused)
+			}
+			if r := o.AttackSuccess; tc.p < r.Low || tc.p > r.High {
+				t.Errorf("p=%g outside the measured interval [%.3f, %.3f] (rate %.3f)", tc.p, r.Low, r.High, r.Rate)
+			}
+			t.Logf("stream=%t: attack success %d/%d = %.3f [%.3f, %.3f], interception %.3f", tc.stream,
+				o.AttackSuccess.K, o.AttackSuccess.N, o.AttackSuccess.Rate, o.AttackSuccess.Low, o.AttackSuccess.High, o.Interception.Rate)
+			for _, f := range sc.Probes.Families {
+				if f.AttackSuccess == nil || f.AttackSuccess.N != sent[f.Family] {
+					t.Errorf("family %s: %+v, want %d attacks", f.Family, f.AttackSuccess, sent[f.Family])
+				}
+			}
+		})
 	}
 }
 
@@ -163,10 +169,11 @@ func TestVulnerabilityOff(t *testing.T) {
 // TestLeaksAndBenign: against a fully vulnerable simulator every planted
 // canary leaks, every attack succeeds, and the benign control set (mixed
 // into ordinary load) is neither refused nor leaks; the per-intent
-// breakdown splits the probe families.
+// breakdown splits the probe families. 400 requests a quarter of them
+// probes send each probe of the set at least twice.
 func TestLeaksAndBenign(t *testing.T) {
 	_, url := startSim(t, 1)
-	sc, sent := runProbes(t, url, []string{"all"}, 0.25, 800, true)
+	sc, sent := runProbes(t, url, []string{"all"}, 0.25, 400, true)
 	fams := map[string]result.ProbeFamily{}
 	for _, f := range sc.Probes.Families {
 		fams[f.Family] = f

@@ -14,13 +14,13 @@ import (
 )
 
 // The quickstart writes its experiment, result and report, and prints the
-// sweep table with one row a stage. Stages of 400 ms keep it short; the
+// sweep table with one row a stage. Stages of 200 ms keep it short; the
 // whole ramp runs in cmd/spate's integration test and the docs test.
 func TestRunWritesEverything(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "spate-results")
 	cfg := sim.Deterministic(5*time.Millisecond, time.Millisecond, 4)
 	var out, errw bytes.Buffer
-	err := Run(context.Background(), &out, &errw, Config{Dir: dir, Preset: "test", Sim: cfg, Stage: 400 * time.Millisecond})
+	err := Run(context.Background(), &out, &errw, Config{Dir: dir, Preset: "test", Sim: cfg, Stage: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("%v\n%s%s", err, out.String(), errw.String())
 	}

@@ -3,6 +3,7 @@ package workload
 import (
 	"encoding/base64"
 	"encoding/json"
+	"image"
 	"math"
 	"os"
 	"path/filepath"
@@ -40,6 +41,40 @@ func partsOf(t *testing.T, r *Request, typ string) []wirePart {
 	return out
 }
 
+// attached returns the request's parts of one type: as sent (read back
+// from its JSON) when wire is true, else from its Parts, which
+// Message.MarshalJSON writes one to one. Tests read the first requests
+// from the wire and the rest from their parts: re-encoding megabytes of
+// base64 for every request took most of a minute under -race.
+func attached(t *testing.T, r *Request, typ string, wire bool) []wirePart {
+	t.Helper()
+	if wire {
+		return partsOf(t, r, typ)
+	}
+	var out []wirePart
+	for _, m := range r.Messages {
+		for _, p := range m.Parts {
+			if p.Type != typ {
+				continue
+			}
+			w := wirePart{Type: p.Type, Text: p.Text}
+			switch p.Type {
+			case "image_url":
+				w.ImageURL = &struct {
+					URL string `json:"url"`
+				}{p.ImageURL}
+			case "input_audio":
+				w.InputAudio = &wireAudio{Data: p.AudioData, Format: p.AudioFormat}
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// wireChecked is how many requests a test reads back from their JSON.
+const wireChecked = 30
+
 // TestImageCountsAndSizes draws images per request from a distribution
 // that may draw 0, and sizes by weight; normalised tokens follow each
 // request's images.
@@ -52,25 +87,32 @@ func TestImageCountsAndSizes(t *testing.T) {
 	}
 	counts := map[int]int{}
 	small, large := 0, 0
+	// 2000 requests keep the shares' bounds below at 5 standard errors or
+	// more. Each distinct image is decoded once.
 	const n = 2000
+	decoded := map[string]image.Config{}
 	for i := uint64(0); i < n; i++ {
 		r, err := b.Source.Request(i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ims := partsOf(t, r, "image_url")
+		var ims []string
+		for _, p := range attached(t, r, "image_url", i < wireChecked) {
+			ims = append(ims, p.ImageURL.URL)
+		}
 		counts[len(ims)]++
 		patches := 0
-		for _, p := range ims {
-			switch {
-			case strings.HasPrefix(p.ImageURL.URL, "data:image/png;base64,"):
-			default:
-				t.Fatalf("image url %.40q", p.ImageURL.URL)
-			}
-			raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(p.ImageURL.URL, "data:image/png;base64,"))
-			cfg, _, err := imageDecodeConfig(raw)
-			if err != nil {
-				t.Fatal(err)
+		for _, url := range ims {
+			cfg, ok := decoded[url]
+			if !ok {
+				if !strings.HasPrefix(url, "data:image/png;base64,") {
+					t.Fatalf("image url %.40q", url)
+				}
+				raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(url, "data:image/png;base64,"))
+				if cfg, _, err = imageDecodeConfig(raw); err != nil {
+					t.Fatal(err)
+				}
+				decoded[url] = cfg
 			}
 			switch cfg.Width {
 			case 512:
@@ -109,12 +151,13 @@ func TestAudioInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[int]bool{}
+	decoded := map[string]float64{} // seconds by clip: each is decoded once
 	for i := uint64(0); i < 200; i++ {
 		r, err := b.Source.Request(i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		clips := partsOf(t, r, "input_audio")
+		clips := attached(t, r, "input_audio", i < wireChecked)
 		if len(clips) < 1 || len(clips) > 2 {
 			t.Fatalf("request %d: %d clips", i, len(clips))
 		}
@@ -123,16 +166,19 @@ func TestAudioInputs(t *testing.T) {
 			if c.InputAudio.Format != "wav" {
 				t.Fatalf("format %q", c.InputAudio.Format)
 			}
-			raw, err := base64.StdEncoding.DecodeString(c.InputAudio.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := wavSeconds(raw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(raw) != 44+2*8000*int(s) {
-				t.Fatalf("a %.1f s clip of %d bytes", s, len(raw))
+			s, ok := decoded[c.InputAudio.Data]
+			if !ok {
+				raw, err := base64.StdEncoding.DecodeString(c.InputAudio.Data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, err = wavSeconds(raw); err != nil {
+					t.Fatal(err)
+				}
+				if len(raw) != 44+2*8000*int(s) {
+					t.Fatalf("a %.1f s clip of %d bytes", s, len(raw))
+				}
+				decoded[c.InputAudio.Data] = s
 			}
 			seen[int(s)] = true
 			secs += s

@@ -120,7 +120,7 @@ func near(t *testing.T, what string, got, want, tol time.Duration) {
 // server whose timings are known. The tolerance holds on a loaded CI
 // machine; bench/fidelity.sh shows the 1 ms figures.
 func TestTimingsAgainstKnownServer(t *testing.T) {
-	const ttft, itl, n = 60 * time.Millisecond, 15 * time.Millisecond, 12
+	const ttft, itl, n = 40 * time.Millisecond, 15 * time.Millisecond, 8
 	srv := httptest.NewServer(script(regular(ttft, itl, n, true)...))
 	defer srv.Close()
 	c := newClient(t, srv.URL, nil)

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/spate-dev/spate/internal/longtest"
 )
 
 // fakeClock is a local clock that moves only when slept on or probed.
@@ -79,14 +81,48 @@ func TestEstimateOffsetContradiction(t *testing.T) {
 	}
 }
 
-// TestEstimateOffsetHTTP measures a real HTTP server on loopback whose
-// Date header runs 1.2345 s ahead of this machine's clock.
-func TestEstimateOffsetHTTP(t *testing.T) {
-	const offset = 1234500 * time.Microsecond
+// aheadServer is a loopback HTTP server whose Date header runs offset
+// ahead of this machine's clock.
+func aheadServer(t *testing.T, offset time.Duration) *httptest.Server {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Date", time.Now().Add(offset).UTC().Format(http.TimeFormat))
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestHTTPDateProbe reads a real server's Date header: whole seconds of
+// its clock, so the reading lies between the send less a second and the
+// answer, both on the server's clock (no bound on how long that takes).
+// TestEstimateOffset* turn such readings into an offset on a clock of
+// their own; TestEstimateOffsetHTTP does it against this server in real
+// time.
+func TestHTTPDateProbe(t *testing.T) {
+	const offset = 1234500 * time.Microsecond
+	srv := aheadServer(t, offset)
+	probe := HTTPDateProbe(srv.Client(), srv.URL)
+	for range 3 {
+		s := time.Now()
+		got, err := probe(context.Background())
+		r := time.Now()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo, hi := s.Add(offset-time.Second), r.Add(offset); got.Before(lo) || got.After(hi) {
+			t.Fatalf("Date read %v, want within [%v, %v]: the send less a second and the answer, %v ahead", got, lo, hi, offset)
+		}
+	}
+}
+
+// TestEstimateOffsetHTTP measures a real HTTP server on loopback whose
+// Date header runs 1.2345 s ahead of this machine's clock. The Date header
+// counts whole seconds, so the estimate waits for the server's clock to
+// tick: it takes 2 s or more and runs with -tags integration.
+func TestEstimateOffsetHTTP(t *testing.T) {
+	longtest.Skip(t)
+	const offset = 1234500 * time.Microsecond
+	srv := aheadServer(t, offset)
 	c, err := EstimateOffset(context.Background(), HTTPDateProbe(srv.Client(), srv.URL), SystemClock{}, ClockOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,13 @@ package merge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,29 +81,63 @@ func plan(shard runner.Shard, thresholds ...string) runner.Plan {
 }
 
 // runShards runs the plan once unsharded and once per shard, marking each
-// shard's result as spate run --shard does.
+// shard's result as spate run --shard does. The runs go side by side: the
+// figures compared depend only on what was sent (synthClient), not on
+// when.
 func runShards(t *testing.T, n int, thresholds ...string) (*result.Result, []Input) {
 	t.Helper()
-	ctx := context.Background()
-	single, err := runner.Run(ctx, plan(runner.Shard{}, thresholds...))
-	if err != nil {
+	rs := runPlans(t, n+1, func(i int) runner.Plan {
+		if i == n {
+			return plan(runner.Shard{}, thresholds...)
+		}
+		return shardPlan(t, i, n, thresholds...)
+	})
+	return rs[n], shardInputs(rs[:n])
+}
+
+// shardRuns runs the plan once per shard, side by side, marking each
+// shard's result as spate run --shard does.
+func shardRuns(t *testing.T, n int, thresholds ...string) []Input {
+	t.Helper()
+	return shardInputs(runPlans(t, n, func(i int) runner.Plan { return shardPlan(t, i, n, thresholds...) }))
+}
+
+// shardPlan is shard i of n of the plan, its thresholds parsed.
+func shardPlan(t *testing.T, i, n int, thresholds ...string) runner.Plan {
+	p := plan(runner.Shard{Index: i, Count: n}, thresholds...)
+	for _, ts := range thresholds {
+		p.Thresholds = append(p.Thresholds, mustParse(t, ts))
+	}
+	return p
+}
+
+// runPlans runs plan(0) … plan(n−1) at once and returns their results.
+func runPlans(t *testing.T, n int, plan func(i int) runner.Plan) []*result.Result {
+	t.Helper()
+	plans := make([]runner.Plan, n)
+	for i := range plans {
+		plans[i] = plan(i)
+	}
+	rs, errs := make([]*result.Result, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range plans {
+		wg.Go(func() { rs[i], errs[i] = runner.Run(context.Background(), plans[i]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	return rs
+}
+
+// shardInputs marks each shard's result as spate run --shard does.
+func shardInputs(rs []*result.Result) []Input {
 	var in []Input
-	for i := range n {
-		p := plan(runner.Shard{Index: i, Count: n}, thresholds...)
-		for _, ts := range thresholds {
-			th := mustParse(t, ts)
-			p.Thresholds = append(p.Thresholds, th)
-		}
-		r, err := runner.Run(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Shard = &result.Shard{Index: i, Count: n, Experiment: Experiment(r, n)}
+	for i, r := range rs {
+		r.Shard = &result.Shard{Index: i, Count: len(rs), Experiment: Experiment(r, len(rs))}
 		in = append(in, Input{Name: "shard-" + strconv.Itoa(i) + ".json", Result: r})
 	}
-	return single, in
+	return in
 }
 
 // TestMergeEqualsSingleProcess: three shards merged give exactly the
@@ -222,7 +258,7 @@ func sameHist(t *testing.T, a, b string) bool {
 }
 
 func TestMergeRefusesAndReports(t *testing.T) {
-	_, base := runShards(t, 3)
+	base := shardRuns(t, 3)
 	clone := func(in []Input) []Input {
 		out := make([]Input, len(in))
 		for i, x := range in {
@@ -256,8 +292,10 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		{"duplicate", func(in []Input) []Input { return append(in, in[1]) }, "given more than once", true},
 		{"not a shard", func(in []Input) []Input { in[0].Result.Shard = nil; return in }, "not a shard result", false},
 	}
+	// Each case merges its own copy of the shards: they run side by side.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := Merge(tt.edit(clone(base)), Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Fatalf("err = %v, want one with %q", err, tt.err)
@@ -272,6 +310,7 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
+		t.Parallel()
 		in := clone(base)
 		if _, err := Merge([]Input{in[0], in[2]}, Options{}); err == nil || !strings.Contains(err.Error(), "shard(s) 1 of 3 missing") || !strings.Contains(err.Error(), "--allow-partial") {
 			t.Fatalf("a missing shard: err = %v, want a refusal naming it", err)
@@ -289,6 +328,7 @@ func TestMergeRefusesAndReports(t *testing.T) {
 		}
 	})
 	t.Run("duplicate allowed as partial", func(t *testing.T) {
+		t.Parallel()
 		in := clone(base)
 		m, err := Merge([]Input{in[0], in[1], in[1], in[2]}, Options{AllowPartial: true})
 		if err != nil {

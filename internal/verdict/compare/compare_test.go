@@ -3,8 +3,12 @@ package compare
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/spate-dev/spate/internal/longtest"
 )
 
 func row(t *testing.T, rep *Report, stage, metric string) Row {
@@ -23,21 +27,53 @@ func row(t *testing.T, rep *Report, stage, metric string) Row {
 	return Row{}
 }
 
+// trials runs compare(i) for i in [0, n) on every CPU (each trial is
+// pure computation on its own seeds) and returns the reports in order.
+func trials(t *testing.T, n int, compare func(i int) (*Report, error)) []*Report {
+	t.Helper()
+	reps, errs := make([]*Report, n), make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				reps[i], errs[i] = compare(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return reps
+}
+
 // TestSameConfigurationNoChange is the test of the test: pairs of runs
 // drawn from the same model must give "~" on every gated metric in at
 // least 95 % of trials, and each metric's false-alarm rate must stay near
-// α.
+// α (at most 4 %). The default suite runs 150 trials: at α = 1 % a metric
+// has 1.5 false alarms expected and goes over 6 with a chance of 0.08 %,
+// while one alarming at 6 % goes over in 80 % of suites; -tags integration
+// runs 300 (0.001 %; 92 %). Trials run on every CPU.
 func TestSameConfigurationNoChange(t *testing.T) {
-	const trials = 300
+	n := 150
+	if longtest.On {
+		n = 300
+	}
+	reps := trials(t, n, func(i int) (*Report, error) {
+		b := baseModel.result(uint64(2*i+1), "v1")
+		nw := baseModel.result(uint64(2*i+2), "v1")
+		return Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", nw}}}, Config{Seed: uint64(i + 1), Resamples: 1000})
+	})
 	quiet := 0
 	alarms := map[string]int{}
-	for i := range trials {
-		b := baseModel.result(uint64(2*i+1), "v1")
-		n := baseModel.result(uint64(2*i+2), "v1")
-		rep, err := Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", n}}}, Config{Seed: uint64(i + 1), Resamples: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rep := range reps {
 		if len(rep.Regressed) == 0 {
 			quiet++
 		}
@@ -47,16 +83,16 @@ func TestSameConfigurationNoChange(t *testing.T) {
 			}
 		}
 	}
-	frac := float64(quiet) / trials
-	t.Logf("no gated regression in %d/%d trials (%.1f %%); alarms per metric: %v", quiet, trials, 100*frac, alarms)
+	frac := float64(quiet) / float64(n)
+	t.Logf("no gated regression in %d/%d trials (%.1f %%); alarms per metric: %v", quiet, n, 100*frac, alarms)
 	if frac < 0.95 {
 		t.Errorf("no-change trials %.3f < 0.95", frac)
 	}
 	for m, k := range alarms {
 		// α = 1 % per metric; allow up to 4 % for the autocorrelation the
 		// blocks do not fully absorb.
-		if float64(k)/trials > 0.04 {
-			t.Errorf("%s: %d/%d false alarms", m, k, trials)
+		if float64(k)/float64(n) > 0.04 {
+			t.Errorf("%s: %d/%d false alarms", m, k, n)
 		}
 	}
 }
@@ -64,21 +100,20 @@ func TestSameConfigurationNoChange(t *testing.T) {
 // TestPlantedRegression plants 5 % and 10 % rises in the p99 columns and
 // checks they are found at α = 0.01 in nearly every trial, with the
 // interval covering the planted change. The margins are off: this is the
-// tests' power (TestMargins checks the margins).
+// tests' power (TestMargins checks the margins). Trials run on every CPU.
 func TestPlantedRegression(t *testing.T) {
 	noMargin := map[string]float64{"e2e_p99_ms": 0, "ttft_p99_ms": 0}
 	for _, planted := range []float64{0.05, 0.10} {
-		const trials = 50
-		found, covered := 0, 0
-		for i := range trials {
+		const n = 50
+		reps := trials(t, n, func(i int) (*Report, error) {
 			m := baseModel
 			b := m.result(uint64(1000+2*i), "v1")
 			m.P99Factor = 1 + planted
-			n := m.result(uint64(1001+2*i), "v2")
-			rep, err := Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", n}}}, Config{Seed: uint64(i + 1), Resamples: 1000, MinEffect: noMargin})
-			if err != nil {
-				t.Fatal(err)
-			}
+			nw := m.result(uint64(1001+2*i), "v2")
+			return Compare(Sides{Base: []Input{{"b", b}}, New: []Input{{"n", nw}}}, Config{Seed: uint64(i + 1), Resamples: 1000, MinEffect: noMargin})
+		})
+		found, covered := 0, 0
+		for i, rep := range reps {
 			r := row(t, rep, "main", "e2e_p99_ms")
 			if r.Verdict == Regressed && len(rep.Regressed) > 0 {
 				found++
@@ -91,12 +126,12 @@ func TestPlantedRegression(t *testing.T) {
 				t.Logf("trial %d: p50 false alarm (change %+.3f, p %.3g)", i, p50.Change, p50.P)
 			}
 		}
-		t.Logf("planted %+.0f %%: found %d/%d, interval covered it %d/%d", 100*planted, found, trials, covered, trials)
-		if found < trials*95/100 {
-			t.Errorf("planted %+.0f %%: found in %d/%d trials, want ≥ 95 %%", 100*planted, found, trials)
+		t.Logf("planted %+.0f %%: found %d/%d, interval covered it %d/%d", 100*planted, found, n, covered, n)
+		if found < n*95/100 {
+			t.Errorf("planted %+.0f %%: found in %d/%d trials, want ≥ 95 %%", 100*planted, found, n)
 		}
-		if covered < trials*85/100 {
-			t.Errorf("planted %+.0f %%: 99 %% interval covered the planted change in %d/%d trials", 100*planted, covered, trials)
+		if covered < n*85/100 {
+			t.Errorf("planted %+.0f %%: 99 %% interval covered the planted change in %d/%d trials", 100*planted, covered, n)
 		}
 	}
 }

@@ -4,22 +4,38 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
+
+	"github.com/spate-dev/spate/internal/longtest"
 )
 
 // reference is tiktoken-go's encoder over the same vocabulary and
-// pattern: the counts Count must equal.
+// pattern: the counts Count must equal. Each vocabulary's is built once
+// for the package's tests (a fifth of a second each under -race).
 func reference(t testing.TB, b *BPE) *tiktoken.Tiktoken {
 	t.Helper()
+	references.Lock()
+	defer references.Unlock()
+	if ref, ok := references.m[b]; ok {
+		return ref
+	}
 	core, err := tiktoken.NewCoreBPE(b.ranks, map[string]int{}, b.pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tiktoken.NewTiktoken(core, &tiktoken.Encoding{Name: b.name, PatStr: b.pattern, MergeableRanks: b.ranks}, nil)
+	ref := tiktoken.NewTiktoken(core, &tiktoken.Encoding{Name: b.name, PatStr: b.pattern, MergeableRanks: b.ranks}, nil)
+	references.m[b] = ref
+	return ref
 }
+
+var references = struct {
+	sync.Mutex
+	m map[*BPE]*tiktoken.Tiktoken
+}{m: map[*BPE]*tiktoken.Tiktoken{}}
 
 func vocabularies(t testing.TB) []*BPE {
 	t.Helper()
@@ -50,11 +66,22 @@ func randomText(r *rand.Rand, n int) string {
 
 func TestCountMatchesTiktoken(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	// Runs of one unit are long pieces, which the heap merges. The
+	// reference merges them in quadratic time (5000 "a" took 0.1 s a
+	// vocabulary under -race), so the default suite has them at a third
+	// of their length, still far past smallPiece; -tags integration at
+	// full length.
+	long := func(n int) int {
+		if longtest.On {
+			return n
+		}
+		return n / 3
+	}
 	texts := []string{
-		"", "a", "hello world", strings.Repeat("a", 5000), strings.Repeat(" ", 3000) + "x",
-		strings.Repeat("!", 2000), strings.Repeat("é", 1500), strings.Repeat("ab", 1200),
-		strings.Repeat("\n ", 1000), strings.Repeat("A", 4000), "<|endoftext|> is text",
-		"invalid \xff\xfe utf-8 \xc3", strings.Repeat("0123456789", 300),
+		"", "a", "hello world", strings.Repeat("a", long(5000)), strings.Repeat(" ", long(3000)) + "x",
+		strings.Repeat("!", long(2000)), strings.Repeat("é", long(1500)), strings.Repeat("ab", long(1200)),
+		strings.Repeat("\n ", long(1000)), strings.Repeat("A", long(4000)), "<|endoftext|> is text",
+		"invalid \xff\xfe utf-8 \xc3", strings.Repeat("0123456789", long(300)),
 	}
 	for i := 0; i < 40; i++ {
 		texts = append(texts, randomText(r, 50+r.IntN(3000)))
@@ -92,17 +119,19 @@ func TestMergeHeapMatchesScan(t *testing.T) {
 	}
 }
 
-// TestCountIsNotQuadratic counts 1 MB words that took tiktoken-go's
-// quadratic merge about 10 min each (50k characters took 0.9 s): each must
-// finish far within the bound, which is about a hang, not speed (a count
-// takes about 0.3 s here).
+// TestCountIsNotQuadratic: counting 4× the text may take about 4× the
+// time (n log n) but not 16× (quadratic, as the count once was: 50k chars
+// 0.9 s, 200k 27 s). Relative, not timed: each size is timed as the
+// fastest of 3 counts, so a busy machine's stall does not decide; 1 MiB
+// runs whole in the benchmark.
+//
+// One word of 8 KiB against one of 32 KiB tells them apart: under -race
+// the heap merge took ×3.5 to ×5.0, the rescanning merge forced onto
+// every piece ×17.5 ("a") and ×17.9 (" ") on cl100k_base (×11.2 for "A"
+// on o200k_base, whose row runs with -tags integration, at 16 and 64 KiB).
 func TestCountIsNotQuadratic(t *testing.T) {
-	// Relative, not timed: counting 4× the text may take about 4× (n log n)
-	// but not 16× (quadratic, as the count once was: 50k chars 0.9 s, 200k
-	// 27 s). Each size is timed as the fastest of 3 counts, so a busy
-	// machine's stall does not decide; 1 MiB runs whole in the benchmark.
 	vs := vocabularies(t)
-	fastest := func(b *BPE, text string) time.Duration {
+	fastest := func(t *testing.T, b *BPE, text string) time.Duration {
 		best := time.Duration(1<<63 - 1)
 		for range 3 {
 			start := time.Now()
@@ -116,14 +145,21 @@ func TestCountIsNotQuadratic(t *testing.T) {
 	for _, c := range []struct {
 		b    *BPE
 		unit string
-	}{{vs[0], "a"}, {vs[0], " "}, {vs[1], "A"}} {
-		small := fastest(c.b, strings.Repeat(c.unit, 16<<10))
-		large := fastest(c.b, strings.Repeat(c.unit, 64<<10))
-		ratio := float64(large) / float64(max(small, time.Microsecond))
-		t.Logf("%s: %q× 16 KiB %v, 64 KiB %v: ×%.1f", c.b.name, c.unit, small, large, ratio)
-		if ratio > 10 {
-			t.Errorf("%s: counting 4× the text of %q took ×%.1f the time (quadratic is ×16)", c.b.name, c.unit, ratio)
-		}
+		size int // the small word's bytes; the large is 4×
+		long bool
+	}{{vs[0], "a", 8 << 10, false}, {vs[0], " ", 8 << 10, false}, {vs[1], "A", 16 << 10, true}} {
+		t.Run(fmt.Sprintf("%s/%q", c.b.name, c.unit), func(t *testing.T) {
+			if c.long {
+				longtest.Skip(t)
+			}
+			small := fastest(t, c.b, strings.Repeat(c.unit, c.size))
+			large := fastest(t, c.b, strings.Repeat(c.unit, 4*c.size))
+			ratio := float64(large) / float64(max(small, time.Microsecond))
+			t.Logf("%q× %d KiB %v, %d KiB %v: ×%.1f", c.unit, c.size>>10, small, 4*c.size>>10, large, ratio)
+			if ratio > 10 {
+				t.Errorf("counting 4× the text of %q took ×%.1f the time (quadratic is ×16)", c.unit, ratio)
+			}
+		})
 	}
 }
 

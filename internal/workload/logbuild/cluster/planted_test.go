@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/internal/workload/logbuild/textembed"
 )
 
@@ -94,15 +95,23 @@ func TestPurityTable(t *testing.T) {
 
 // TestPlantedTopicsRecovered is issue 5's Done means: 6 planted topics ×
 // 200 queries with shared filler words are recovered with purity ≥ 0.8 by
-// the local embedding, with k given and with k chosen by silhouette.
+// the local embedding, with k given and with k chosen by silhouette. The
+// default suite clusters 50 queries a topic (purity 1.000 and k = 6 at 50,
+// 100 and 200 when this was written; the clustering's cost grows with the
+// square of the log: 0.4 s against 4 s under -race); -tags integration
+// the full 200.
 func TestPlantedTopicsRecovered(t *testing.T) {
-	texts, truth := plantedLog(200, 1)
-	vecs, terms := embedLocal(t, texts)
 	for _, tt := range []struct {
-		name string
-		k    int
-	}{{"k=6", 6}, {"k=auto", 0}} {
+		name     string
+		perTopic int
+		k        int
+	}{{"50/k=6", 50, 6}, {"50/k=auto", 50, 0}, {"200/k=6", 200, 6}, {"200/k=auto", 200, 0}} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.perTopic > 50 {
+				longtest.Skip(t)
+			}
+			texts, truth := plantedLog(tt.perTopic, 1)
+			vecs, terms := embedLocal(t, texts)
 			r, err := Build(context.Background(), texts, vecs, terms, Options{K: tt.k, KMax: 12, Seed: 42})
 			if err != nil {
 				t.Fatal(err)
@@ -145,13 +154,16 @@ func contains(s []string, x string) bool {
 // TestPurityNeedsTheEmbedding is the control of TestPlantedTopicsRecovered:
 // with random vectors in place of the embedding, the same log and k give a
 // purity near chance (1/6), so the purity figure does measure the
-// embedding and clustering.
+// embedding and clustering. The vectors have 8 dimensions: k-means on
+// random points never converges, so it runs all its iterations, and 32
+// dimensions over 100 queries a topic took 5 s under -race for the same
+// answer (purity 0.233 then, 0.230 now).
 func TestPurityNeedsTheEmbedding(t *testing.T) {
-	texts, truth := plantedLog(100, 1)
+	texts, truth := plantedLog(50, 1)
 	rng := rand.New(rand.NewPCG(2, 3))
 	vecs := make([]textembed.Vector, len(texts))
 	for i := range vecs {
-		v := make([]float64, 32)
+		v := make([]float64, 8)
 		n := 0.0
 		for k := range v {
 			v[k] = rng.NormFloat64()
