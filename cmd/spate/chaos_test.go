@@ -178,6 +178,8 @@ stages:
 // 97 % of the retried requests converge, while R_retry, per retry attempt
 // (seed 004 §3.3), is the chance a retry succeeds: about 0.7.
 func TestRunChaosRetriesConverge(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
@@ -212,11 +214,13 @@ func TestRunChaosRetriesConverge(t *testing.T) {
 // TestRunRequestChaos: --request-chaos labels a fraction of requests, and
 // the max_tokens=1 ones ask for (and get) one token.
 func TestRunRequestChaos(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Config{TTFT: time.Millisecond, ITL: time.Millisecond})
 	defer srv.Close()
 	dir := t.TempDir()
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "req.jsonl")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.BaseURL(), "--request-chaos", "max_tokens_1=0.3",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.BaseURL(), "--request-chaos", "max_tokens_1=0.3",
 		"--concurrency", "4", "--requests", "200", "--output-tokens", "6", "--input-tokens", "8", "--out", out, "--records", recs, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)

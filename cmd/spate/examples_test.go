@@ -78,6 +78,8 @@ func TestExamplesRunAgainstSimulator(t *testing.T) {
 // stage fails every request: the result is written, and the run exits 1
 // (a stage in which no request succeeded is an error).
 func TestStageFaults(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 2))
 
 	dir := t.TempDir()
@@ -91,7 +93,7 @@ stages:
   - {name: after, concurrency: 2, requests: 6}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", file, "--out", out, "--quiet")
 	if code != 1 || !strings.Contains(stderr, "no request succeeded in stage chaos (6 failed") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -110,6 +112,8 @@ stages:
 // TestFailedStageKeepsTheOthers: a stage that cannot start is reported and
 // the stages around it still run.
 func TestFailedStageKeepsTheOthers(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Config{Tokens: 2})
 	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -129,7 +133,7 @@ stages:
   - {name: c, concurrency: 1, requests: 3}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
+	code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", file, "--out", out, "--quiet")
 	if code != 1 || !strings.Contains(stderr, "stage broken: setting faults") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
@@ -140,6 +144,8 @@ stages:
 }
 
 func TestStageWorkload(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Config{}) // answers max_tokens tokens
 	defer srv.Close()
 	dir := t.TempDir()
@@ -153,7 +159,7 @@ stages:
   - {name: long, concurrency: 1, requests: 2, workload: {outputTokens: "9"}}
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	if code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet"); code != 0 {
+	if code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", file, "--out", out, "--quiet"); code != 0 {
 		t.Fatalf("exit %d %s", code, stderr)
 	}
 	r := readResult(t, out)

@@ -116,6 +116,8 @@ func TestInitAndSchema(t *testing.T) {
 }
 
 func TestGateActions(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 20 * time.Millisecond, ITL: time.Millisecond, Tokens: 3})
 	defer srv.Close()
 	dir := t.TempDir()
@@ -134,7 +136,7 @@ actions:
     - command: ["false"]
 `), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, _, stderr := cli(t, context.Background(), "run", file, "--out", out, "--quiet")
+	code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", file, "--out", out, "--quiet")
 	if b, _ := os.ReadFile(marker); code != 0 || strings.TrimSpace(string(b)) != "promoted pass" {
 		t.Fatalf("pass: exit %d, marker %q, stderr %s, gate %+v", code, b, stderr, readResult(t, out).Gate)
 	}
@@ -142,7 +144,7 @@ actions:
 		t.Fatalf("gate %+v", g)
 	}
 	// A failing threshold: the fail actions run, the exit code stays 3.
-	code, _, stderr = cli(t, context.Background(), "run", file, "--out", out, "--quiet", "--threshold", "p50(ttft) < 1ms")
+	code, _, stderr = cli(t, context.Background(), "run", "--allow-invalid", file, "--out", out, "--quiet", "--threshold", "p50(ttft) < 1ms")
 	if b, _ := os.ReadFile(marker); code != 3 || strings.TrimSpace(string(b)) != "rolled back fail" {
 		t.Fatalf("fail: exit %d, marker %q, stderr %s", code, b, stderr)
 	}

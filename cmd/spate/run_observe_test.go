@@ -125,6 +125,8 @@ func deref(p *float64) any {
 // port beside a target that works: the run succeeds and each bad endpoint
 // is a warning in the result.
 func TestObserveBadEndpointsWarn(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 4))
 	missing := httptest.NewServer(http.NotFoundHandler())
 	defer missing.Close()
@@ -132,7 +134,7 @@ func TestObserveBadEndpointsWarn(t *testing.T) {
 	defer html.Close()
 	refused := backendtest.FreeAddr(t)
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target, "--rate", "20", "--requests", "10",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", target, "--rate", "20", "--requests", "10",
 		"--scrape", missing.URL+"/metrics", "--scrape", html.URL+"/metrics", "--scrape", "http://"+refused+"/metrics",
 		"--scrape-interval", "50ms", "--out", out, "--quiet")
 	if code != 0 {
@@ -172,11 +174,13 @@ func TestObserveFlagErrors(t *testing.T) {
 // labelled with the stage, and there is one span per request with the
 // trace and span id that the records file says its traceparent carried.
 func TestObserveExportsToCollector(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	col := backendtest.StartCollector(t)
 	_, target := startSim(t, sim.Deterministic(5*time.Millisecond, time.Millisecond, 4))
 	dir := t.TempDir()
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "req.jsonl")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target, "--rate", "20", "--requests", "12", "--name", "otlp",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", target, "--rate", "20", "--requests", "12", "--name", "otlp",
 		"--otlp-endpoint", col.GRPC, "--otlp-protocol", "grpc", "--otlp-traces", "--otlp-interval", "200ms",
 		"--out", out, "--records", recs, "--quiet")
 	if code != 0 {

@@ -65,6 +65,8 @@ func (c *chatLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answers, the same session, after the think time; and the per-turn
 // breakdown.
 func TestConversationsGrowAndStick(t *testing.T) {
+	// Not a timing test: it runs beside the others (validity is not its subject).
+	t.Parallel()
 	log := &chatLog{}
 	srv := httptest.NewServer(log)
 	defer srv.Close()
@@ -72,7 +74,7 @@ func TestConversationsGrowAndStick(t *testing.T) {
 	wl := filepath.Join(dir, "w.yaml")
 	os.WriteFile(wl, []byte("inputTokens: \"12\"\noutputTokens: \"4\"\nsystemPrompt: {text: You are terse.}\nturns: {count: \"3\", turnTokens: \"5\", think: 150ms}\n"), 0o644)
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--workload", wl, "--concurrency", "2", "--requests", "4", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
