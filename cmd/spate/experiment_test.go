@@ -37,7 +37,7 @@ outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 `), 0o644)
 	t.Setenv("SPATE_TEST_KEY", "sk-never-written-anywhere")
 	out := filepath.Join(dir, "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", file, "--target", srv.BaseURL(), "--out", out,
 		"--threshold", "error_rate < 1%", "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
@@ -69,7 +69,7 @@ outputs: {result: `+filepath.Join(dir, "from-file.json")+`}
 		t.Fatal("API key leaked into the result")
 	}
 	// A load flag overrides every stage.
-	code, _, stderr = cli(t, context.Background(), "run", file, "--target", srv.BaseURL(), "--out", out,
+	code, _, stderr = cli(t, context.Background(), "run", "--allow-invalid", file, "--target", srv.BaseURL(), "--out", out,
 		"--concurrency", "2", "--requests", "4", "--quiet")
 	if code != 0 {
 		t.Fatalf("override: exit %d %s", code, stderr)
@@ -205,7 +205,7 @@ func TestBodyTemplate(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	code, _, stderr := cli(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--method", "POST",
+	code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--api", "http", "--target", srv.URL, "--method", "POST",
 		"--body", `{"id": {{.Seq}}, "user": "{{.Choice "ann" "bob"}}"}`, "--concurrency", "1", "--requests", "3",
 		"--out", filepath.Join(t.TempDir(), "r.json"), "--quiet")
 	if code != 0 {
@@ -217,7 +217,7 @@ func TestBodyTemplate(t *testing.T) {
 	if len(got) != 3 || !strings.HasPrefix(got[2], `{"id": 2, "user": "`) {
 		t.Fatalf("bodies %q", got)
 	}
-	code, _, stderr = cli(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--body", `{{.Seq`, "--concurrency", "1", "--requests", "1")
+	code, _, stderr = cli(t, context.Background(), "run", "--allow-invalid", "--api", "http", "--target", srv.URL, "--body", `{{.Seq`, "--concurrency", "1", "--requests", "1")
 	if code != 2 || !strings.Contains(stderr, "--body") {
 		t.Fatalf("bad template: exit %d %s", code, stderr)
 	}

@@ -30,7 +30,7 @@ func TestFingerprintCoversAPIAndWorkflow(t *testing.T) {
 		t.Helper()
 		n++
 		out := filepath.Join(dir, "r"+string(rune('a'+n))+".json")
-		args = append([]string{"run", "--target", srv.URL + "/v1", "--requests", "3", "--concurrency", "1",
+		args = append([]string{"run", "--allow-invalid", "--target", srv.URL + "/v1", "--requests", "3", "--concurrency", "1",
 			"--input-tokens", "8", "--output-tokens", "2", "--progress", "0", "--quiet", "--out", out}, args...)
 		code, stdout, stderr := cli(t, context.Background(), args...)
 		if code != 0 {

@@ -28,7 +28,7 @@ func TestRerankAndScoreRun(t *testing.T) {
 	defer srv.Close()
 	for _, api := range []string{"rerank", "score"} {
 		out := filepath.Join(t.TempDir(), "r.json")
-		code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--api", api,
+		code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--api", api,
 			"--input-tokens", "12", "--concurrency", "2", "--requests", "20", "--out", out, "--progress", "0")
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", api, code, stdout, stderr)

@@ -23,7 +23,7 @@ func TestResponsesRun(t *testing.T) {
 	defer srv.Close()
 	for _, stream := range []string{"true", "false"} {
 		out := filepath.Join(t.TempDir(), "r.json")
-		code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--api", "responses", "--stream="+stream,
+		code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--api", "responses", "--stream="+stream,
 			"--input-tokens", "16", "--output-tokens", "8", "--concurrency", "2", "--requests", "12", "--out", out, "--progress", "0", "--quiet")
 		if code != 0 {
 			t.Fatalf("stream=%s: exit %d\n%s\n%s", stream, code, stdout, stderr)

@@ -28,7 +28,7 @@ func TestObserveScrapesSimulator(t *testing.T) {
 	_, target := startSim(t, sim.Deterministic(50*time.Millisecond, 5*time.Millisecond, 0))
 	base := strings.TrimSuffix(target, "/v1")
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", target,
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", target,
 		"--concurrency", "4", "--duration", "2s", "--output-tokens", "40", "--input-tokens", "64",
 		"--scrape", base+"/metrics", "--scrape-interval", "100ms",
 		"--scrape-metric", `vllm:num_requests_running`, "--scrape-metric", `vllm:request_success_total{finished_reason="length"}`,

@@ -184,7 +184,7 @@ func TestShardRunsMerge(t *testing.T) {
 func TestShardFlags(t *testing.T) {
 	target := startShardSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 2))
 	dir := t.TempDir()
-	base := []string{"run", "--target", target, "--model", sim.DefaultModel, "--rate", "50", "--requests", "6", "--quiet", "--clock-check=false", "--lag-bound", "250ms"}
+	base := []string{"run", "--target", target, "--model", sim.DefaultModel, "--rate", "50", "--requests", "6", "--quiet", "--clock-check=false", "--lag-bound", "250ms", "--allow-invalid"}
 	tests := []struct {
 		name string
 		env  map[string]string

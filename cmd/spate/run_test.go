@@ -55,7 +55,7 @@ func TestRunAgainstKnownServer(t *testing.T) {
 	jitter.BestOf(t, func() []string {
 		probe := jitter.Start(time.Millisecond)
 		var code int
-		code, stdout, stderr = cli(t, context.Background(), "run", "--target", srv.BaseURL(),
+		code, stdout, stderr = cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.BaseURL(),
 			"--rate", "40", "--arrival", "poisson", "--requests", "30", "--output-tokens", "9", "--input-tokens", "32:4",
 			"--slo", "ttft=500ms,tpot=50ms", "--threshold", "p99(ttft) < 800ms", "--threshold", "goodput >= 95%",
 			"--out", out, "--records", recs, "--api-key", "sk-supersecret-123", "--quiet",
@@ -286,7 +286,7 @@ func TestPlainHTTP(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{})
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--api", "http", "--target", srv.URL, "--path", "/v1/models",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--api", "http", "--target", srv.URL, "--path", "/v1/models",
 		"--concurrency", "4", "--requests", "40", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d %s %s", code, stdout, stderr)

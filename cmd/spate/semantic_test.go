@@ -142,7 +142,7 @@ func TestTraceReplay(t *testing.T) {
 	os.WriteFile(ds, []byte(b.String()), 0o644)
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "rec.jsonl")
 	probe := jitter.Start(time.Millisecond)
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--stream=false",
 		"--dataset", ds, "--arrival", "trace", "--speed", "2", "--out", out, "--records", recs, "--quiet")
 	late := probe.Stop()
 	if code != 0 {

@@ -138,7 +138,7 @@ steps:
     url: "{{.Vars.target}}/chat/completions"
     body: '{"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": {{json (print .Vars.prompt " in " (.Choice "one" "two") " words")}}}]}'
 `), 0o644)
-	code, _, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--workload", wl, "--workflow", wf,
+	code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--workload", wl, "--workflow", wf,
 		"--concurrency", "1", "--requests", "6", "--quiet", "--out", filepath.Join(dir, "r.json"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

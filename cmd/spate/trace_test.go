@@ -117,7 +117,7 @@ func TestTraceSessionsThinkTimes(t *testing.T) {
 {"session_id": "b", "delay": 150, "text_input": "thanks", "output_length": 2}
 `), 0o644)
 	records := filepath.Join(dir, "records.jsonl")
-	code, _, stderr := cli(t, context.Background(), "run", "--target", srv.URL+"/v1", "--model", "m", "--dataset", trace, "--trace-block-size", "32",
+	code, _, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--model", "m", "--dataset", trace, "--trace-block-size", "32",
 		"--arrival", "trace", "--records", records, "--quiet", "--out", filepath.Join(dir, "r.json"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

@@ -163,7 +163,7 @@ steps:
 	}
 	out := filepath.Join(dir, "r.json")
 	lateness := jitter.Start(time.Millisecond)
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", simSrv.URL+"/v1", "--api-key", "sk-secret-123",
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", simSrv.URL+"/v1", "--api-key", "sk-secret-123",
 		"--workflow", wf, "--concurrency", "2", "--requests", "20", "--input-tokens", "16", "--out", out, "--progress", "0")
 	late := lateness.Stop()
 	if code != 0 {

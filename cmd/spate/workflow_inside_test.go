@@ -62,7 +62,7 @@ steps:
 		t.Fatal(err)
 	}
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "q.jsonl")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--target", simSrv.URL+"/v1", "--workflow", wf,
+	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", simSrv.URL+"/v1", "--workflow", wf,
 		"--concurrency", "2", "--requests", "20", "--input-tokens", "8", "--out", out, "--records", recs, "--progress", "0")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
