@@ -123,10 +123,11 @@ func TestTraceSessionsThinkTimes(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	type rec struct {
-		Seq    uint64            `json:"seq"`
-		Sent   float64           `json:"sent_ms"`
-		E2E    float64           `json:"e2e_ms"`
-		Labels map[string]string `json:"labels"`
+		Seq      uint64            `json:"seq"`
+		Intended float64           `json:"intended_ms"`
+		Sent     float64           `json:"sent_ms"`
+		E2E      float64           `json:"e2e_ms"`
+		Labels   map[string]string `json:"labels"`
 	}
 	f, err := os.Open(records)
 	if err != nil {
@@ -159,8 +160,11 @@ func TestTraceSessionsThinkTimes(t *testing.T) {
 			}
 		}
 	}
-	if s0, s1 := turns[0][0].Sent, turns[1][0].Sent; s1-s0 < 99 {
-		t.Errorf("sessions started %.1f ms apart, want the trace's 100 ms", s1-s0)
+	// The sessions' starts are scheduled 100 ms apart (a send may be late
+	// on a busy machine: seen 96.2 ms apart when sent, three suites at
+	// once; lateness is the schedule lag's figure, not this test's).
+	if s0, s1 := turns[0][0].Intended, turns[1][0].Intended; s1-s0 < 99 || s1-s0 > 101 {
+		t.Errorf("sessions scheduled %.1f ms apart, want the trace's 100 ms", s1-s0)
 	}
 	// The later turns carry the history with the real answers.
 	msgs := srv.messages(t)
