@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // Dataset formats LoadFormat reads.
@@ -268,6 +270,10 @@ func readBatch(b []byte, path string, lim Limits) (*Dataset, error) {
 	return d, nil
 }
 
+// headerShown is how much of a CSV header an error quotes: a header line
+// may be as long as the lineSize limit.
+const headerShown = 200
+
 // readCSV reads a CSV file with a header row: the prompt column (column,
 // default "prompt"), and optional max_tokens (or output_tokens), intent
 // and timestamp (milliseconds) columns.
@@ -287,7 +293,7 @@ func readCSV(b []byte, path, column string, lim Limits) (*Dataset, error) {
 	}
 	pi, ok := col[strings.ToLower(column)]
 	if !ok {
-		return nil, fmt.Errorf("dataset %s, line 1: no %q column in the header %q (name the prompt column with datasetColumn: under workload: in an experiment file)", path, column, strings.Join(head, ","))
+		return nil, fmt.Errorf("dataset %s, line 1: no %q column in the header \"%s\" (name the prompt column with datasetColumn: under workload: in an experiment file)", path, column, scrub.Text(strings.Join(head, ","), headerShown))
 	}
 	get := func(rec []string, name string) (string, bool) {
 		i, ok := col[name]

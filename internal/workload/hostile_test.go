@@ -31,12 +31,18 @@ func TestHostileFiles(t *testing.T) {
 		{"sharegpt long line", "d.jsonl", `{"conversations":[{"from":"human","value":"` + long + `"}]}` + "\n", small, "line 1: the line is over the lineSize limit"},
 		{"batch long line", "d.jsonl", `{"custom_id":"1","body":{"prompt":"` + long + `"}}` + "\n", small, "line 1: the line is over the lineSize limit"},
 		{"file over the limit", "d.jsonl", strings.Repeat(`{"prompt":"a"}`+"\n", 400), small, "is over the fileSize limit of 4 KiB"},
+		// The error quoted the whole header, up to the lineSize limit
+		// (64 MiB by default), escape codes and all.
+		{"csv header without the column", "d.csv", "\x1b[2J" + strings.Repeat("col,", 50_000) + "x\nrow\n", Limits{}, `no "prompt" column in the header "\x1b[2Jcol,col,`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := write(t, tc.file, tc.body)
 			_, err := Build(experiment.Workload{Dataset: p}, BuildOptions{Limits: tc.lim})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
-				t.Fatalf("error %v\nwant one naming %s and %q", err, p, tc.want)
+				t.Fatalf("error %.500v\nwant one naming %s and %q", err, p, tc.want)
+			}
+			if n := len(err.Error()); n > 1000 {
+				t.Errorf("an error of %d bytes: %.300s...", n, err)
 			}
 		})
 	}
