@@ -105,13 +105,25 @@ const (
 // ReadFile reads the file at path whole, under limit bytes (0: none) and
 // ctx; key names the limit in the error.
 func ReadFile(ctx context.Context, path string, limit int64, key string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, r, err := Open(ctx, path, limit, key)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && limit > 0 && fi.Size() > limit {
-		return nil, &LimitError{Name: path, Limit: limit, Key: key} // without reading it
+	return io.ReadAll(r)
+}
+
+// Open opens the file at path for reading under limit bytes (0: none) and
+// ctx (see Reader); a regular file over the limit is refused unread. The
+// caller closes the file.
+func Open(ctx context.Context, path string, limit int64, key string) (*os.File, io.Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
 	}
-	return io.ReadAll(Reader(ctx, f, limit, path, key))
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && limit > 0 && fi.Size() > limit {
+		f.Close()
+		return nil, nil, &LimitError{Name: path, Limit: limit, Key: key}
+	}
+	return f, Reader(ctx, f, limit, path, key), nil
 }

@@ -71,7 +71,7 @@ func ReadDataset(r io.Reader, name string) (*Dataset, error) {
 func readDataset(r io.Reader, name string, lim Limits) (*Dataset, error) {
 	var all bytes.Buffer
 	sc := bufio.NewScanner(io.TeeReader(r, &all))
-	maxLine := int(min(lim.orDefaults().LineSize, 1<<40))
+	maxLine := int(min(lim.WithDefaults().LineSize, 1<<40))
 	sc.Buffer(make([]byte, min(64<<10, maxLine)), maxLine)
 	d := &Dataset{}
 	line := 0

@@ -152,7 +152,7 @@ func readShareGPT(b []byte, path string, o LoadOptions) (*Dataset, error) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			if int64(len(line)) > o.Limits.orDefaults().LineSize {
+			if int64(len(line)) > o.Limits.WithDefaults().LineSize {
 				return nil, lineTooLong("dataset "+path, i+1, o.Limits)
 			}
 			var c shareGPTConv
@@ -230,7 +230,7 @@ func readBatch(b []byte, path string, lim Limits) (*Dataset, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if int64(len(line)) > lim.orDefaults().LineSize {
+		if int64(len(line)) > lim.WithDefaults().LineSize {
 			return nil, lineTooLong("dataset "+path, i+1, lim)
 		}
 		var l struct {
@@ -315,7 +315,7 @@ func readCSV(b []byte, path, column string, lim Limits) (*Dataset, error) {
 			return nil, fmt.Errorf("dataset %s: %w", path, err)
 		}
 		line, _ := r.FieldPos(0)
-		if r.InputOffset()-start > lim.orDefaults().LineSize {
+		if r.InputOffset()-start > lim.WithDefaults().LineSize {
 			return nil, lineTooLong("dataset "+path, line, lim)
 		}
 		if pi >= len(rec) || rec[pi] == "" {

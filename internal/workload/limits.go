@@ -22,7 +22,8 @@ type Limits struct {
 	PromptTokens       int
 }
 
-func (l Limits) orDefaults() Limits {
+// WithDefaults returns l with each zero limit set to its default.
+func (l Limits) WithDefaults() Limits {
 	if l.FileSize <= 0 {
 		l.FileSize = DefaultFileSize
 	}
@@ -37,15 +38,15 @@ func (l Limits) orDefaults() Limits {
 
 // readFile reads a file whole under the file size limit and ctx.
 func readFile(ctx context.Context, path string, l Limits) ([]byte, error) {
-	return capread.ReadFile(ctx, path, l.orDefaults().FileSize, "fileSize")
+	return capread.ReadFile(ctx, path, l.WithDefaults().FileSize, "fileSize")
 }
 
 // lineTooLong is the error of a line over the line size limit.
 func lineTooLong(name string, line int, l Limits) error {
-	return fmt.Errorf("%s, line %d: the line is over the lineSize limit of %d bytes: raise it with --limit lineSize=SIZE (limits.lineSize) if the file is right", name, line, l.orDefaults().LineSize)
+	return fmt.Errorf("%s, line %d: the line is over the lineSize limit of %d bytes: raise it with --limit lineSize=SIZE (limits.lineSize) if the file is right", name, line, l.WithDefaults().LineSize)
 }
 
 // bounded reads r under the file size limit and ctx.
 func bounded(ctx context.Context, r io.Reader, name string, l Limits) io.Reader {
-	return capread.Reader(ctx, r, l.orDefaults().FileSize, name, "fileSize")
+	return capread.Reader(ctx, r, l.WithDefaults().FileSize, name, "fileSize")
 }

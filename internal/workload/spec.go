@@ -58,7 +58,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 	if s.Seed != nil {
 		seed = *s.Seed
 	}
-	promptLimit := o.Limits.orDefaults().PromptTokens
+	promptLimit := o.Limits.WithDefaults().PromptTokens
 	in, err := lengthsOr(s.InputTokens, "256")
 	if err == nil {
 		in, err = in.Capped(promptLimit, "inputTokens")
@@ -291,7 +291,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 		var err error
 		if it.InputTokens != "" {
 			if iin, err = ParseLengths(it.InputTokens); err == nil {
-				iin, err = iin.Capped(o.Limits.orDefaults().PromptTokens, "inputTokens")
+				iin, err = iin.Capped(o.Limits.WithDefaults().PromptTokens, "inputTokens")
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: inputTokens %w", where, err)

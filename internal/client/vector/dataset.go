@@ -134,21 +134,13 @@ func ReadFile(path string) (*Dataset, error) {
 // lines, /dev/zero), is an error naming the file and the limit, and Ctrl-C
 // stops the read.
 func ReadFileContext(ctx context.Context, path string, l workload.Limits) (*Dataset, error) {
-	if l.FileSize <= 0 {
-		l.FileSize = workload.DefaultFileSize
-	}
-	if l.LineSize <= 0 {
-		l.LineSize = workload.DefaultLineSize
-	}
-	f, err := os.Open(path)
+	l = l.WithDefaults()
+	f, r, err := capread.Open(ctx, path, l.FileSize, "fileSize")
 	if err != nil {
 		return nil, fmt.Errorf("reading dataset: %w", err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > l.FileSize {
-		return nil, fmt.Errorf("reading dataset: %w", &capread.LimitError{Name: path, Limit: l.FileSize, Key: "fileSize"})
-	}
-	ds, err := parse(capread.Reader(ctx, f, l.FileSize, path, "fileSize"), l.LineSize)
+	ds, err := parse(r, l)
 	if err != nil {
 		return nil, fmt.Errorf("reading dataset %s: %w", path, err)
 	}
@@ -161,11 +153,12 @@ func ReadFileContext(ctx context.Context, path string, l workload.Limits) (*Data
 // the same length; there is at least one of each kind. A line is at most
 // workload's default lineSize.
 func Parse(r io.Reader) (*Dataset, error) {
-	return parse(r, workload.DefaultLineSize)
+	return parse(r, workload.Limits{})
 }
 
-// parse is Parse with lines of at most maxLine bytes.
-func parse(r io.Reader, maxLine int64) (*Dataset, error) {
+// parse is Parse with lines under l's lineSize limit.
+func parse(r io.Reader, l workload.Limits) (*Dataset, error) {
+	maxLine := l.WithDefaults().LineSize
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, min(64<<10, maxLine)), int(min(maxLine, 1<<40)))
 	ds := &Dataset{}
