@@ -19,9 +19,8 @@ type Config struct {
 	// cores, at least one).
 	Reactors int
 	// Tick is how often a reactor collects events when they come faster
-	// than that, instead of waking for each (0: DefaultTick, or
-	// ReadStampTick with ReadStamps; negative: never, a wake per
-	// readiness). It bounds what it adds to read lag.
+	// than that, instead of waking for each (0: DefaultTick; negative:
+	// never, a wake per readiness). It bounds what it adds to read lag.
 	Tick time.Duration
 	// ReadStamps stamps each read with the time it returned, as on a
 	// socket that gives no receive time, instead of asking the kernel for
@@ -29,16 +28,9 @@ type Config struct {
 	ReadStamps bool
 }
 
-// DefaultTick is Config.Tick's default. Each tick costs a wake-up, so a
-// coarser one costs less CPU per token (bench/README.md). It moves no timestamp: each read carries
-// the kernel's receive time, and the events that share a read with a
-// later one are counted late (see Read.Bound).
-const DefaultTick = time.Millisecond
-
-// ReadStampTick is the tick with ReadStamps, where every event of a read
-// carries the read's own time: a fifth of the 1 ms to which spate's
-// figures are held at load.
-const ReadStampTick = 200 * time.Microsecond
+// DefaultTick is Config.Tick's default: a fifth of the 1 ms to which
+// spate's figures are held at load.
+const DefaultTick = 200 * time.Microsecond
 
 func (c *Config) defaults() {
 	if c.DialTimeout <= 0 {
@@ -51,8 +43,6 @@ func (c *Config) defaults() {
 		c.Reactors = max(1, runtime.GOMAXPROCS(0)/4)
 	}
 	switch {
-	case c.Tick == 0 && c.ReadStamps:
-		c.Tick = ReadStampTick
 	case c.Tick == 0:
 		c.Tick = DefaultTick
 	case c.Tick < 0:

@@ -132,16 +132,6 @@ func TestReadStamps(t *testing.T) {
 	t.Run("concurrent streams", TestConcurrentStreams)
 }
 
-// TestParkInPoller runs the stream tests with reactors that wait in the
-// runtime's poller, as they do with one P.
-func TestParkInPoller(t *testing.T) {
-	old := parkInPoller
-	parkInPoller = func() bool { return true }
-	defer func() { parkInPoller = old }()
-	t.Run("stream and reuse", TestStreamAndReuse)
-	t.Run("concurrent streams", TestConcurrentStreams)
-}
-
 func TestConcurrentStreams(t *testing.T) {
 	srv := httptest.NewServer(streamer(20, time.Millisecond))
 	defer srv.Close()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,16 +15,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// parkInPoller says whether a reactor waits in the runtime's poller rather
-// than in a blocking epoll_wait (see newReactor); a variable for tests.
-var parkInPoller = func() bool { return runtime.GOMAXPROCS(0) < 2 }
-
 // reactor waits on one epoll set and serves its connections' reads.
 type reactor struct {
 	client  *Client
 	epfd    int
-	file    *os.File        // epfd
-	rc      syscall.RawConn // to wait on epfd in the runtime's poller; nil: in epoll_wait
+	file    *os.File        // epfd, registered with the runtime's poller
+	rc      syscall.RawConn // to wait on it
 	wakeFD  int             // an eventfd that stop writes to
 	stopped atomic.Bool
 
@@ -45,31 +40,19 @@ func newReactor(c *Client) (*reactor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
 	}
-	// Where the reactor waits when nothing is ready. With two or more Ps
-	// it blocks in epoll_wait itself: a thread parked there wakes only
-	// for the reactor. Registered with the runtime's poller instead, the
-	// epoll set would wake the runtime's idle thread at every socket that
-	// becomes ready, while the reactor is busy or ticking too, only for it
-	// to find nothing to run (a context switch per token: a third of the
-	// client's CPU at 1,000 streams). With one P the set goes to the
-	// runtime's poller all the same: a blocking call would hold the only
-	// P until sysmon takes it back, and sends would wait for that.
-	inPoller := parkInPoller()
-	if inPoller {
-		// Non-blocking before os.NewFile, which then hands it to the
-		// runtime's poller.
-		if err := unix.SetNonblock(epfd, true); err != nil {
-			unix.Close(epfd)
-			return nil, fmt.Errorf("epoll: %w", err)
-		}
+	// The epoll set is itself pollable: the Go runtime's poller waits on
+	// it for the reactor, which so parks as any goroutine blocked on I/O
+	// does, rather than in a blocking system call (which costs a thread
+	// hand-off and keeps sysmon polling).
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("epoll: %w", err)
 	}
 	file := os.NewFile(uintptr(epfd), "epoll")
-	var rc syscall.RawConn
-	if inPoller {
-		if rc, err = file.SyscallConn(); err != nil {
-			file.Close()
-			return nil, fmt.Errorf("epoll: %w", err)
-		}
+	rc, err := file.SyscallConn()
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("epoll: %w", err)
 	}
 	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -217,25 +200,12 @@ func nanosleep(d time.Duration) {
 }
 
 // wait returns the next batch of events: at once if some are ready, else
-// once some are (stop makes the set ready), with parked true.
+// once the runtime's poller says the set is ready (stop makes it so), with
+// parked true.
 func (r *reactor) wait() (n int, parked bool, err error) {
 	n, err = r.poll()
 	if n > 0 || err != nil {
 		return n, false, err
-	}
-	if r.rc == nil {
-		for {
-			// A blocking system call: the runtime hands the P on if it
-			// has other work meanwhile.
-			n, _, e := syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(r.epfd), uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), ^uintptr(0), 0, 0)
-			switch e {
-			case 0:
-				return int(n), true, nil
-			case unix.EINTR:
-				continue
-			}
-			return 0, true, e
-		}
 	}
 	werr := r.rc.Read(func(uintptr) bool {
 		n, err = r.poll()
