@@ -71,7 +71,7 @@ def row(name, key, truth):
     return f"{name} p50 {d['p50'] - truth:+.2f} ms, p99 {d['p99'] - truth:+.2f} ms"
 rl = l.get("read_lag_ms") or {}
 print(f"{c:5d} streams, {l['target_rate']:.0f} req/s, {c * 1000 / itl:.0f} events/s (loadavg {load}; {sc['requests']['succeeded']} ok, {sc['requests']['failed']} failed; "
-      f"lag p99 {l['schedule_lag_ms']['p99']:.2f} ms, send delay p99 {l['send_delay_ms']['p99']:.2f} ms, late events {100 * (l.get('late_events') or 0):.2f} %, read lag max/request p50 {rl.get('p50', float('nan')):.2f} ms; server late {late}; "
+      f"lag p99 {l['schedule_lag_ms']['p99']:.2f} ms, send delay p99 {l['send_delay_ms']['p99']:.2f} ms, late events {100 * (l.get('late_events') or 0):.2f} % (first tokens {100 * (l.get('late_first_tokens') or 0):.2f} %, gaps {100 * (l.get('late_gaps') or 0):.2f} %), read lag max/request p50 {rl.get('p50', float('nan')):.2f} ms; server late {late}; "
       f"valid {l['valid']}{' (' + l.get('invalid_cause', '') + ')' if not l['valid'] else ''}): " +
       "; ".join([row("TTFT", "ttft_ms", ttft), row("ITL", "itl_ms", itl), row("TPOT", "tpot_ms", itl), row("E2E", "e2e_ms", e2e)]))
 truth = {}
@@ -103,5 +103,5 @@ if truth:
           f"(per request: error p50 {pct(e_ttft, 50):+.2f}, p99 {pct(e_ttft, 99):+.2f} ms); ITL p50 {di50:+.2f} ms, p99 {di99:+.2f} ms "
           f"(per gap: error p1 {pct(e_itl, 1):+.2f}, p99 {pct(e_itl, 99):+.2f} ms): {verdict}")
 PY
-  rm -f "$out/fidelity-$c.jsonl" "$out/fidelity-$c.truth"
+  [ -n "${KEEP:-}" ] || rm -f "$out/fidelity-$c.jsonl" "$out/fidelity-$c.truth"
 done

@@ -222,10 +222,15 @@ type Load struct {
 	// client read responses after their data arrived, the largest of each
 	// request's reads), when the client measures it; LateEvents is the
 	// fraction of content events whose timestamp may be off by over 1 ms,
-	// over 1 % of which the stage is not valid (check late_events, cause
-	// reader_lag when nothing else failed).
-	ReadLagMS  *Dist    `json:"read_lag_ms,omitempty"`
-	LateEvents *float64 `json:"late_events,omitempty"`
+	// LateFirstTokens the fraction of requests whose first token's is
+	// (their TTFT may be), LateGaps the fraction of inter-token gaps with
+	// such an event at either end; over 1 % in any of the three, the
+	// stage is not valid (check late_events, cause reader_lag when nothing
+	// else failed).
+	ReadLagMS       *Dist    `json:"read_lag_ms,omitempty"`
+	LateEvents      *float64 `json:"late_events,omitempty"`
+	LateFirstTokens *float64 `json:"late_first_tokens,omitempty"`
+	LateGaps        *float64 `json:"late_gaps,omitempty"`
 	// Missed counts the measured requests of an open-loop schedule that
 	// were not sent by the stage's deadline: the schedule's end plus
 	// GraceMS.

@@ -266,12 +266,20 @@ func TestReadLagMakesStageInvalid(t *testing.T) {
 	tests := []struct {
 		name      string
 		lag       time.Duration
+		lateFirst int // every lateFirst-th request's first token is late (0: none)
+		lateGaps  int // late gaps in every request
 		wantValid bool
 		wantCause string
+		wantWhy   string
 	}{
-		{"not measured", 0, true, ""},
-		{"small", 200 * time.Microsecond, true, ""},
-		{"late reads", 20 * time.Millisecond, false, "reader_lag"},
+		{"not measured", 0, 0, 0, true, "", ""},
+		{"small", 200 * time.Microsecond, 0, 0, true, "", ""},
+		{"late reads", 20 * time.Millisecond, 0, 0, false, "reader_lag", "10.0 % of token timestamps"},
+		// 2 % of first tokens late: 0.2 % of the events, TTFT's p99 not
+		// trusted all the same.
+		{"late first tokens", 200 * time.Microsecond, 50, 0, false, "reader_lag", "2.0 % of first-token times (TTFT)"},
+		// One of nine gaps a request: 11.1 %, with no event late.
+		{"late gaps", 200 * time.Microsecond, 0, 1, false, "reader_lag", "11.1 % of inter-token gaps (ITL)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,14 +293,20 @@ func TestReadLagMakesStageInvalid(t *testing.T) {
 				rec.Sent, rec.Intended = sent, sent
 				rec.FirstToken, rec.End = sent.Add(10*time.Millisecond), sent.Add(20*time.Millisecond)
 				rec.OutputTokens, rec.Chunks, rec.ReadLag = 1, 10, tt.lag
+				rec.Gaps = make([]time.Duration, 9)
 				if tt.lag > time.Millisecond {
 					rec.LateEvents = 1
 				}
+				rec.LateFirst = tt.lateFirst > 0 && i%tt.lateFirst == 0
+				rec.LateGaps = tt.lateGaps
 				r.Record(rec)
 			}
 			l := r.load()
-			if l.Valid != tt.wantValid || l.InvalidCause != tt.wantCause {
-				t.Fatalf("valid %v cause %q, want %v %q (%s)", l.Valid, l.InvalidCause, tt.wantValid, tt.wantCause, l.InvalidReason)
+			if l.Valid != tt.wantValid || l.InvalidCause != tt.wantCause || !strings.Contains(l.InvalidReason, tt.wantWhy) {
+				t.Fatalf("valid %v cause %q (%s), want %v %q (%s)", l.Valid, l.InvalidCause, l.InvalidReason, tt.wantValid, tt.wantCause, tt.wantWhy)
+			}
+			if tt.lag > 0 && (l.LateFirstTokens == nil || l.LateGaps == nil) {
+				t.Fatalf("late_first_tokens %v, late_gaps %v: want both measured", l.LateFirstTokens, l.LateGaps)
 			}
 			if (l.ReadLagMS != nil) != (tt.lag > 0) {
 				t.Fatalf("read_lag_ms %+v with lag %v", l.ReadLagMS, tt.lag)

@@ -125,6 +125,11 @@ type Record struct {
 	// more than 1 ms (they shared a late read with a later event, or had
 	// no receive time and were read late), when ReadLag is measured.
 	LateEvents int
+	// LateFirst says the first content event was one of LateEvents, so
+	// that TTFT may be off by more than 1 ms; LateGaps counts the Gaps
+	// with a late event at either end.
+	LateFirst bool
+	LateGaps  int
 
 	InputTokens     int
 	OutputTokens    int

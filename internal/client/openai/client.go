@@ -226,10 +226,14 @@ type stream struct {
 	rec    *record.Record
 	keep   bool
 	last2  time.Time // the last read's stamp
-	c      *Client
-	emit   func(*sse.Event) error
-	skim   chunkSkim
-	trace  *httptrace.ClientTrace // the request context's hooks
+	// lastLate and lastLate2 say the last and the one before's stamps
+	// may be off by over 1 ms, lastRead the last one's read (see Body).
+	lastLate, lastLate2 bool
+	lastRead            int
+	c                   *Client
+	emit                func(*sse.Event) error
+	skim                chunkSkim
+	trace               *httptrace.ClientTrace // the request context's hooks
 	// retryAfter and location are header fields of the reactor path's
 	// response (see Field).
 	retryAfter string

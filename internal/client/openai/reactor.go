@@ -129,7 +129,12 @@ func (st *stream) Header(status int, _ rawhttp.Read) error {
 // A stamp is off by more than 1 ms only if the read's bytes may have waited
 // that long: with the kernel's receive time, for every content event of a
 // read but its last (they share the last one's time); with the read's own
-// time, for all of them. Those events are counted in rec.LateEvents.
+// time, for all of them. Those events are counted in rec.LateEvents, and
+// what they make untrustworthy beside: the first token's time (TTFT,
+// rec.LateFirst) and each gap with a late event at either end
+// (rec.LateGaps). The first of a request's events is one in its whole
+// stream, so a share of late events can stay small while its share of
+// late first tokens, which TTFT's p99 rests on, does not.
 func (st *stream) Body(p []byte, rd rawhttp.Read) error {
 	if st.status != http.StatusOK {
 		if n := 2048 - len(st.errb); n > 0 {
@@ -143,11 +148,8 @@ func (st *stream) Body(p []byte, rd rawhttp.Read) error {
 	st.last2 = rd.At
 	before := st.rec.Chunks
 	err := st.push.Feed(p, rd.At, st.emit)
-	if k := st.rec.Chunks - before; k > 0 && rd.Bound > rawhttp.LateRead {
-		if rd.Kernel {
-			k--
-		}
-		st.rec.LateEvents += k
+	for e := before; e < st.rec.Chunks; e++ {
+		st.lateStamp(e, rd)
 	}
 	return err
 }
@@ -175,6 +177,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		c.pool.Put(st)
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
+	st.lastLate, st.lastLate2, st.lastRead = false, false, 0
 	st.retryAfter, st.location = "", false
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
@@ -225,4 +228,33 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	}
 	c.finish(ctx, st, req, rec)
 	return true
+}
+
+// lateStamp takes content event e, which came in read rd, into the
+// record's count of late stamps (see Body). The last event of a read is
+// not known to be its last until the next one comes from a later read:
+// one from the same read makes the one before it late after all.
+func (st *stream) lateStamp(e int, rd rawhttp.Read) {
+	late := rd.Bound > rawhttp.LateRead
+	rec := st.rec
+	if e > 0 && late && rd.Kernel && rd.N == st.lastRead && !st.lastLate {
+		// The previous event shares this read and is not its last.
+		rec.LateEvents++
+		if e == 1 {
+			rec.LateFirst = true
+		} else if !st.lastLate2 {
+			rec.LateGaps++ // the gap into it, counted on time before
+		}
+		st.lastLate = true
+	}
+	isLate := late && !rd.Kernel
+	if isLate {
+		rec.LateEvents++
+	}
+	if e == 0 {
+		rec.LateFirst = isLate
+	} else if isLate || st.lastLate {
+		rec.LateGaps++
+	}
+	st.lastLate2, st.lastLate, st.lastRead = st.lastLate, isLate, rd.N
 }

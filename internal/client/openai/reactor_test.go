@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/client/rawhttp"
+	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
 )
 
@@ -132,5 +133,78 @@ func TestReactorStampsMatchNetHTTP(t *testing.T) {
 	t.Logf("median ITL − the server's gap: reactor %v, net/http %v", r, h)
 	if (r - h).Abs() > tol {
 		t.Errorf("median ITL − the server's gap: reactor %v, net/http %v: over 0.2 ms apart", r, h)
+	}
+}
+
+// TestLateStampsCounted: the events of a read that came over 1 ms after
+// its bytes may have arrived are late (all but the read's last, which has
+// the kernel's receive time; all of them without it), and so are the
+// first token's time when its event is late and every gap with a late
+// event at either end (TTFT and ITL are judged by their own shares: a
+// late first token is one event in a stream of many).
+func TestLateStampsCounted(t *testing.T) {
+	ev := func(n int) []byte {
+		var b []byte
+		for range n {
+			b = append(b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" a\"}}]}\n\n"...)
+		}
+		return b
+	}
+	type read struct {
+		events int
+		bound  time.Duration
+		kernel bool
+	}
+	late, prompt := 5*time.Millisecond, 200*time.Microsecond
+	for _, tc := range []struct {
+		name           string
+		reads          []read
+		events, gaps   int
+		first          bool
+		lateEv, lateGp int
+	}{
+		{"prompt reads", []read{{1, prompt, true}, {1, prompt, true}, {1, prompt, true}}, 3, 2, false, 0, 0},
+		{"first two in one late read", []read{{2, late, true}, {1, prompt, true}}, 3, 2, true, 1, 1},
+		{"a late read of one event, kernel stamp", []read{{1, late, true}, {1, prompt, true}}, 2, 1, false, 0, 0},
+		{"a late read without a receive time", []read{{1, prompt, false}, {1, late, false}, {1, prompt, false}}, 3, 2, false, 1, 2},
+		{"late later on", []read{{1, prompt, true}, {3, late, true}, {1, prompt, true}}, 5, 4, false, 2, 3},
+		{"first late without a receive time", []read{{1, late, false}, {2, prompt, false}}, 3, 2, true, 1, 1},
+	} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/chunked=%v", tc.name, chunked), func(t *testing.T) {
+				c := newClient(t, "http://127.0.0.1:1", nil)
+				defer c.Close()
+				rec := &record.Record{}
+				rec.Reset()
+				st := &stream{c: c, rec: rec, status: http.StatusOK}
+				st.emit = st.onEvent
+				st.push.Reset(c.cfg.MaxLine)
+				at := time.Now()
+				for i, r := range tc.reads {
+					at = at.Add(10 * time.Millisecond)
+					// A read reaches Body once, or once per HTTP chunk
+					// (an event each), with the read's N.
+					rd := rawhttp.Read{At: at, Bound: r.bound, Kernel: r.kernel, N: i + 1}
+					parts := [][]byte{ev(r.events)}
+					if chunked {
+						parts = parts[:0]
+						for range r.events {
+							parts = append(parts, ev(1))
+						}
+					}
+					for _, p := range parts {
+						if err := st.Body(p, rd); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				if rec.Chunks != tc.events || len(rec.Gaps) != tc.gaps {
+					t.Fatalf("%d events, %d gaps; want %d, %d", rec.Chunks, len(rec.Gaps), tc.events, tc.gaps)
+				}
+				if rec.LateFirst != tc.first || rec.LateEvents != tc.lateEv || rec.LateGaps != tc.lateGp {
+					t.Errorf("late first %v, events %d, gaps %d; want %v, %d, %d", rec.LateFirst, rec.LateEvents, rec.LateGaps, tc.first, tc.lateEv, tc.lateGp)
+				}
+			})
+		}
 	}
 }

@@ -31,8 +31,8 @@ type reactor struct {
 	oob    []byte // control messages (the receive time) of a read
 	events []unix.EpollEvent
 	// base is the earliest time the events of the current batch can have
-	// become ready (see loop).
-	base time.Time
+	// become ready (see loop); scan and emptyScan are set by wait.
+	base, scan, emptyScan time.Time
 }
 
 func newReactor(c *Client) (*reactor, error) {
@@ -134,14 +134,17 @@ func (r *reactor) close() {
 // truncated (it returned as many events as it had room for), in which case
 // they may be older still. So a batch's base, the earliest its events can
 // have become ready, is the previous base after a truncated batch, else the
-// start of the previous collecting call (its return, when it had parked:
-// it scanned as it woke). A batch collected after parking has its own
-// return as base: it woke on the arrival. Each read's lag bound is its
-// stamp minus its batch's base; the wake-up latency of the kernel and the
-// runtime, which every reader has, is not in it.
+// start of the previous collecting call. A batch collected after parking
+// has as base the start of the last scan that found nothing: its events
+// came after that, and how soon the reactor woke for them is not known (a
+// loaded machine's runtime wakes a parked goroutine tens of milliseconds
+// late: sysmon polls the network every 10 ms when every P is busy). Each
+// read's lag bound is its stamp minus its batch's base, and at least the
+// wait the kernel measured for the read's last bytes.
 func (r *reactor) loop() {
 	defer r.client.wg.Done()
-	prevScan, prevRet := time.Now(), time.Time{}
+	prevRet := time.Time{}
+	prevScan := time.Now()
 	prevTrunc, dense := false, false
 	lastExpire := time.Now()
 	for !r.stopped.Load() {
@@ -150,7 +153,6 @@ func (r *reactor) loop() {
 				nanosleep(d)
 			}
 		}
-		start := time.Now()
 		n, parked, err := r.wait()
 		ret := time.Now()
 		if err != nil {
@@ -160,15 +162,12 @@ func (r *reactor) loop() {
 		}
 		switch {
 		case parked:
-			r.base = ret
+			r.base = r.emptyScan
 		case prevTrunc:
 		default:
 			r.base = prevScan
 		}
-		prevScan = start
-		if parked {
-			prevScan = ret
-		}
+		prevScan = r.scan
 		// Dense: this batch came within two ticks of the last (one tick
 		// and the work of a batch, when ticking).
 		dense = r.client.cfg.Tick > 0 && n > 0 && ret.Sub(prevRet) < 2*r.client.cfg.Tick
@@ -201,14 +200,21 @@ func nanosleep(d time.Duration) {
 
 // wait returns the next batch of events: at once if some are ready, else
 // once the runtime's poller says the set is ready (stop makes it so), with
-// parked true.
+// parked true. r.scan is when the call that collected them started to scan,
+// and, when parked, r.emptyScan when the last one that found none did.
 func (r *reactor) wait() (n int, parked bool, err error) {
+	r.scan = time.Now()
 	n, err = r.poll()
 	if n > 0 || err != nil {
 		return n, false, err
 	}
+	r.emptyScan = r.scan
 	werr := r.rc.Read(func(uintptr) bool {
+		r.scan = time.Now()
 		n, err = r.poll()
+		if n == 0 && err == nil {
+			r.emptyScan = r.scan
+		}
 		return n > 0 || err != nil
 	})
 	if werr != nil {
@@ -337,9 +343,15 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 				// the two would show as a wait out of range, and the
 				// read's own time is used).
 				rd.At, rd.Kernel, lag = at.Add(-time.Duration(w)), true, time.Duration(w)
+				// Its other bytes came no later than its last, so they
+				// waited at least as long: after a wake-up the runtime
+				// was late to deliver, the batch's base (its return) is
+				// after the data came, and only this says so.
+				rd.Bound = max(rd.Bound, lag)
 			}
 			cl.readLag = max(cl.readLag, lag)
 			cl.reads++
+			rd.N = cl.reads
 			if lag > LateRead {
 				cl.late++
 			}

@@ -40,6 +40,9 @@ type Read struct {
 	// Bound bounds how long any of the read's bytes waited before the
 	// read: since the reactor can last have seen the socket empty.
 	Bound time.Duration
+	// N numbers the reads of a response from 1: a read whose bytes hold
+	// several chunks reaches the Handler once per chunk, with one N.
+	N int
 }
 
 // maxHeader bounds a response's status line and headers.

@@ -16,6 +16,7 @@ type collect struct {
 	body   []byte
 	stamps []time.Time
 	kernel []bool
+	reads  []Read // each Body call's
 }
 
 func (c *collect) Header(status int, rd Read) error { c.status = status; return nil }
@@ -23,6 +24,7 @@ func (c *collect) Body(p []byte, rd Read) error {
 	c.body = append(c.body, p...)
 	c.stamps = append(c.stamps, rd.At)
 	c.kernel = append(c.kernel, rd.Kernel)
+	c.reads = append(c.reads, rd)
 	return nil
 }
 
