@@ -43,6 +43,8 @@ type conn struct {
 	blocked  atomic.Bool          // a write is waiting on writable
 	p        respParser           // the reactor's, while call is set
 	idleAt   time.Time            // when it went idle (Client.mu)
+	more     bool                 // on its reactor's more list, and
+	ending   bool                 // whether the peer had hung up (the reactor's)
 
 	mu     sync.Mutex
 	closed bool
@@ -57,6 +59,7 @@ type call struct {
 	reads    int
 	late     int
 	gotBytes bool
+	aborted  atomic.Bool // Do gave up on it: the reactor ends it at its next read
 }
 
 // New returns a Client for cfg; its reactors start at once.
@@ -172,6 +175,13 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 			quiet := time.Since(epoch) - time.Duration(cl.lastRead.Load())
 			if quiet < req.IdleTimeout {
 				timer.Reset(req.IdleTimeout - quiet)
+				continue
+			}
+			if cn.unread(cl) {
+				// The server sent what the reactor has not read yet
+				// (it was busy with other streams, or the machine with
+				// other work): the server was not idle.
+				timer.Reset(req.IdleTimeout)
 				continue
 			}
 			cn.abort(cl)
@@ -339,9 +349,22 @@ func (cn *conn) write(ctx context.Context, b []byte) error {
 // meanwhile is left alone, and so is the connection, which may already
 // carry another request.
 func (cn *conn) abort(cl *call) {
+	cl.aborted.Store(true)
 	cn.mu.Lock()
 	if !cn.closed && cn.call.Load() == cl {
 		_ = unix.Shutdown(cn.fd, unix.SHUT_RDWR)
 	}
 	cn.mu.Unlock()
+}
+
+// unread says whether cn's socket holds received bytes not yet read while
+// cl is its call.
+func (cn *conn) unread(cl *call) bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.closed || cn.call.Load() != cl {
+		return false
+	}
+	n, err := unix.IoctlGetInt(cn.fd, unix.SIOCINQ)
+	return err == nil && n > 0
 }

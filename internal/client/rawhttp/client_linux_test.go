@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -333,4 +334,171 @@ func TestBoundAfterParking(t *testing.T) {
 	if one.Bound < 40*time.Millisecond {
 		t.Errorf("the read's bound is %v: want about 50 ms, since the reactor last saw the socket empty", one.Bound)
 	}
+}
+
+// slowBody is a Handler whose Body sleeps, as a reactor busy with other
+// streams (or a machine busy with other work) is slow to read.
+type slowBody struct {
+	collect
+	sleep  time.Duration
+	called chan struct{} // closed at the first Body call
+	once   sync.Once
+}
+
+func (h *slowBody) Body(p []byte, rd Read) error {
+	h.once.Do(func() { close(h.called) })
+	time.Sleep(h.sleep)
+	return h.collect.Body(p, rd)
+}
+
+// oneReactor returns a client with a single reactor, so that one stream's
+// reads hold up another's.
+func oneReactor(t *testing.T, addr string) *Client {
+	t.Helper()
+	c, err := New(Config{Addr: addr, Reactors: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestIdleTimeoutOnlyWhenServerIdle: a response the server sent at once
+// but the reactor is slow to read (it is busy in another stream's
+// handler, 300 ms) does not fail the idle timeout (100 ms): the bytes
+// waiting in the socket say the server was not idle (it failed so: one
+// of two requests of the hostile servers' rows, read behind an endless
+// stream, hit "no data from the server within the idle timeout").
+func TestIdleTimeoutOnlyWhenServerIdle(t *testing.T) {
+	srv := httptest.NewServer(streamer(1, 0))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := oneReactor(t, host)
+	busy := &slowBody{sleep: 300 * time.Millisecond, called: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: busy}); err != nil {
+			t.Errorf("the busy stream: %v", err)
+		}
+	})
+	<-busy.called // the reactor now sleeps in its handler
+	h := &collect{}
+	_, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h, IdleTimeout: 100 * time.Millisecond})
+	wg.Wait()
+	if err != nil || string(h.body) != "tick 0\n" {
+		t.Fatalf("%v, body %q: want the response, read late", err, h.body)
+	}
+}
+
+// endless writes 64 KiB chunks until the client goes.
+func endless(w http.ResponseWriter, r *http.Request) {
+	f := w.(http.Flusher)
+	b := []byte(strings.Repeat("x", 64<<10))
+	for r.Context().Err() == nil {
+		if _, err := w.Write(b); err != nil {
+			return
+		}
+		f.Flush()
+	}
+}
+
+// TestStreamsShareAReactor: a stream that keeps its socket full (an
+// endless one) gets a budget of reads per turn, and another stream on the
+// same reactor is read meanwhile (it waited until the endless one ended:
+// here, never).
+// An aborted call is ended at its next read, not after its socket's
+// backlog (which the reactor parsed whole, with Do and the run's drain
+// waiting for it).
+func TestStreamsShareAReactor(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/endless", endless)
+	mux.Handle("/ticks", streamer(10, 5*time.Millisecond))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := oneReactor(t, host)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	// Its handler is slow enough for the server to keep the socket full.
+	big := &slowBody{sleep: 5 * time.Millisecond, called: make(chan struct{})}
+	wg.Go(func() {
+		_, err := c.Do(ctx, &Request{Raw: get("/endless", host), Handler: big})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the endless stream ended with %v, want its cancellation", err)
+		}
+	})
+	<-big.called // it is being read
+	tctx, tcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer tcancel()
+	h := &collect{}
+	_, err := c.Do(tctx, &Request{Raw: get("/ticks", host), Handler: h})
+	cancel()
+	wg.Wait()
+	if err != nil || strings.Count(string(h.body), "tick") != 10 {
+		t.Fatalf("the stream beside the endless one: %v, body %q", err, h.body)
+	}
+}
+
+// TestAbortEndsAtNextRead: a call whose context ends while megabytes of
+// its response wait in the socket ends at the reactor's next read of it:
+// its handler sees a few reads' worth after the cancellation, not the
+// backlog.
+func TestAbortEndsAtNextRead(t *testing.T) {
+	const total = 8 << 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := []byte(strings.Repeat("x", 64<<10))
+		for range total / len(b) {
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c := oneReactor(t, host)
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &countBody{cancel: cancel, after: 256 << 10, c: c}
+	_, err := c.Do(ctx, &Request{Raw: get("/", host), Handler: h})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v, want the cancellation", err)
+	}
+	// What the read it cancelled in held, at most one 64 KiB buffer.
+	if n := h.n.Load() - h.at.Load(); n > 64<<10 {
+		t.Errorf("the handler was given %d bytes after the cancellation (%d in all): the abort waited for the backlog", n, h.n.Load())
+	}
+}
+
+// countBody counts the body's bytes, sleeping 2 ms a call so that the
+// server fills the socket, and cancels once it has had after of them; it
+// then waits (in the reactor) for Do to abort the call, so that what the
+// reactor reads next is after the abort whatever the machine's load.
+type countBody struct {
+	n, at  atomic.Int64
+	after  int64
+	cancel context.CancelFunc
+	c      *Client
+}
+
+func (h *countBody) Header(int, Read) error { return nil }
+func (h *countBody) Body(p []byte, _ Read) error {
+	time.Sleep(2 * time.Millisecond)
+	if n := h.n.Add(int64(len(p))); n >= h.after && h.at.Load() == 0 {
+		h.at.Store(n)
+		h.cancel()
+		r := h.c.reactors[0]
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			r.mu.RLock()
+			aborted := false
+			for _, cn := range r.conns {
+				if cl := cn.call.Load(); cl != nil && cl.aborted.Load() {
+					aborted = true
+				}
+			}
+			r.mu.RUnlock()
+			if aborted {
+				break
+			}
+		}
+	}
+	return nil
 }

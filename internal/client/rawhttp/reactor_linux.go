@@ -27,9 +27,12 @@ type reactor struct {
 	mu    sync.RWMutex
 	conns map[int32]*conn
 
-	buf    []byte
-	oob    []byte // control messages (the receive time) of a read
-	events []unix.EpollEvent
+	buf []byte
+	oob []byte // control messages (the receive time) of a read
+	// more holds the connections whose last serve ran out of its read
+	// budget with bytes left, to be served again after the next batch.
+	more, moreNext []*conn
+	events         []unix.EpollEvent
 	// base is the earliest time the events of the current batch can have
 	// become ready (see loop); scan and emptyScan are set by wait.
 	base, scan, emptyScan time.Time
@@ -153,7 +156,9 @@ func (r *reactor) loop() {
 				nanosleep(d)
 			}
 		}
-		n, parked, err := r.wait()
+		// With connections still to finish reading, look for new events
+		// without waiting.
+		n, parked, err := r.wait(len(r.more) == 0)
 		ret := time.Now()
 		if err != nil {
 			// The epoll set is broken: nothing more can be read.
@@ -184,6 +189,18 @@ func (r *reactor) loop() {
 				r.serve(cn, ev.Events)
 			}
 		}
+		// Those left with bytes to read after their budget: one more
+		// budget each, in turn with the batch's.
+		r.more, r.moreNext = r.moreNext[:0], r.more
+		for _, cn := range r.moreNext {
+			cn.more = false
+		}
+		for _, cn := range r.moreNext {
+			if cl := cn.call.Load(); cl != nil {
+				r.read(cn, cl, cn.ending)
+			}
+		}
+		clear(r.moreNext)
 		if ret.Sub(lastExpire) > time.Second {
 			lastExpire = ret
 			r.client.expireIdle(r, ret)
@@ -202,10 +219,10 @@ func nanosleep(d time.Duration) {
 // once the runtime's poller says the set is ready (stop makes it so), with
 // parked true. r.scan is when the call that collected them started to scan,
 // and, when parked, r.emptyScan when the last one that found none did.
-func (r *reactor) wait() (n int, parked bool, err error) {
+func (r *reactor) wait(block bool) (n int, parked bool, err error) {
 	r.scan = time.Now()
 	n, err = r.poll()
-	if n > 0 || err != nil {
+	if n > 0 || err != nil || !block {
 		return n, false, err
 	}
 	r.emptyScan = r.scan
@@ -328,10 +345,33 @@ func (r *reactor) serve(cn *conn, events uint32) {
 	}
 }
 
-// read reads cn once (more while reads fill the buffer, or when the peer
-// has hung up, so that the end is not missed) and parses what came.
+// readBudget is how many reads that fill the buffer a connection gets in
+// one turn: a stream that keeps the socket full (a fast or endless one)
+// then leaves the reactor to the others' streams, whose stamps and idle
+// times would otherwise wait for it, and comes back on the more list.
+const readBudget = 4
+
+// errAborted ends a call Do gave up on (its context ended, or it found
+// the server idle).
+var errAborted = errors.New("rawhttp: request aborted")
+
+// read reads cn once (more while reads fill the buffer, up to readBudget,
+// or when the peer has hung up, so that the end is not missed) and parses
+// what came.
 func (r *reactor) read(cn *conn, cl *call, ending bool) {
-	for {
+	for budget := readBudget; ; budget-- {
+		if cl.aborted.Load() {
+			// Do is waiting for it: what is left unread is not.
+			r.finish(cn, cl, errAborted, false, time.Now())
+			return
+		}
+		if budget == 0 {
+			if !cn.more {
+				cn.more, cn.ending = true, ending
+				r.more = append(r.more, cn)
+			}
+			return
+		}
 		n, kts, err := r.recv(cn.fd)
 		at := time.Now()
 		if n > 0 {
