@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/jitter"
+	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -28,21 +31,34 @@ func TestRerankAndScoreRun(t *testing.T) {
 	defer srv.Close()
 	for _, api := range []string{"rerank", "score"} {
 		out := filepath.Join(t.TempDir(), "r.json")
-		code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--api", api,
-			"--input-tokens", "12", "--concurrency", "2", "--requests", "20", "--out", out, "--progress", "0")
-		if code != 0 {
-			t.Fatalf("%s: exit %d\n%s\n%s", api, code, stdout, stderr)
-		}
-		r := readResult(t, out)
-		sc := r.Scenarios[0]
-		if sc.Requests.Succeeded != 20 {
-			t.Fatalf("%s: %d of 20 succeeded: %+v", api, sc.Requests.Succeeded, sc.Requests)
-		}
-		for _, m := range []string{"e2e_ms", "ttft_ms"} {
-			if p50 := sc.Metrics[m].P50; p50 < 29.5 || p50 > 45 {
-				t.Errorf("%s: %s p50 %.2f ms, want 30 ms (+15)", api, m, p50)
+		var r *result.Result
+		var stdout string
+		// The medians on the best of a few runs, widened by the machine's
+		// timer lateness meanwhile (package jitter): the simulator's 30 ms
+		// timer fires late on a busy machine.
+		jitter.BestOf(t, func() []string {
+			probe := jitter.Start(time.Millisecond)
+			code, so, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", srv.URL+"/v1", "--api", api,
+				"--input-tokens", "12", "--concurrency", "2", "--requests", "20", "--out", out, "--progress", "0")
+			late := probe.Stop()
+			stdout = so
+			if code != 0 {
+				t.Fatalf("%s: exit %d\n%s\n%s", api, code, stdout, stderr)
 			}
-		}
+			r = readResult(t, out)
+			sc := r.Scenarios[0]
+			if sc.Requests.Succeeded != 20 {
+				t.Fatalf("%s: %d of 20 succeeded: %+v", api, sc.Requests.Succeeded, sc.Requests)
+			}
+			var problems []string
+			for _, m := range []string{"e2e_ms", "ttft_ms"} {
+				if p50, hi := sc.Metrics[m].P50, 30+ms(late.Widen(15*time.Millisecond, 4)); p50 < 29.5 || p50 > hi {
+					problems = append(problems, fmt.Sprintf("%s: %s p50 %.2f ms, want 30 ms (+%.1f; %v)", api, m, p50, hi-30, late))
+				}
+			}
+			return problems
+		})
+		sc := r.Scenarios[0]
 		if d, rps := sc.Throughput.DocumentsPerS, sc.Throughput.RequestsPerS; d < 9.99*rps || d > 10.01*rps {
 			t.Errorf("%s: %.2f documents/s at %.2f req/s, want 10 a request", api, d, rps)
 		}
@@ -82,3 +98,6 @@ func TestRerankChecksTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

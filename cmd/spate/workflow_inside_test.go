@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/jitter"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -62,31 +64,44 @@ steps:
 		t.Fatal(err)
 	}
 	out, recs := filepath.Join(dir, "r.json"), filepath.Join(dir, "q.jsonl")
-	code, stdout, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", simSrv.URL+"/v1", "--workflow", wf,
-		"--concurrency", "2", "--requests", "20", "--input-tokens", "8", "--out", out, "--records", recs, "--progress", "0")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	w := readResult(t, out).Scenarios[0].Workflow
-	if w == nil || w.Succeeded != 20 || len(w.Steps) != 2 {
-		t.Fatalf("workflow %+v", w)
-	}
-	if w.Steps[0].TTFTMS != nil {
-		t.Errorf("the search step answers whole, yet has a TTFT %+v", w.Steps[0].TTFTMS)
-	}
-	g := w.Steps[1]
-	if g.TTFTMS == nil || g.ITLMS == nil {
-		t.Fatalf("generate: no TTFT or ITL: %+v", g)
-	}
-	if p50 := g.TTFTMS.P50; p50 < 19.5 || p50 > 35 {
-		t.Errorf("generate TTFT p50 %.2f ms, want 20 (+15)", p50)
-	}
-	if p50 := g.ITLMS.P50; p50 < 4 || p50 > 12 {
-		t.Errorf("generate ITL p50 %.2f ms, want 5 (-1, +7)", p50)
-	}
-	if g.OutputTokens != 20*4 {
-		t.Errorf("generate: %d output tokens, want 80", g.OutputTokens)
-	}
+	// The medians are judged on the best of a few runs, widened by the
+	// machine's timer lateness meanwhile (package jitter): a stall of a
+	// busy machine delays the simulator's tokens, which then come in a
+	// burst (its schedule is absolute), in one run; a wrong figure is
+	// wrong in all.
+	var stdout string
+	jitter.BestOf(t, func() []string {
+		probe := jitter.Start(time.Millisecond)
+		code, so, stderr := cli(t, context.Background(), "run", "--allow-invalid", "--target", simSrv.URL+"/v1", "--workflow", wf,
+			"--concurrency", "2", "--requests", "20", "--input-tokens", "8", "--out", out, "--records", recs, "--progress", "0")
+		late := probe.Stop()
+		stdout = so
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		w := readResult(t, out).Scenarios[0].Workflow
+		if w == nil || w.Succeeded != 20 || len(w.Steps) != 2 {
+			t.Fatalf("workflow %+v", w)
+		}
+		if w.Steps[0].TTFTMS != nil {
+			t.Errorf("the search step answers whole, yet has a TTFT %+v", w.Steps[0].TTFTMS)
+		}
+		g := w.Steps[1]
+		if g.TTFTMS == nil || g.ITLMS == nil {
+			t.Fatalf("generate: no TTFT or ITL: %+v", g)
+		}
+		if g.OutputTokens != 20*4 {
+			t.Errorf("generate: %d output tokens, want 80", g.OutputTokens)
+		}
+		var problems []string
+		if p50, hi := g.TTFTMS.P50, 20+ms(late.Widen(15*time.Millisecond, 4)); p50 < 19.5 || p50 > hi {
+			problems = append(problems, fmt.Sprintf("generate TTFT p50 %.2f ms, want 20 (+%.1f; %v)", p50, hi-20, late))
+		}
+		if p50, hi := g.ITLMS.P50, 5+ms(late.Widen(7*time.Millisecond, 4)); p50 < 4 || p50 > hi {
+			problems = append(problems, fmt.Sprintf("generate ITL p50 %.2f ms, want 5 (-1, +%.1f; %v)", p50, hi-5, late))
+		}
+		return problems
+	})
 	if !strings.Contains(stdout, "ttft p50") {
 		t.Errorf("no TTFT column:\n%s", stdout)
 	}
