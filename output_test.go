@@ -30,6 +30,8 @@ func TestICEFromPlantedEntropy(t *testing.T) {
 			Intents: []experiment.Intent{{Name: "a", Weight: 1}, {Name: "b", Weight: 1, Logprobs: 10}}},
 		Stages:     []experiment.Stage{{Name: "main", Concurrency: 4, Requests: 20}},
 		Thresholds: []experiment.ThresholdSpec{{Expr: "ice > 0.45"}, {Expr: "ice < 0.55"}},
+		// Tokens come at once (no ITL): timing is not this test's subject.
+		Measurement: experiment.Measurement{AllowInvalid: true},
 	}
 	res, err := spate.Run(context.Background(), exp)
 	if err != nil {

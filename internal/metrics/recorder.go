@@ -39,8 +39,9 @@ const (
 const DefaultLagBound = 10 * time.Millisecond
 
 // LateEventBound is the fraction of late events (record.Record.LateEvents:
-// content events whose timestamp may be off by over 1 ms) above which a
-// run's timestamps are not trusted, as their p99 error is then over 1 ms.
+// content events whose timestamp may be off by over 1 ms), late first
+// tokens or late gaps above which a run's timestamps are not trusted, as
+// their p99 error is then over 1 ms (when more than MinLateSends are).
 const LateEventBound = 0.01
 
 // Config describes the load a Recorder measures.
@@ -580,21 +581,27 @@ func (r *Recorder) load() result.Load {
 		// Each figure's own share: the first tokens (TTFT) and the gaps
 		// (ITL) have theirs, and either can be over the bound while the
 		// events' share is not (one first token in a stream of many).
+		// As with late sends, a share counts over max(MinLateSends,
+		// LateEventBound of them): a few late stamps in a small stage
+		// are not a share.
+		over := func(k, n int64) bool {
+			return k > MinLateSends && float64(k) > LateEventBound*float64(n)
+		}
 		var late []string
-		if f > LateEventBound {
+		if over(r.lateEvents, r.events) {
 			late = append(late, fmt.Sprintf("%.1f %% of token timestamps", 100*f))
 		}
 		if r.firsts > 0 {
 			ff := float64(r.lateFirsts) / float64(r.firsts)
 			l.LateFirstTokens = &ff
-			if ff > LateEventBound {
+			if over(r.lateFirsts, r.firsts) {
 				late = append(late, fmt.Sprintf("%.1f %% of first-token times (TTFT)", 100*ff))
 			}
 		}
 		if r.gaps > 0 {
 			fg := float64(r.lateGaps) / float64(r.gaps)
 			l.LateGaps = &fg
-			if fg > LateEventBound {
+			if over(r.lateGaps, r.gaps) {
 				late = append(late, fmt.Sprintf("%.1f %% of inter-token gaps (ITL)", 100*fg))
 			}
 		}

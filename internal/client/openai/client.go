@@ -227,9 +227,10 @@ type stream struct {
 	keep   bool
 	last2  time.Time // the last read's stamp
 	// lastLate and lastLate2 say the last and the one before's stamps
-	// may be off by over 1 ms, lastRead the last one's read (see Body).
+	// may be off by over 1 ms, lastRead and lastChunk the last one's read
+	// and chunk (see Body).
 	lastLate, lastLate2 bool
-	lastRead            int
+	lastRead, lastChunk int
 	c                   *Client
 	emit                func(*sse.Event) error
 	skim                chunkSkim

@@ -177,7 +177,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		c.pool.Put(st)
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
-	st.lastLate, st.lastLate2, st.lastRead = false, false, 0
+	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk = false, false, 0, 0
 	st.retryAfter, st.location = "", false
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
@@ -233,12 +233,17 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 // lateStamp takes content event e, which came in read rd, into the
 // record's count of late stamps (see Body). The last event of a read is
 // not known to be its last until the next one comes from a later read:
-// one from the same read makes the one before it late after all.
+// one from the same read makes the one before it late after all, unless
+// both came in one chunk of a chunked body (one write of the server's,
+// whose bytes arrived together: the simulator and Go servers write each
+// flush as one chunk, so tokens a server sends at once are not counted).
 func (st *stream) lateStamp(e int, rd rawhttp.Read) {
 	late := rd.Bound > rawhttp.LateRead
 	rec := st.rec
-	if e > 0 && late && rd.Kernel && rd.N == st.lastRead && !st.lastLate {
-		// The previous event shares this read and is not its last.
+	sameWrite := rd.Chunk > 0 && rd.Chunk == st.lastChunk
+	if e > 0 && late && rd.Kernel && rd.N == st.lastRead && !sameWrite && !st.lastLate {
+		// The previous event shares this read, not its write, and is
+		// not its last.
 		rec.LateEvents++
 		if e == 1 {
 			rec.LateFirst = true
@@ -256,5 +261,5 @@ func (st *stream) lateStamp(e int, rd rawhttp.Read) {
 	} else if isLate || st.lastLate {
 		rec.LateGaps++
 	}
-	st.lastLate2, st.lastLate, st.lastRead = st.lastLate, isLate, rd.N
+	st.lastLate2, st.lastLate, st.lastRead, st.lastChunk = st.lastLate, isLate, rd.N, rd.Chunk
 }

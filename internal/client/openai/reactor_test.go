@@ -141,7 +141,10 @@ func TestReactorStampsMatchNetHTTP(t *testing.T) {
 // the kernel's receive time; all of them without it), and so are the
 // first token's time when its event is late and every gap with a late
 // event at either end (TTFT and ITL are judged by their own shares: a
-// late first token is one event in a stream of many).
+// late first token is one event in a stream of many). A read reaches Body
+// once (a body that is not chunked), once per HTTP chunk of one event
+// each, or as one chunk of several events: a chunk is one write of the
+// server's, whose events arrived together, so its kernel stamp is theirs.
 func TestLateStampsCounted(t *testing.T) {
 	ev := func(n int) []byte {
 		var b []byte
@@ -162,16 +165,19 @@ func TestLateStampsCounted(t *testing.T) {
 		events, gaps   int
 		first          bool
 		lateEv, lateGp int
+		// oneWrite: the late stamps are all shared kernel stamps, exact
+		// when each read is one chunk (one write).
+		oneWrite bool
 	}{
-		{"prompt reads", []read{{1, prompt, true}, {1, prompt, true}, {1, prompt, true}}, 3, 2, false, 0, 0},
-		{"first two in one late read", []read{{2, late, true}, {1, prompt, true}}, 3, 2, true, 1, 1},
-		{"a late read of one event, kernel stamp", []read{{1, late, true}, {1, prompt, true}}, 2, 1, false, 0, 0},
-		{"a late read without a receive time", []read{{1, prompt, false}, {1, late, false}, {1, prompt, false}}, 3, 2, false, 1, 2},
-		{"late later on", []read{{1, prompt, true}, {3, late, true}, {1, prompt, true}}, 5, 4, false, 2, 3},
-		{"first late without a receive time", []read{{1, late, false}, {2, prompt, false}}, 3, 2, true, 1, 1},
+		{"prompt reads", []read{{1, prompt, true}, {1, prompt, true}, {1, prompt, true}}, 3, 2, false, 0, 0, true},
+		{"first two in one late read", []read{{2, late, true}, {1, prompt, true}}, 3, 2, true, 1, 1, true},
+		{"a late read of one event, kernel stamp", []read{{1, late, true}, {1, prompt, true}}, 2, 1, false, 0, 0, true},
+		{"a late read without a receive time", []read{{1, prompt, false}, {1, late, false}, {1, prompt, false}}, 3, 2, false, 1, 2, false},
+		{"late later on", []read{{1, prompt, true}, {3, late, true}, {1, prompt, true}}, 5, 4, false, 2, 3, true},
+		{"first late without a receive time", []read{{1, late, false}, {2, prompt, false}}, 3, 2, true, 1, 1, false},
 	} {
-		for _, chunked := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/chunked=%v", tc.name, chunked), func(t *testing.T) {
+		for _, mode := range []string{"unchunked", "a chunk an event", "a chunk a read"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				c := newClient(t, "http://127.0.0.1:1", nil)
 				defer c.Close()
 				rec := &record.Record{}
@@ -180,19 +186,22 @@ func TestLateStampsCounted(t *testing.T) {
 				st.emit = st.onEvent
 				st.push.Reset(c.cfg.MaxLine)
 				at := time.Now()
+				chunk := 0
 				for i, r := range tc.reads {
 					at = at.Add(10 * time.Millisecond)
-					// A read reaches Body once, or once per HTTP chunk
-					// (an event each), with the read's N.
 					rd := rawhttp.Read{At: at, Bound: r.bound, Kernel: r.kernel, N: i + 1}
 					parts := [][]byte{ev(r.events)}
-					if chunked {
+					if mode == "a chunk an event" {
 						parts = parts[:0]
 						for range r.events {
 							parts = append(parts, ev(1))
 						}
 					}
 					for _, p := range parts {
+						if mode != "unchunked" {
+							chunk++
+							rd.Chunk = chunk
+						}
 						if err := st.Body(p, rd); err != nil {
 							t.Fatal(err)
 						}
@@ -201,8 +210,12 @@ func TestLateStampsCounted(t *testing.T) {
 				if rec.Chunks != tc.events || len(rec.Gaps) != tc.gaps {
 					t.Fatalf("%d events, %d gaps; want %d, %d", rec.Chunks, len(rec.Gaps), tc.events, tc.gaps)
 				}
-				if rec.LateFirst != tc.first || rec.LateEvents != tc.lateEv || rec.LateGaps != tc.lateGp {
-					t.Errorf("late first %v, events %d, gaps %d; want %v, %d, %d", rec.LateFirst, rec.LateEvents, rec.LateGaps, tc.first, tc.lateEv, tc.lateGp)
+				first, lateEv, lateGp := tc.first, tc.lateEv, tc.lateGp
+				if mode == "a chunk a read" && tc.oneWrite {
+					first, lateEv, lateGp = false, 0, 0
+				}
+				if rec.LateFirst != first || rec.LateEvents != lateEv || rec.LateGaps != lateGp {
+					t.Errorf("late first %v, events %d, gaps %d; want %v, %d, %d", rec.LateFirst, rec.LateEvents, rec.LateGaps, first, lateEv, lateGp)
 				}
 			})
 		}

@@ -18,9 +18,12 @@ type Config struct {
 	// Reactors is the number of reactor goroutines (0: one per four
 	// cores, at least one).
 	Reactors int
-	// Tick is how often a reactor collects events when they come faster
-	// than that, instead of waking for each (0: DefaultTick; negative:
-	// never, a wake per readiness). It bounds what it adds to read lag.
+	// Tick is the longest a reactor waits between collecting events when
+	// they come faster than that, instead of waking for each (0:
+	// DefaultTick, or ReadStampTick with ReadStamps; negative: never, a
+	// wake per readiness). A reactor ticks at a quarter of the shortest
+	// time between two reads of one stream it saw lately, within
+	// [MinTick, Tick], so that a stream's events seldom share a read.
 	Tick time.Duration
 	// ReadStamps stamps each read with the time it returned, as on a
 	// socket that gives no receive time, instead of asking the kernel for
@@ -28,9 +31,21 @@ type Config struct {
 	ReadStamps bool
 }
 
-// DefaultTick is Config.Tick's default: a fifth of the 1 ms to which
-// spate's figures are held at load.
-const DefaultTick = 200 * time.Microsecond
+// DefaultTick is Config.Tick's default. Each tick costs a wake-up, so a
+// coarser one costs less CPU per token (bench/README.md). It moves no
+// timestamp: each read carries the kernel's receive time, and the events
+// of one stream that share a read with a later one of it are counted late
+// (see Read.Bound), which the tick's adapting to the streams' pace keeps
+// rare.
+const DefaultTick = time.Millisecond
+
+// MinTick is the shortest tick a reactor adapts to (see Config.Tick).
+const MinTick = 200 * time.Microsecond
+
+// ReadStampTick is the tick with ReadStamps, where every event of a read
+// carries the read's own time: a fifth of the 1 ms to which spate's
+// figures are held at load.
+const ReadStampTick = 200 * time.Microsecond
 
 func (c *Config) defaults() {
 	if c.DialTimeout <= 0 {
@@ -43,6 +58,8 @@ func (c *Config) defaults() {
 		c.Reactors = max(1, runtime.GOMAXPROCS(0)/4)
 	}
 	switch {
+	case c.Tick == 0 && c.ReadStamps:
+		c.Tick = ReadStampTick
 	case c.Tick == 0:
 		c.Tick = DefaultTick
 	case c.Tick < 0:

@@ -57,6 +57,7 @@ type call struct {
 	lastRead atomic.Int64
 	readLag  time.Duration
 	reads    int
+	lastAt   time.Time // the last read's return (the reactor's)
 	late     int
 	gotBytes bool
 	aborted  atomic.Bool // Do gave up on it: the reactor ends it at its next read

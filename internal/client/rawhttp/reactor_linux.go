@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,12 +16,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// parkInPoller says whether a reactor waits in the runtime's poller rather
+// than in a blocking epoll_wait (see newReactor); a variable for tests.
+var parkInPoller = func() bool { return runtime.GOMAXPROCS(0) < 2 }
+
 // reactor waits on one epoll set and serves its connections' reads.
 type reactor struct {
 	client  *Client
 	epfd    int
-	file    *os.File        // epfd, registered with the runtime's poller
-	rc      syscall.RawConn // to wait on it
+	file    *os.File        // epfd
+	rc      syscall.RawConn // to wait on epfd in the runtime's poller; nil: in epoll_wait
 	wakeFD  int             // an eventfd that stop writes to
 	stopped atomic.Bool
 
@@ -33,6 +38,19 @@ type reactor struct {
 	// budget with bytes left, to be served again after the next batch.
 	more, moreNext []*conn
 	events         []unix.EpollEvent
+	// tick is the current tick (see Config.Tick); minGap the shortest time
+	// between two reads of one call since the tick last grew.
+	tick, minGap time.Duration
+	// parked says the current batch was collected after parking, woke
+	// when it returned, wakeLag the longest its reads' last bytes have
+	// waited before it (see loop).
+	parked  bool
+	woke    time.Time
+	wakeLag time.Duration
+	// batchWakeLag is the longest wait before the wake-up this batch's
+	// own reads showed, prevWakeLag the last parked batch's: wakeLag
+	// starts from it, as a machine late to wake is late again.
+	batchWakeLag, prevWakeLag time.Duration
 	// base is the earliest time the events of the current batch can have
 	// become ready (see loop); scan and emptyScan are set by wait.
 	base, scan, emptyScan time.Time
@@ -43,19 +61,31 @@ func newReactor(c *Client) (*reactor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("epoll_create1: %w", err)
 	}
-	// The epoll set is itself pollable: the Go runtime's poller waits on
-	// it for the reactor, which so parks as any goroutine blocked on I/O
-	// does, rather than in a blocking system call (which costs a thread
-	// hand-off and keeps sysmon polling).
-	if err := unix.SetNonblock(epfd, true); err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("epoll: %w", err)
+	// Where the reactor waits when nothing is ready. With two or more Ps
+	// it blocks in epoll_wait itself: a thread parked there wakes only
+	// for the reactor. Registered with the runtime's poller instead, the
+	// epoll set would wake the runtime's idle thread at every socket that
+	// becomes ready, while the reactor is busy or ticking too, only for it
+	// to find nothing to run (a context switch per token: a third of the
+	// client's CPU at 1,000 streams). With one P the set goes to the
+	// runtime's poller all the same: a blocking call would hold the only
+	// P until sysmon takes it back, and sends would wait for that.
+	inPoller := parkInPoller()
+	if inPoller {
+		// Non-blocking before os.NewFile, which then hands it to the
+		// runtime's poller.
+		if err := unix.SetNonblock(epfd, true); err != nil {
+			unix.Close(epfd)
+			return nil, fmt.Errorf("epoll: %w", err)
+		}
 	}
 	file := os.NewFile(uintptr(epfd), "epoll")
-	rc, err := file.SyscallConn()
-	if err != nil {
-		file.Close()
-		return nil, fmt.Errorf("epoll: %w", err)
+	var rc syscall.RawConn
+	if inPoller {
+		if rc, err = file.SyscallConn(); err != nil {
+			file.Close()
+			return nil, fmt.Errorf("epoll: %w", err)
+		}
 	}
 	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
@@ -138,21 +168,31 @@ func (r *reactor) close() {
 // they may be older still. So a batch's base, the earliest its events can
 // have become ready, is the previous base after a truncated batch, else the
 // start of the previous collecting call. A batch collected after parking
-// has as base the start of the last scan that found nothing: its events
-// came after that, and how soon the reactor woke for them is not known (a
-// loaded machine's runtime wakes a parked goroutine tens of milliseconds
-// late: sysmon polls the network every 10 ms when every P is busy). Each
-// read's lag bound is its stamp minus its batch's base, and at least the
-// wait the kernel measured for the read's last bytes.
+// came after the last scan that found nothing, and woke the reactor as its
+// first socket became ready, but how soon is not known: a loaded machine's
+// runtime wakes a parked goroutine tens of milliseconds late (sysmon polls
+// the network every 10 ms when every P is busy). The batch's own reads say
+// how late: epoll lists ready sockets in the order they became ready, and
+// each read's kernel stamp shows how long before the wake-up its last
+// bytes came. So a parked batch's base is its return less the longest such
+// wait its reads have shown so far, or the last parked batch's if longer
+// (a machine late to wake is late again), and never before the empty scan.
+// A read's bound is its stamp (the kernel's, else its own time) less that
+// base: how much earlier than its stamp its first bytes may have come.
+// For events a server wrote at once after a pause it is the wake-up's
+// latency, not the pause. What it can miss: a read whose later bytes came
+// just before a late wake-up, first in a parked batch after a prompt one.
 func (r *reactor) loop() {
 	defer r.client.wg.Done()
 	prevRet := time.Time{}
 	prevScan := time.Now()
 	prevTrunc, dense := false, false
 	lastExpire := time.Now()
+	maxTick := r.client.cfg.Tick
+	r.tick, r.minGap = min(MinTick, maxTick), time.Hour
 	for !r.stopped.Load() {
 		if dense {
-			if d := r.client.cfg.Tick - time.Since(prevRet); d > 0 {
+			if d := r.tick - time.Since(prevRet); d > 0 {
 				nanosleep(d)
 			}
 		}
@@ -165,9 +205,13 @@ func (r *reactor) loop() {
 			r.failAll(fmt.Errorf("epoll_wait: %w", err))
 			return
 		}
+		if r.parked {
+			r.prevWakeLag = r.batchWakeLag
+		}
+		r.parked = parked
 		switch {
 		case parked:
-			r.base = r.emptyScan
+			r.base, r.woke, r.wakeLag, r.batchWakeLag = r.emptyScan, ret, r.prevWakeLag, 0
 		case prevTrunc:
 		default:
 			r.base = prevScan
@@ -175,7 +219,7 @@ func (r *reactor) loop() {
 		prevScan = r.scan
 		// Dense: this batch came within two ticks of the last (one tick
 		// and the work of a batch, when ticking).
-		dense = r.client.cfg.Tick > 0 && n > 0 && ret.Sub(prevRet) < 2*r.client.cfg.Tick
+		dense = r.tick > 0 && n > 0 && ret.Sub(prevRet) < 2*r.tick
 		prevRet, prevTrunc = ret, n == len(r.events)
 		for i := range n {
 			ev := &r.events[i]
@@ -201,8 +245,17 @@ func (r *reactor) loop() {
 			}
 		}
 		clear(r.moreNext)
+		// The tick follows the densest stream: a quarter of its gap
+		// between reads at once when that is shorter, and growing back
+		// (to at most Config.Tick) only once a second, when the streams
+		// of the last second allow it.
+		if t := min(max(r.minGap/4, MinTick), maxTick); t < r.tick {
+			r.tick = t
+		}
 		if ret.Sub(lastExpire) > time.Second {
 			lastExpire = ret
+			r.tick = min(max(r.minGap/4, MinTick), maxTick)
+			r.minGap = time.Hour
 			r.client.expireIdle(r, ret)
 		}
 	}
@@ -216,9 +269,10 @@ func nanosleep(d time.Duration) {
 }
 
 // wait returns the next batch of events: at once if some are ready, else
-// once the runtime's poller says the set is ready (stop makes it so), with
-// parked true. r.scan is when the call that collected them started to scan,
-// and, when parked, r.emptyScan when the last one that found none did.
+// once some are (stop makes the set ready), with parked true. r.scan is
+// when the call that collected them started to scan, and, when parked,
+// r.emptyScan when the last one that found none did. With block false it
+// never waits.
 func (r *reactor) wait(block bool) (n int, parked bool, err error) {
 	r.scan = time.Now()
 	n, err = r.poll()
@@ -226,6 +280,22 @@ func (r *reactor) wait(block bool) (n int, parked bool, err error) {
 		return n, false, err
 	}
 	r.emptyScan = r.scan
+	if r.rc == nil {
+		for {
+			// A blocking system call: the runtime hands the P on if it
+			// has other work meanwhile. What it returns was scanned as
+			// it returned.
+			n, _, e := syscall.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(r.epfd), uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), ^uintptr(0), 0, 0)
+			r.scan = time.Now()
+			switch e {
+			case 0:
+				return int(n), true, nil
+			case unix.EINTR:
+				continue
+			}
+			return 0, true, e
+		}
+	}
 	werr := r.rc.Read(func(uintptr) bool {
 		r.scan = time.Now()
 		n, err = r.poll()
@@ -375,21 +445,40 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 		n, kts, err := r.recv(cn.fd)
 		at := time.Now()
 		if n > 0 {
-			rd := Read{At: at, Bound: at.Sub(r.base)}
+			w := at.UnixNano() - kts
+			kernel := kts > 0 && w >= 0 && w < int64(10*time.Second)
+			if kernel && r.parked {
+				r.batchWakeLag = max(r.batchWakeLag, time.Duration(w)-at.Sub(r.woke))
+				r.wakeLag = max(r.wakeLag, r.batchWakeLag)
+			}
+			base := r.base
+			if r.parked {
+				if b := r.woke.Add(-r.wakeLag); b.After(base) {
+					base = b
+				}
+			}
+			if cl.reads > 0 && cl.lastAt.After(base) {
+				// The call's previous read emptied the socket, or left
+				// what this one reads first: nothing in it is older.
+				base = cl.lastAt
+			}
+			// Bound: how much earlier than the read's stamp its first
+			// bytes may have come (see Read.Bound).
+			rd := Read{At: at, Bound: at.Sub(base)}
 			lag := rd.Bound
-			if w := at.UnixNano() - kts; kts > 0 && w >= 0 && w < int64(10*time.Second) {
+			if kernel {
 				// The kernel's receive time, on the monotonic clock: at
 				// less the wait it measured (a wall-clock step between
 				// the two would show as a wait out of range, and the
 				// read's own time is used).
 				rd.At, rd.Kernel, lag = at.Add(-time.Duration(w)), true, time.Duration(w)
-				// Its other bytes came no later than its last, so they
-				// waited at least as long: after a wake-up the runtime
-				// was late to deliver, the batch's base (its return) is
-				// after the data came, and only this says so.
-				rd.Bound = max(rd.Bound, lag)
+				rd.Bound = max(rd.At.Sub(base), 0)
 			}
 			cl.readLag = max(cl.readLag, lag)
+			if budget == readBudget && cl.reads > 0 {
+				r.minGap = min(r.minGap, at.Sub(cl.lastAt))
+			}
+			cl.lastAt = at
 			cl.reads++
 			rd.N = cl.reads
 			if lag > LateRead {

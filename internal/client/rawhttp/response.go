@@ -37,12 +37,19 @@ type Read struct {
 	At time.Time
 	// Kernel says At is the kernel's receive time.
 	Kernel bool
-	// Bound bounds how long any of the read's bytes waited before the
-	// read: since the reactor can last have seen the socket empty.
+	// Bound bounds how much earlier than At any of the read's bytes came:
+	// since the reactor can last have seen the socket empty (see the
+	// reactor's loop). Over 1 ms, events of the read other than its last
+	// may be stamped that much late.
 	Bound time.Duration
 	// N numbers the reads of a response from 1: a read whose bytes hold
 	// several chunks reaches the Handler once per chunk, with one N.
 	N int
+	// Chunk numbers the chunks of a chunked body from 1 (0: the body is
+	// not chunked). A server's chunk is most often one write of it: the
+	// bytes of one chunk arrived together, those of a read's earlier
+	// chunks may have come earlier than its stamp.
+	Chunk int
 }
 
 // maxHeader bounds a response's status line and headers.
@@ -74,10 +81,11 @@ type respParser struct {
 	left      int64 // bytes left in the body (stLength) or chunk (stChunkData)
 	keepAlive bool  // the connection may carry another request after this
 	head      bool  // the request was HEAD: no body whatever the headers say
+	chunk     int   // the chunks of a chunked body begun so far
 }
 
 func (p *respParser) reset(head bool) {
-	p.state, p.line, p.status, p.left, p.keepAlive, p.head = stHeader, p.line[:0], 0, 0, false, head
+	p.state, p.line, p.status, p.left, p.keepAlive, p.head, p.chunk = stHeader, p.line[:0], 0, 0, false, head, 0
 }
 
 // feed parses b, read at at. It returns the number of bytes of b that
@@ -155,6 +163,7 @@ func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, er
 			p.line = p.line[:0]
 		case stChunkData:
 			k := int(min(int64(len(b)), p.left))
+			rd.Chunk = p.chunk
 			if err := h.Body(b[:k], rd); err != nil {
 				return 0, false, err
 			}
@@ -192,6 +201,7 @@ func (p *respParser) chunkLine(l []byte) error {
 			p.state = stTrailer
 		} else {
 			p.state, p.left = stChunkData, size
+			p.chunk++
 		}
 	}
 	return nil
