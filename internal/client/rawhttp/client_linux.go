@@ -58,6 +58,7 @@ type call struct {
 	readLag  time.Duration
 	reads    int
 	lastAt   time.Time // the last read's return (the reactor's)
+	short    int       // reads in a row that came soon after the one before
 	late     int
 	gotBytes bool
 	aborted  atomic.Bool // Do gave up on it: the reactor ends it at its next read

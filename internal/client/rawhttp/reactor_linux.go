@@ -41,6 +41,7 @@ type reactor struct {
 	// tick is the current tick (see Config.Tick); minGap the shortest time
 	// between two reads of one call since the tick last grew.
 	tick, minGap time.Duration
+	maxTick      time.Duration // Config.Tick
 	// parked says the current batch was collected after parking, woke
 	// when it returned, wakeLag the longest its reads' last bytes have
 	// waited before it (see loop).
@@ -188,8 +189,8 @@ func (r *reactor) loop() {
 	prevScan := time.Now()
 	prevTrunc, dense := false, false
 	lastExpire := time.Now()
-	maxTick := r.client.cfg.Tick
-	r.tick, r.minGap = min(MinTick, maxTick), time.Hour
+	r.maxTick = r.client.cfg.Tick
+	r.tick, r.minGap = min(MinTick, r.maxTick), time.Hour
 	for !r.stopped.Load() {
 		if dense {
 			if d := r.tick - time.Since(prevRet); d > 0 {
@@ -249,12 +250,12 @@ func (r *reactor) loop() {
 		// between reads at once when that is shorter, and growing back
 		// (to at most Config.Tick) only once a second, when the streams
 		// of the last second allow it.
-		if t := min(max(r.minGap/4, MinTick), maxTick); t < r.tick {
+		if t := min(max(r.minGap/4, MinTick), r.maxTick); t < r.tick {
 			r.tick = t
 		}
 		if ret.Sub(lastExpire) > time.Second {
 			lastExpire = ret
-			r.tick = min(max(r.minGap/4, MinTick), maxTick)
+			r.tick = min(max(r.minGap/4, MinTick), r.maxTick)
 			r.minGap = time.Hour
 			r.client.expireIdle(r, ret)
 		}
@@ -476,7 +477,17 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 			}
 			cl.readLag = max(cl.readLag, lag)
 			if budget == readBudget && cl.reads > 0 {
-				r.minGap = min(r.minGap, at.Sub(cl.lastAt))
+				// A stream's pace, once it is kept: three short gaps in
+				// a row (one alone is most often a stream's headers, a
+				// role-only event, or its usage and [DONE] right after
+				// its last token).
+				g := at.Sub(cl.lastAt)
+				if cl.short++; g >= 4*r.maxTick {
+					cl.short = 0
+				}
+				if cl.short >= 3 {
+					r.minGap = min(r.minGap, g)
+				}
 			}
 			cl.lastAt = at
 			cl.reads++
