@@ -32,6 +32,10 @@ func Example() {
 			{Name: "peak", Rate: 40, Arrival: "constant", Requests: 20}, // open loop
 		},
 		Thresholds: []experiment.ThresholdSpec{{Expr: "error_rate < 1%"}, {Expr: "p99(ttft) < 2s"}},
+		// What this example prints does not rest on timestamps: on a
+		// machine too busy for spate to vouch for its timings, Run would
+		// otherwise return ErrUntrustworthy (spate exits 4).
+		Measurement: experiment.Measurement{AllowInvalid: true},
 	}
 	res, err := spate.Run(context.Background(), exp)
 	if err != nil && !errors.Is(err, spate.ErrThresholdsFailed) {

@@ -95,8 +95,13 @@ func TestHostileServers(t *testing.T) {
 		// run ends soon after timeout + drain. (The count ignored the
 		// timeout: fd2ae28's binary took 9 s for the 100k chunks, over
 		// 60 s built with -race, and over 60 s for the 300 KB word.)
-		{"100k tiny chunks within --timeout", llmtest.ManyChunks, []string{"--timeout", "1s", "--drain-timeout", "1s", "--idle-timeout", "10s"}, nil, okOrTimeout, -1, 10 * time.Second},
-		{"one 300 KB word within --timeout", llmtest.HugeWord, []string{"--timeout", "1s", "--drain-timeout", "1s", "--idle-timeout", "10s"}, nil, okOrTimeout, -1, 10 * time.Second},
+		// The drain outlasts the timeout by seconds, so that a machine
+		// too busy to run the request's goroutine for half a second
+		// after its timeout (the engine abandons a request that long
+		// after the drain) still sees it time out; a count that ignored
+		// the timeout would run into the drain's end all the same.
+		{"100k tiny chunks within --timeout", llmtest.ManyChunks, []string{"--timeout", "1s", "--drain-timeout", "5s", "--idle-timeout", "10s"}, nil, okOrTimeout, -1, 10 * time.Second},
+		{"one 300 KB word within --timeout", llmtest.HugeWord, []string{"--timeout", "1s", "--drain-timeout", "5s", "--idle-timeout", "10s"}, nil, okOrTimeout, -1, 10 * time.Second},
 		// Four 200 MB bodies reached 3.8 GB.
 		{"300 MB body", llmtest.BigBody, []string{"--stream=false"}, nil, "too_large", 1, 15 * time.Second},
 		{"512 KiB model id", llmtest.LongModel, nil, nil, "too_large", 1, 10 * time.Second},
@@ -117,8 +122,12 @@ func TestHostileServers(t *testing.T) {
 				longtest.Skip(t)
 			}
 			out := filepath.Join(t.TempDir(), "r.json")
+			// The idle timeout is long enough for the in-process
+			// server's goroutines to write on a loaded machine (with
+			// 500 ms, the second request of the 512 KiB model id row
+			// saw nothing from it in time under three suites at once).
 			args := append([]string{"run", "--target", h.BaseURL(tc.behaviour), "--model", "m", "--output-tokens", "8",
-				"--timeout", "2s", "--idle-timeout", "500ms", "--drain-timeout", "2s", "--progress", "0",
+				"--timeout", "2s", "--idle-timeout", "1500ms", "--drain-timeout", "2s", "--progress", "0",
 				"--limit", "responseText=1MiB", "--limit", "responseBody=1MiB", "--out", out,
 				// The rows are about errors, time and memory: a hostile
 				// server read late on a busy machine (reader_lag) is not.
