@@ -58,10 +58,13 @@ type call struct {
 	readLag  time.Duration
 	reads    int
 	lastAt   time.Time // the last read's return (the reactor's)
-	short    int       // reads in a row that came soon after the one before
-	late     int
-	gotBytes bool
-	aborted  atomic.Bool // Do gave up on it: the reactor ends it at its next read
+	// drainedAt is the return of the last read that emptied the socket
+	// (one shorter than the buffer; the reactor's).
+	drainedAt time.Time
+	short     int // reads in a row that came soon after the one before
+	late      int
+	gotBytes  bool
+	aborted   atomic.Bool // Do gave up on it: the reactor ends it at its next read
 }
 
 // New returns a Client for cfg; its reactors start at once.

@@ -458,10 +458,10 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 					base = b
 				}
 			}
-			if cl.reads > 0 && cl.lastAt.After(base) {
-				// The call's previous read emptied the socket, or left
-				// what this one reads first: nothing in it is older.
-				base = cl.lastAt
+			if cl.drainedAt.After(base) {
+				// The call's last read that emptied the socket: nothing
+				// this one reads is older.
+				base = cl.drainedAt
 			}
 			// Bound: how much earlier than the read's stamp its first
 			// bytes may have come (see Read.Bound).
@@ -490,6 +490,9 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 				}
 			}
 			cl.lastAt = at
+			if n < len(r.buf) {
+				cl.drainedAt = at
+			}
 			cl.reads++
 			rd.N = cl.reads
 			if lag > LateRead {
