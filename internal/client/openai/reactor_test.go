@@ -45,7 +45,8 @@ func TestNetHTTPPath(t *testing.T) {
 type stampServer struct {
 	*httptest.Server
 	mu     sync.Mutex
-	writes [][]time.Time
+	writes [][]time.Time // after each event's write, per request
+	first  []time.Time   // before each request's first write
 }
 
 func newStampServer(ttft, itl time.Duration, n int) *stampServer {
@@ -55,15 +56,19 @@ func newStampServer(ttft, itl time.Duration, n int) *stampServer {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		wrote := make([]time.Time, 0, n)
+		var before time.Time
 		for i := range n {
 			time.Sleep(time.Until(start.Add(ttft + time.Duration(i)*itl)))
+			if i == 0 {
+				before = time.Now()
+			}
 			fmt.Fprintf(w, "data: %s\n\n", chunk(" the"))
 			fl.Flush()
 			wrote = append(wrote, time.Now())
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		s.mu.Lock()
-		s.writes = append(s.writes, wrote)
+		s.writes, s.first = append(s.writes, wrote), append(s.first, before)
 		s.mu.Unlock()
 	}))
 	return s
@@ -75,12 +80,20 @@ func (s *stampServer) last() []time.Time {
 	return s.writes[len(s.writes)-1]
 }
 
+// lastFirst is the time just before the last request's first write.
+func (s *stampServer) lastFirst() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first[len(s.first)-1]
+}
+
 // TestReactorStampsMatchNetHTTP proves the reactor path's timestamps
 // honest at low load, against the same server as the net/http path's
 // per-read stamps. The server is in the test's process, so each event's
 // stamp is compared with when the server wrote it (same clock). The
 // reactor's stamps are the kernel's receive times: the first event's
-// (TTFT less the server's timing) is within 0.2 ms of the write, and not
+// (TTFT less the server's timing) is within 0.2 ms of the server's stamps
+// taken just before and just after its write (median), and not
 // later than net/http's by more than 0.2 ms (net/http's come a wake-up
 // later, about 0.1 ms here); the gaps (ITL less the server's gaps) agree
 // with net/http's within 0.2 ms. Medians; requests alternate between the
@@ -102,8 +115,12 @@ func TestReactorStampsMatchNetHTTP(t *testing.T) {
 	if nethttp.raw != nil {
 		t.Fatal("NetHTTP did not select net/http")
 	}
-	// first: first event's stamp − its write; gap: ITL − the writes' gap.
+	// first: first event's stamp − its write; gap: ITL − the writes' gap;
+	// outside: how far the reactor's first stamp fell outside the server's
+	// stamps taken just before and just after that write (a loaded
+	// machine can preempt the server between its write and its stamp).
 	var first, gap [2][]time.Duration
+	var outside []time.Duration
 	for i := range 15 {
 		for p, c := range []*Client{reactor, nethttp} {
 			rec := do(c, &workload.Request{Prompt: "hi", MaxTokens: n})
@@ -118,6 +135,16 @@ func TestReactorStampsMatchNetHTTP(t *testing.T) {
 				t.Fatalf("request %d: the reactor measured no read lag", i)
 			}
 			first[p] = append(first[p], rec.FirstToken.Sub(wrote[0]))
+			if p == 0 {
+				var d time.Duration
+				switch before := srv.lastFirst(); {
+				case rec.FirstToken.Before(before):
+					d = rec.FirstToken.Sub(before)
+				case rec.FirstToken.After(wrote[0]):
+					d = rec.FirstToken.Sub(wrote[0])
+				}
+				outside = append(outside, d)
+			}
 			for j, g := range rec.Gaps {
 				gap[p] = append(gap[p], g-wrote[j+1].Sub(wrote[j]))
 			}
@@ -125,9 +152,10 @@ func TestReactorStampsMatchNetHTTP(t *testing.T) {
 	}
 	const tol = 200 * time.Microsecond
 	r, h := median(first[0]), median(first[1])
-	t.Logf("median first event's stamp − its write: reactor %v, net/http %v", r, h)
-	if r.Abs() > tol || r > h+tol {
-		t.Errorf("median first event's stamp − its write: reactor %v, net/http %v: want within 0.2 ms of the write, and not over 0.2 ms after net/http", r, h)
+	o := median(outside)
+	t.Logf("median first event's stamp − its write: reactor %v (outside the write's stamps by %v), net/http %v", r, o, h)
+	if o.Abs() > tol || r > h+tol {
+		t.Errorf("median first event's stamp − its write: reactor %v (outside the server's stamps around the write by %v), net/http %v: want within 0.2 ms of the write, and not over 0.2 ms after net/http", r, o, h)
 	}
 	r, h = median(gap[0]), median(gap[1])
 	t.Logf("median ITL − the server's gap: reactor %v, net/http %v", r, h)
