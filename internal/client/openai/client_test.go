@@ -160,22 +160,32 @@ func TestTimingsAgainstKnownServer(t *testing.T) {
 		// suites at once have put E2E 5.7 ms late), widened by 2 wake-ups'
 		// lateness (the server's, the client's); bench/fidelity.sh shows
 		// the 1 ms figures.
-		var problems []string
-		for _, c := range []struct {
-			what           string
-			got, want, tol time.Duration
-		}{
-			{"median TTFT", median(ttfts), ttft, 8 * time.Millisecond},
-			{"median ITL", median(itls), itl, 5 * time.Millisecond},
-			{"median TPOT", median(tpots), itl, 3 * time.Millisecond},
-			{"median E2E", median(e2es), ttft + (n-1)*itl, 10 * time.Millisecond},
-		} {
-			if tol := late.Widen(c.tol, 2); c.got < c.want-tol || c.got > c.want+tol {
-				problems = append(problems, fmt.Sprintf("%s = %v, want %v ± %v (%v)", c.what, c.got, c.want, tol, late))
-			}
-		}
-		return problems
+		return offBy(late, 2,
+			timing{"median TTFT", median(ttfts), ttft, 8 * time.Millisecond},
+			timing{"median ITL", median(itls), itl, 5 * time.Millisecond},
+			timing{"median TPOT", median(tpots), itl, 3 * time.Millisecond},
+			timing{"median E2E", median(e2es), ttft + (n-1)*itl, 10 * time.Millisecond})
 	})
+}
+
+// timing is a measured figure, the value it should have and its
+// tolerance on a quiet machine.
+type timing struct {
+	what           string
+	got, want, tol time.Duration
+}
+
+// offBy returns a problem for each timing off its value by more than its
+// tolerance widened by k wake-ups' lateness of the machine (package
+// jitter), for jitter.BestOf.
+func offBy(late jitter.Lateness, k float64, ts ...timing) []string {
+	var problems []string
+	for _, c := range ts {
+		if tol := late.Widen(c.tol, k); c.got < c.want-tol || c.got > c.want+tol {
+			problems = append(problems, fmt.Sprintf("%s = %v, want %v ± %v (%v)", c.what, c.got, c.want, tol, late))
+		}
+	}
+	return problems
 }
 
 func TestStreamShapes(t *testing.T) {

@@ -75,20 +75,11 @@ func TestResponsesStreamTimings(t *testing.T) {
 				ttfts, answers, gaps = append(ttfts, tt), append(answers, rec.FirstAnswer.Sub(rec.Sent)), append(gaps, rec.Gaps...)
 			}
 			late := probe.Stop()
-			var problems []string
-			for _, c := range []struct {
-				what           string
-				got, want, tol time.Duration
-			}{
-				{"median TTFT", median(ttfts), first, 8 * time.Millisecond},
-				{"median first answer", median(answers), first + itl, 8 * time.Millisecond},
-				{"median ITL", median(gaps), itl, 5 * time.Millisecond},
-			} {
-				if tol := late.Widen(c.tol, 2); c.got < c.want-tol || c.got > c.want+tol {
-					problems = append(problems, fmt.Sprintf("nethttp=%v: %s = %v, want %v ± %v (%v)", net, c.what, c.got, c.want, tol, late))
-				}
-			}
-			return problems
+			path := fmt.Sprintf("nethttp=%v: ", net)
+			return offBy(late, 2,
+				timing{path + "median TTFT", median(ttfts), first, 8 * time.Millisecond},
+				timing{path + "median first answer", median(answers), first + itl, 8 * time.Millisecond},
+				timing{path + "median ITL", median(gaps), itl, 5 * time.Millisecond})
 		})
 	}
 	if body["instructions"] != "be brief" || body["max_output_tokens"] != float64(7) || body["stream"] != true {
