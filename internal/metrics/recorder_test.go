@@ -275,7 +275,7 @@ func TestReadLagMakesStageInvalid(t *testing.T) {
 		{"not measured", 0, 0, 0, true, "", ""},
 		{"small", 200 * time.Microsecond, 0, 0, true, "", ""},
 		{"late reads", 20 * time.Millisecond, 0, 0, false, "reader_lag", "10.0 % of token timestamps"},
-		// 16 % of first tokens late: 1.6 % of the events, TTFT's p99
+		// 16 % of first tokens late, no event counted late: TTFT's p99
 		// not trusted all the same.
 		{"late first tokens", 200 * time.Microsecond, 7, 0, false, "reader_lag", "16.0 % of first-token times (TTFT)"},
 		// 2 %, but one request: not more than MinLateSends.
