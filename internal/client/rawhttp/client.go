@@ -20,7 +20,8 @@ type Config struct {
 	Reactors int
 	// Tick is the longest a reactor waits between collecting events when
 	// they come faster than that, instead of waking for each (0:
-	// DefaultTick, or ReadStampTick with ReadStamps; negative: never, a
+	// DefaultTick, or MinTick with ReadStamps, where every event of a
+	// read carries the read's own time; negative: never, a
 	// wake per readiness). A reactor ticks at a quarter of the shortest
 	// time between two reads of one stream it saw lately, within
 	// [MinTick, Tick], so that a stream's events seldom share a read.
@@ -39,13 +40,9 @@ type Config struct {
 // rare.
 const DefaultTick = time.Millisecond
 
-// MinTick is the shortest tick a reactor adapts to (see Config.Tick).
+// MinTick is the shortest tick a reactor adapts to (see Config.Tick): a
+// fifth of the 1 ms to which spate's figures are held at load.
 const MinTick = 200 * time.Microsecond
-
-// ReadStampTick is the tick with ReadStamps, where every event of a read
-// carries the read's own time: a fifth of the 1 ms to which spate's
-// figures are held at load.
-const ReadStampTick = 200 * time.Microsecond
 
 func (c *Config) defaults() {
 	if c.DialTimeout <= 0 {
@@ -59,7 +56,7 @@ func (c *Config) defaults() {
 	}
 	switch {
 	case c.Tick == 0 && c.ReadStamps:
-		c.Tick = ReadStampTick
+		c.Tick = MinTick
 	case c.Tick == 0:
 		c.Tick = DefaultTick
 	case c.Tick < 0:

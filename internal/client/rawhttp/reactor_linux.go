@@ -43,14 +43,11 @@ type reactor struct {
 	tick, minGap time.Duration
 	maxTick      time.Duration // Config.Tick
 	// parked says the current batch was collected after parking, woke
-	// when it returned, wakeLag the longest its reads' last bytes have
-	// waited before it (see loop).
-	parked  bool
-	woke    time.Time
-	wakeLag time.Duration
-	// batchWakeLag is the longest wait before the wake-up this batch's
-	// own reads showed, prevWakeLag the last parked batch's: wakeLag
-	// starts from it, as a machine late to wake is late again.
+	// when it returned (see loop); batchWakeLag is the longest its reads'
+	// last bytes came before the wake-up, prevWakeLag the last parked
+	// batch's (a machine late to wake is late again).
+	parked                    bool
+	woke                      time.Time
 	batchWakeLag, prevWakeLag time.Duration
 	// base is the earliest time the events of the current batch can have
 	// become ready (see loop); scan and emptyScan are set by wait.
@@ -212,7 +209,7 @@ func (r *reactor) loop() {
 		r.parked = parked
 		switch {
 		case parked:
-			r.base, r.woke, r.wakeLag, r.batchWakeLag = r.emptyScan, ret, r.prevWakeLag, 0
+			r.base, r.woke, r.batchWakeLag = r.emptyScan, ret, 0
 		case prevTrunc:
 		default:
 			r.base = prevScan
@@ -450,11 +447,10 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 			kernel := kts > 0 && w >= 0 && w < int64(10*time.Second)
 			if kernel && r.parked {
 				r.batchWakeLag = max(r.batchWakeLag, time.Duration(w)-at.Sub(r.woke))
-				r.wakeLag = max(r.wakeLag, r.batchWakeLag)
 			}
 			base := r.base
 			if r.parked {
-				if b := r.woke.Add(-r.wakeLag); b.After(base) {
+				if b := r.woke.Add(-max(r.prevWakeLag, r.batchWakeLag)); b.After(base) {
 					base = b
 				}
 			}
