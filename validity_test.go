@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/longtest"
+	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/llmtest"
 	"github.com/spate-dev/spate/result"
 )
@@ -143,5 +147,56 @@ func TestSaturatedGeneratorIsInvalid(t *testing.T) {
 			}
 			var _ result.Load = l
 		})
+	}
+}
+
+// TestLateReadsMakeRunInvalid: a run whose reactor reads late is judged
+// invalid, end to end, and for the right reason. The reactor is made to
+// sleep 8 ms after every wake-up (rawhttp.SetWakeStall), against a server
+// that writes a token a millisecond: each stream's first token then
+// shares a read with the next several, whose kernel receive time is the
+// last one's, so the TTFT spate measures is some 8 ms long. That must not
+// pass as a measurement: the stage is invalid (check late_events, most
+// first tokens counted late) and the run exits 4. Not parallel: the stall
+// holds every reactor of the test binary.
+func TestLateReadsMakeRunInvalid(t *testing.T) {
+	if runtime.GOOS != "linux" || !rawhttp.Available() {
+		t.Skip("the reactor reads streams only on Linux")
+	}
+	if testing.Short() {
+		t.Skip("sends load for a second")
+	}
+	const ttft, stall = 5 * time.Millisecond, 8 * time.Millisecond
+	srv := llmtest.NewServer(llmtest.Config{TTFT: ttft, ITL: time.Millisecond, Tokens: 16})
+	defer srv.Close()
+	defer rawhttp.SetWakeStall(stall)()
+	x := &experiment.Experiment{
+		Target: experiment.Target{URL: srv.BaseURL(), Model: "m"},
+		Stages: []experiment.Stage{{Name: "main", Rate: 40, Arrival: "constant", Duration: time.Second}},
+	}
+	res, err := spate.Run(context.Background(), x)
+	if res == nil {
+		t.Fatal(err)
+	}
+	sc := res.Scenarios[0]
+	l := sc.Load
+	lateFirst := -1.0
+	if l.LateFirstTokens != nil {
+		lateFirst = *l.LateFirstTokens
+	}
+	ttftP50 := sc.Metrics[metrics.TTFT].P50
+	t.Logf("%d requests, TTFT p50 %.2f ms (server %v), late first tokens %.2f, valid %v (%s): %s", sc.Requests.Total, ttftP50, ttft, lateFirst, l.Valid, l.InvalidCause, l.InvalidReason)
+	// The stall did move the stamps: the verdict has something to catch.
+	if ttftP50 < float64(ttft+stall/2)/float64(time.Millisecond) {
+		t.Fatalf("TTFT p50 %.2f ms: the stall of %v did not delay the first tokens' stamps", ttftP50, stall)
+	}
+	if l.Valid || res.Verdict != "invalid" || spate.ExitCode(err) != spate.ExitUntrustworthy {
+		t.Fatalf("valid %v, verdict %q, exit %d (err %v): a run whose TTFT stamps are %v late must be invalid, exit %d", l.Valid, res.Verdict, spate.ExitCode(err), err, stall, spate.ExitUntrustworthy)
+	}
+	if l.Validity == nil || !slices.Contains(l.Validity.Failed, metrics.CheckReadLag) {
+		t.Fatalf("validity %+v: want check %s failed", l.Validity, metrics.CheckReadLag)
+	}
+	if lateFirst < 0.5 {
+		t.Fatalf("late first tokens %.2f: want most (every stream's first token shared a late read)", lateFirst)
 	}
 }

@@ -2,7 +2,10 @@
 
 package rawhttp
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Available reports whether the reactor works here: not on this platform.
 func Available() bool { return false }
@@ -18,3 +21,6 @@ func (*Client) Do(context.Context, *Request) (Result, error) { return Result{}, 
 
 // Close does nothing on this platform.
 func (*Client) Close() error { return nil }
+
+// SetWakeStall does nothing on this platform (there is no reactor).
+func SetWakeStall(time.Duration) (restore func()) { return func() {} }

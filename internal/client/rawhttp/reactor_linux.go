@@ -20,6 +20,20 @@ import (
 // than in a blocking epoll_wait (see newReactor); a variable for tests.
 var parkInPoller = func() bool { return runtime.GOMAXPROCS(0) < 2 }
 
+// wakeStall is how long every reactor sleeps after a wake-up that found
+// events before it reads them (0: not at all); see SetWakeStall.
+var wakeStall atomic.Int64
+
+// SetWakeStall makes every reactor sleep d after each wake-up that found
+// events, before reading them, until restore is called: reads late on
+// demand, as on a machine that wakes the reactor late, so that a test can
+// check that such a run's late stamps are counted and its verdict is
+// "invalid". For tests only; not safe beside other tests that time reads.
+func SetWakeStall(d time.Duration) (restore func()) {
+	old := wakeStall.Swap(int64(d))
+	return func() { wakeStall.Store(old) }
+}
+
 // reactor waits on one epoll set and serves its connections' reads.
 type reactor struct {
 	client  *Client
@@ -198,6 +212,9 @@ func (r *reactor) loop() {
 		// without waiting.
 		n, parked, err := r.wait(len(r.more) == 0)
 		ret := time.Now()
+		if d := wakeStall.Load(); d > 0 && n > 0 {
+			time.Sleep(time.Duration(d))
+		}
 		if err != nil {
 			// The epoll set is broken: nothing more can be read.
 			r.failAll(fmt.Errorf("epoll_wait: %w", err))
