@@ -285,6 +285,17 @@ type Validity struct {
 	LagSlopeMSPerS float64 `json:"lag_slope_ms_per_s,omitempty"`
 	LagSlopeT      float64 `json:"lag_slope_t,omitempty"`
 	LastTenthLagMS float64 `json:"last_tenth_lag_ms,omitempty"`
+	// Events counts the content events whose read lag was measured,
+	// LateEvents those whose timestamp may be off by over 1 ms;
+	// FirstTokens and LateFirstTokens, Gaps and LateGaps the same for
+	// first tokens and inter-token gaps (Load.LateEvents and the others
+	// are these shares; check late_events judges them).
+	Events          int `json:"events,omitempty"`
+	LateEvents      int `json:"late_events,omitempty"`
+	FirstTokens     int `json:"first_tokens,omitempty"`
+	LateFirstTokens int `json:"late_first_tokens,omitempty"`
+	Gaps            int `json:"gaps,omitempty"`
+	LateGaps        int `json:"late_gaps,omitempty"`
 }
 
 // Requests counts outcomes. Warm-up requests are counted only in Warmup.

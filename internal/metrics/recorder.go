@@ -32,6 +32,9 @@ const (
 	ScheduleLag = "schedule_lag_ms"
 	SlotWait    = "slot_wait_ms"
 	SendDelay   = "send_delay_ms"
+	// ReadLag is the distribution of requests' read lag, kept among the
+	// histograms for merging and summarised as result.Load.ReadLagMS.
+	ReadLag = "read_lag_ms"
 )
 
 // DefaultLagBound is the floor of the validity rule's lag bound: a lag
@@ -43,6 +46,43 @@ const DefaultLagBound = 10 * time.Millisecond
 // tokens or late gaps above which a run's timestamps are not trusted, as
 // their p99 error is then over 1 ms (when more than MinLateSends are).
 const LateEventBound = 0.01
+
+// JudgeLateReads sets l's late shares (LateEvents, LateFirstTokens,
+// LateGaps) from v's counts and returns, in words, those over the bound:
+// a share counts when it is over LateEventBound and more than
+// MinLateSends stamps (a few late stamps in a small stage are not a
+// share, as with late sends). Each figure has its own share: the first
+// tokens (TTFT) and the gaps (ITL) can be over the bound while the events'
+// share is not (one first token in a stream of many). v without events
+// (no read lag measured) sets and returns nothing. Used by the recorder and
+// by merge, on the shards' counts added up.
+func JudgeLateReads(l *result.Load, v *result.Validity) []string {
+	if v.Events <= 0 {
+		return nil
+	}
+	var late []string
+	share := func(k, n int, what string) *float64 {
+		f := float64(k) / float64(n)
+		if k > MinLateSends && f > LateEventBound {
+			late = append(late, fmt.Sprintf("%.1f %% of %s", 100*f, what))
+		}
+		return &f
+	}
+	l.LateEvents = share(v.LateEvents, v.Events, "token timestamps")
+	if v.FirstTokens > 0 {
+		l.LateFirstTokens = share(v.LateFirstTokens, v.FirstTokens, "first-token times (TTFT)")
+	}
+	if v.Gaps > 0 {
+		l.LateGaps = share(v.LateGaps, v.Gaps, "inter-token gaps (ITL)")
+	}
+	return late
+}
+
+// LateReadsProblem is the check late_events' reason, in words, for the
+// shares JudgeLateReads found over the bound.
+func LateReadsProblem(late []string) string {
+	return fmt.Sprintf("%s may be off by over 1 ms (read late), over %.0f %%", strings.Join(late, ", "), 100*LateEventBound)
+}
 
 // Config describes the load a Recorder measures.
 type Config struct {
@@ -440,6 +480,13 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 		}
 		enc[k] = e
 	}
+	if r.readLag.h.TotalCount() > 0 {
+		e, err := r.readLag.Encode()
+		if err != nil {
+			return sc, nil, err
+		}
+		enc[ReadLag] = e
+	}
 	// The measurement window runs from the first measured send to the last
 	// measured completion.
 	window := r.lastEnd.Sub(r.firstSent).Seconds()
@@ -576,39 +623,16 @@ func (r *Recorder) load() result.Load {
 	lateEvents := false
 	if r.readLag.h.TotalCount() > 0 && r.events > 0 {
 		d := r.readLag.Summary()
-		f := float64(r.lateEvents) / float64(r.events)
-		l.ReadLagMS, l.LateEvents = &d, &f
-		// Each figure's own share: the first tokens (TTFT) and the gaps
-		// (ITL) have theirs, and either can be over the bound while the
-		// events' share is not (one first token in a stream of many).
-		// As with late sends, a share counts over max(MinLateSends,
-		// LateEventBound of them): a few late stamps in a small stage
-		// are not a share.
-		over := func(k, n int64) bool {
-			return k > MinLateSends && float64(k) > LateEventBound*float64(n)
-		}
-		var late []string
-		if over(r.lateEvents, r.events) {
-			late = append(late, fmt.Sprintf("%.1f %% of token timestamps", 100*f))
-		}
-		if r.firsts > 0 {
-			ff := float64(r.lateFirsts) / float64(r.firsts)
-			l.LateFirstTokens = &ff
-			if over(r.lateFirsts, r.firsts) {
-				late = append(late, fmt.Sprintf("%.1f %% of first-token times (TTFT)", 100*ff))
-			}
-		}
-		if r.gaps > 0 {
-			fg := float64(r.lateGaps) / float64(r.gaps)
-			l.LateGaps = &fg
-			if over(r.lateGaps, r.gaps) {
-				late = append(late, fmt.Sprintf("%.1f %% of inter-token gaps (ITL)", 100*fg))
-			}
-		}
-		if lateEvents = len(late) > 0; lateEvents {
+		l.ReadLagMS = &d
+		v := &j.validity
+		v.Events, v.LateEvents = int(r.events), int(r.lateEvents)
+		v.FirstTokens, v.LateFirstTokens = int(r.firsts), int(r.lateFirsts)
+		v.Gaps, v.LateGaps = int(r.gaps), int(r.lateGaps)
+		if late := JudgeLateReads(&l, v); len(late) > 0 {
+			lateEvents = true
 			j.valid = false
-			j.validity.Failed = append(j.validity.Failed, CheckReadLag)
-			j.problems = append(j.problems, fmt.Sprintf("%s may be off by over 1 ms (read late), over %.0f %%", strings.Join(late, ", "), 100*LateEventBound))
+			v.Failed = append(v.Failed, CheckReadLag)
+			j.problems = append(j.problems, LateReadsProblem(late))
 		}
 	}
 	l.Validity, l.LagBoundMS = &j.validity, j.validity.BoundMS

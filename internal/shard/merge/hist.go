@@ -17,7 +17,7 @@ var countMetrics = map[string]bool{
 // loadMetrics are the histograms summarised in the scenario's load section
 // rather than in its metrics.
 var loadMetrics = map[string]bool{
-	metrics.ScheduleLag: true, metrics.SlotWait: true, metrics.SendDelay: true,
+	metrics.ScheduleLag: true, metrics.SlotWait: true, metrics.SendDelay: true, metrics.ReadLag: true,
 }
 
 // mergeHists adds up, metric by metric, the shards' histograms (HDR V2

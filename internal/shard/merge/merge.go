@@ -330,6 +330,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	var dropped []string
 	var outputs []*result.Output
 	var invalid []string
+	var reads result.Validity // the shards' late-read counts, added up
 	sc.Load = result.Load{Mode: f.Load.Mode, Arrival: f.Load.Arrival, LagBoundMS: f.Load.LagBoundMS, Valid: true}
 	for _, p := range parts {
 		s := p.sc
@@ -370,6 +371,14 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			}
 			invalid = append(invalid, fmt.Sprintf("shard %d: %s", p.shard, l.InvalidReason))
 		}
+		if v := l.Validity; v != nil {
+			reads.Events += v.Events
+			reads.LateEvents += v.LateEvents
+			reads.FirstTokens += v.FirstTokens
+			reads.LateFirstTokens += v.LateFirstTokens
+			reads.Gaps += v.Gaps
+			reads.LateGaps += v.LateGaps
+		}
 		for _, w := range s.Warnings {
 			sc.Warnings = append(sc.Warnings, fmt.Sprintf("shard %d: %s", p.shard, w))
 		}
@@ -380,6 +389,15 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		if d := p.sc.StartedAt.Sub(sc.StartedAt); d > MaxStartSpread {
 			return nil, nil, fmt.Errorf("merging stage %s: shard %d started it %s after another shard, more than %s: these are not shards of one run", name, p.shard, d.Round(time.Second), MaxStartSpread)
 		}
+	}
+	// The late reads are judged again on the whole load: shards each
+	// under the rule's floor of late stamps can be over it together.
+	if late := metrics.JudgeLateReads(&sc.Load, &reads); len(late) > 0 {
+		if sc.Load.Valid {
+			sc.Load.InvalidCause = metrics.CauseReadLag
+		}
+		sc.Load.Valid = false
+		invalid = append(invalid, "merged: "+metrics.LateReadsProblem(late))
 	}
 	sc.Load.InvalidReason = strings.Join(invalid, "; ")
 	sc.DurationS = end.Sub(sc.StartedAt).Seconds()
@@ -405,6 +423,8 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			sc.Load.SlotWaitMS = d
 		case metrics.SendDelay:
 			sc.Load.SendDelayMS = d
+		case metrics.ReadLag:
+			sc.Load.ReadLagMS = &d
 		default:
 			sc.Metrics[k] = d
 		}

@@ -466,3 +466,73 @@ func TestMergeRefusesFarApartStarts(t *testing.T) {
 		t.Fatalf("series %v", got)
 	}
 }
+
+// lateClient is synthClient with its reads' lateness measured: every
+// request's reads 0.1 ms late, and every 40th's first token late (a
+// shared late read, as the reactor counts it).
+type lateClient struct{ synthClient }
+
+func (c lateClient) Do(ctx context.Context, req *workload.Request, rec *record.Record) {
+	c.synthClient.Do(ctx, req, rec)
+	g, _ := strconv.Atoi(req.Prompt)
+	rec.ReadLag = 100 * time.Microsecond
+	if g%40 == 7 && rec.Chunks > 1 {
+		rec.LateFirst, rec.LateEvents, rec.LateGaps = true, 1, 1
+	}
+}
+
+// TestMergeJudgesLateReadsWhole: the late-read check is judged again on
+// the whole load. Three shards of 300 requests each have two or three
+// late first tokens, under the rule's floor of five, so each is valid;
+// together they have the single process's eight, over max(5, 1 %), and
+// the merged stage is invalid as the single process's is, with the same
+// shares and read lag.
+func TestMergeJudgesLateReadsWhole(t *testing.T) {
+	const n = 3
+	mk := func(shard runner.Shard) runner.Plan {
+		p := plan(shard)
+		p.Stages, p.Client = p.Stages[:1], lateClient{}
+		return p
+	}
+	rs := runPlans(t, n+1, func(i int) runner.Plan {
+		if i == n {
+			return mk(runner.Shard{})
+		}
+		return mk(runner.Shard{Index: i, Count: n})
+	})
+	// Whether a stage's sends kept their schedule depends on the machine;
+	// the late reads do not (synthClient's records say which are late).
+	failed := func(l result.Load) bool { return l.Validity != nil && slices.Contains(l.Validity.Failed, metrics.CheckReadLag) }
+	single := rs[n].Scenarios[0].Load
+	shardsValid := true
+	for i, r := range rs[:n] {
+		l := r.Scenarios[0].Load
+		if failed(l) || l.LateFirstTokens == nil || *l.LateFirstTokens == 0 {
+			t.Fatalf("shard %d: late-read check failed %v, late first tokens %v (%s): want passed with a few late", i, failed(l), l.LateFirstTokens, l.InvalidReason)
+		}
+		shardsValid = shardsValid && l.Valid
+	}
+	if single.Valid || !failed(single) {
+		t.Fatalf("single process: valid %v, validity %+v: want invalid, %s failed", single.Valid, single.Validity, metrics.CheckReadLag)
+	}
+	out, err := Merge(shardInputs(rs[:n]), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.Scenarios[0].Load
+	t.Logf("merged: valid %v, cause %s: %s", got.Valid, got.InvalidCause, got.InvalidReason)
+	if got.Valid || (shardsValid && got.InvalidCause != metrics.CauseReadLag) || !strings.Contains(got.InvalidReason, "merged: ") {
+		t.Fatalf("merged: valid %v, cause %q, reason %q: want invalid on the whole load's late reads", got.Valid, got.InvalidCause, got.InvalidReason)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want *float64
+	}{{"late_events", got.LateEvents, single.LateEvents}, {"late_first_tokens", got.LateFirstTokens, single.LateFirstTokens}, {"late_gaps", got.LateGaps, single.LateGaps}} {
+		if f.got == nil || f.want == nil || *f.got != *f.want {
+			t.Errorf("%s: merged %v, single process %v", f.name, f.got, f.want)
+		}
+	}
+	if got.ReadLagMS == nil || single.ReadLagMS == nil || *got.ReadLagMS != *single.ReadLagMS {
+		t.Errorf("read lag: merged %+v, single process %+v", got.ReadLagMS, single.ReadLagMS)
+	}
+}
