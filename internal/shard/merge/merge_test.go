@@ -502,7 +502,9 @@ func TestMergeJudgesLateReadsWhole(t *testing.T) {
 	})
 	// Whether a stage's sends kept their schedule depends on the machine;
 	// the late reads do not (synthClient's records say which are late).
-	failed := func(l result.Load) bool { return l.Validity != nil && slices.Contains(l.Validity.Failed, metrics.CheckReadLag) }
+	failed := func(l result.Load) bool {
+		return l.Validity != nil && slices.Contains(l.Validity.Failed, metrics.CheckReadLag)
+	}
 	single := rs[n].Scenarios[0].Load
 	shardsValid := true
 	for i, r := range rs[:n] {
