@@ -6,7 +6,10 @@ decoded. Standard library only (aiohttp is not installable here), with a
 raw HTTP/1.1 keep-alive connection pool, which is cheaper than aiohttp.
 
 Usage: asyncio_client.py HOST PORT RATE DURATION_S OUTPUT_TOKENS
-Prints one JSON line: requests, tokens, cpu_s (this process's rusage).
+Prints one JSON line: requests, tokens, cpu_s (this process's rusage), and
+how promptly it read: the median and p99 of the gaps it saw between a
+stream's tokens and the share of gaps under 1 ms (tokens read together
+because the client fell behind, which also makes each token cheaper).
 """
 import asyncio
 import json
@@ -80,6 +83,9 @@ async def one(pool, host, max_tokens, stats):
                         now = time.perf_counter()
                         if first is None:
                             first = now
+                        else:
+                            stats["gaps"].append(now - last)
+                        last = now
                         tokens += 1
     if done and chunked:
         # Drain the terminating chunk so the connection can be reused.
@@ -97,7 +103,7 @@ async def one(pool, host, max_tokens, stats):
 async def main():
     host, port, rate, duration, max_tokens = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
     pool = Pool(host, port)
-    stats = {"requests": 0, "tokens": 0}
+    stats = {"requests": 0, "tokens": 0, "gaps": []}
     tasks = []
     start = time.perf_counter()
     n = 0
@@ -114,6 +120,11 @@ async def main():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     stats["cpu_s"] = ru.ru_utime + ru.ru_stime
     stats["wall_s"] = time.perf_counter() - start
+    gaps = sorted(stats.pop("gaps"))
+    if gaps:
+        stats["itl_p50_ms"] = 1000 * gaps[len(gaps) // 2]
+        stats["itl_p99_ms"] = 1000 * gaps[min(len(gaps) - 1, len(gaps) * 99 // 100)]
+        stats["gaps_under_1ms"] = sum(g < 0.001 for g in gaps) / len(gaps)
     print(json.dumps(stats))
 
 

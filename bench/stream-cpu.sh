@@ -81,6 +81,8 @@ print(f"spate : {spate_tok} tokens, {spate_cpu:.2f} s CPU, {s_us:.2f} µs/token 
       f"(start-up {fixed_cpu:.2f} s; without it {(spate_cpu-fixed_cpu)/spate_tok*1e6:.2f} µs/token); "
       f"TTFT p50 {r['metrics']['ttft_ms']['p50']:.2f} ms, ITL p50 {r['metrics']['itl_ms']['p50']:.2f} ms, "
       f"late events {late:.2f} %, valid {r['load']['valid']}")
-print(f"python: {py['tokens']} tokens, {py_cpu:.2f} s CPU, {p_us:.2f} µs/token")
+print(f"python: {py['tokens']} tokens, {py_cpu:.2f} s CPU, {p_us:.2f} µs/token; "
+      f"ITL p50 {py.get('itl_p50_ms', 0):.2f} ms, p99 {py.get('itl_p99_ms', 0):.2f} ms, "
+      f"gaps under 1 ms {100 * py.get('gaps_under_1ms', 0):.2f} % (tokens read together: it fell behind)")
 print(f"ratio : spate uses {s_us/p_us:.3f}× the CPU per token of the asyncio client (target <= 0.33; 0.10 beyond)")
 PY
