@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/client/vector"
 	"github.com/spate-dev/spate/internal/client/workflow"
 	"github.com/spate-dev/spate/internal/runner"
@@ -109,7 +109,7 @@ func (f *vectorFeature) apply(ctx context.Context, r *Run) error {
 	case r.X.Vector.URL != "":
 		return f.applyVector(ctx, r)
 	case r.X.Workflow != "":
-		return f.applyWorkflow(r)
+		return f.applyWorkflow(ctx, r)
 	}
 	return nil
 }
@@ -201,11 +201,18 @@ func efName(ef int) string {
 	return "ef-" + strconv.Itoa(ef)
 }
 
-func (f *vectorFeature) applyWorkflow(r *Run) error {
+func (f *vectorFeature) applyWorkflow(ctx context.Context, r *Run) error {
 	x, p := r.X, &r.Plan
-	spec, err := workflow.ReadFile(x.Workflow)
+	// One read: the bytes parsed are the bytes fingerprinted (another
+	// workflow file sends other requests, so its bytes enter the workload
+	// digest).
+	b, err := capread.ReadFile(ctx, x.Workflow, capread.SettingsLimit, "")
 	if err != nil {
-		return invalidf("--workflow: %v", err)
+		return invalidf("--workflow: reading workflow: %v", err)
+	}
+	spec, err := workflow.Parse(b)
+	if err != nil {
+		return invalidf("--workflow: reading workflow %s: %v", x.Workflow, err)
 	}
 	vars := map[string]any{"target": strings.TrimRight(x.Target.URL, "/"), "model": x.Target.Model}
 	if f.placeTgt {
@@ -225,12 +232,6 @@ func (f *vectorFeature) applyWorkflow(r *Run) error {
 	}
 	f.wf = wf
 	p.Client = wf
-	// Another workflow file sends other requests: the file's bytes enter
-	// the workload digest and so the fingerprint.
-	b, err := os.ReadFile(x.Workflow)
-	if err != nil {
-		return invalidf("--workflow: %v", err)
-	}
 	sum := sha256.Sum256(b)
 	p.Defines = append(p.Defines, "workflow="+hex.EncodeToString(sum[:]))
 	p.Observers = append(p.Observers, workflow.NewObserver(wf))
