@@ -58,7 +58,7 @@ func (u *uringSender) sendAll(ops []sendOp) {
 		}
 	}
 }
-func (u *uringSender) close()       { (*uring)(u).close() }
+func (u *uringSender) close()       { (*uring)(u).Close() }
 func (u *uringSender) name() string { return WritePathURing }
 
 // sendSender writes each op with its own send(2); it holds sockets by

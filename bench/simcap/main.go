@@ -119,9 +119,10 @@ func main() {
 		tol      = flag.Duration("tol", time.Millisecond, "timing tolerance for the verdict (median error)")
 		tol99    = flag.Duration("tol99", 0, "timing tolerance of the p99s for the verdict (0: p99 not judged)")
 		jsonOut  = flag.Bool("json", false, "print one JSON object per level instead of the table")
-		client   = flag.String("client", "http", "http (net/http, a goroutine per stream) or raw (epoll loops, far cheaper per event)")
+		client   = flag.String("client", "http", "http (net/http, a goroutine per stream), raw (epoll loops, far cheaper per event) or uring (one io_uring loop, multishot receives with the kernel's receive times)")
 		loops    = flag.Int("loops", 1, "raw client: epoll loops (goroutines)")
 	)
+	flag.BoolVar(&rawStamps, "stamps", false, "raw client: read with recvmsg(2) and the kernel's receive time, as spate's reactor does (the uring client always does)")
 	flag.Parse()
 	if !strings.HasPrefix(*url, "http://127.") && !strings.HasPrefix(*url, "http://localhost") && !strings.HasPrefix(*url, "http://[::1]") {
 		fmt.Fprintln(os.Stderr, "simcap: -url must be a loopback address")
@@ -130,8 +131,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if *client != "http" && *client != "raw" {
-		fmt.Fprintln(os.Stderr, "simcap: -client must be http or raw")
+	if *client != "http" && *client != "raw" && *client != "uring" {
+		fmt.Fprintln(os.Stderr, "simcap: -client must be http, raw or uring")
 		os.Exit(2)
 	}
 	banner := os.Stdout
@@ -151,9 +152,12 @@ func main() {
 			os.Exit(2)
 		}
 		var l *level
-		if *client == "raw" {
+		switch *client {
+		case "uring":
+			l = runURing(ctx, strings.TrimPrefix(*url, "http://"), *pid, c, *ttft, *itl, *tokens, *duration)
+		case "raw":
 			l = runRaw(ctx, strings.TrimPrefix(*url, "http://"), *pid, c, *ttft, *itl, *tokens, *duration, *loops)
-		} else {
+		default:
 			l = run(ctx, *url, *pid, c, *ttft, *itl, *tokens, *duration)
 		}
 		if ctx.Err() != nil {

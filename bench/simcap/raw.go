@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,28 +54,49 @@ type rawLoop struct {
 	conns map[int]*rawConn
 	evs   []unix.EpollEvent
 	rbuf  []byte
+	oob   [64]byte
+}
+
+// levelPlan is what the raw and uring clients share for one level: the
+// server's address, the request, and when the level starts, measures,
+// stops sending and gives up.
+type levelPlan struct {
+	sa                               unix.SockaddrInet4
+	req                              []byte
+	streamLen                        time.Duration
+	start, measureFrom, end, hardEnd time.Time
+}
+
+// newLevelPlan plans a level of streams of tokens tokens (TTFT ttft, ITL
+// itl) measured for duration after one stream length and a second.
+func newLevelPlan(addr string, ttft, itl time.Duration, tokens int, duration time.Duration) (*levelPlan, error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &levelPlan{}
+	copy(p.sa.Addr[:], ta.IP.To4())
+	p.sa.Port = ta.Port
+	body := fmt.Sprintf(`{"model":"simcap","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, tokens)
+	p.req = []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body))
+	p.streamLen = ttft + time.Duration(tokens-1)*itl
+	p.start = time.Now()
+	p.measureFrom = p.start.Add(p.streamLen + time.Second)
+	p.end = p.measureFrom.Add(duration)
+	p.hardEnd = p.end.Add(p.streamLen + 5*time.Second)
+	return p, nil
 }
 
 // runRaw drives one level with the raw client: c workers over loops epoll
 // loops, started at staggered offsets within one stream length.
 func runRaw(ctx context.Context, addr string, pid, c int, ttft, itl time.Duration, tokens int, duration time.Duration, loops int) *level {
 	l := &level{conc: c, ttft: newHist(), itl: newHist()}
-	ta, err := net.ResolveTCPAddr("tcp", addr)
+	lp0, err := newLevelPlan(addr, ttft, itl, tokens, duration)
 	if err != nil {
 		l.firstErr.Store(err.Error())
 		return l
 	}
-	var sa unix.SockaddrInet4
-	copy(sa.Addr[:], ta.IP.To4())
-	sa.Port = ta.Port
-	body := fmt.Sprintf(`{"model":"simcap","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":%d,"stream":true,"stream_options":{"include_usage":true}}`, tokens)
-	req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body))
-
-	streamLen := ttft + time.Duration(tokens-1)*itl
-	start := time.Now()
-	measureFrom := start.Add(streamLen + time.Second)
-	end := measureFrom.Add(duration)
-	hardEnd := end.Add(streamLen + 5*time.Second)
+	sa, req, streamLen, start, measureFrom, end, hardEnd := lp0.sa, lp0.req, lp0.streamLen, lp0.start, lp0.measureFrom, lp0.end, lp0.hardEnd
 
 	simCPU0 := procCPU(pid)
 	own0 := selfCPU()
@@ -135,6 +157,9 @@ func (lp *rawLoop) run(ctx context.Context, l *level, sa *unix.SockaddrInet4, re
 			return
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		if rawStamps {
+			_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		}
 		if err := unix.SetNonblock(fd, true); err != nil {
 			unix.Close(fd)
 			return
@@ -178,8 +203,7 @@ func (lp *rawLoop) run(ctx context.Context, l *level, sa *unix.SockaddrInet4, re
 			if rc == nil {
 				continue
 			}
-			n, err := unix.Read(rc.fd, lp.rbuf)
-			t := time.Now()
+			n, t, err := lp.read(rc.fd)
 			if err == unix.EAGAIN {
 				continue
 			}
@@ -219,6 +243,32 @@ func (lp *rawLoop) run(ctx context.Context, l *level, sa *unix.SockaddrInet4, re
 	for _, rc := range lp.conns {
 		lp.drop(rc)
 	}
+}
+
+// rawStamps makes the raw client read with recvmsg(2) and time each read
+// by the kernel's receive time (SO_TIMESTAMPNS), as spate's reactor does.
+var rawStamps bool
+
+// read reads fd once and times the read: when it returned, or with
+// rawStamps when its bytes arrived.
+func (lp *rawLoop) read(fd int) (int, time.Time, error) {
+	if !rawStamps {
+		n, err := unix.Read(fd, lp.rbuf)
+		return n, time.Now(), err
+	}
+	n, oobn, _, _, err := unix.Recvmsg(fd, lp.rbuf, lp.oob[:], 0)
+	t := time.Now()
+	if msgs, perr := unix.ParseSocketControlMessage(lp.oob[:oobn]); perr == nil {
+		for _, m := range msgs {
+			if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SO_TIMESTAMPNS && len(m.Data) >= 16 {
+				ts := (*unix.Timespec)(unsafe.Pointer(&m.Data[0]))
+				if w := t.UnixNano() - ts.Nano(); w >= 0 && w < int64(10*time.Second) {
+					t = t.Add(-time.Duration(w))
+				}
+			}
+		}
+	}
+	return n, t, err
 }
 
 func (lp *rawLoop) drop(rc *rawConn) {
