@@ -35,11 +35,15 @@ func TestClientsAgainstSim(t *testing.T) {
 		{"http", false, func() *level {
 			return run(context.Background(), "http://"+addr, 0, 4, ttft, itl, tokens, 300*time.Millisecond)
 		}},
-		{"raw", false, func() *level { return runRaw(context.Background(), addr, 0, 4, ttft, itl, tokens, 300*time.Millisecond, 1) }},
+		{"raw", false, func() *level {
+			return runRaw(context.Background(), addr, 0, 4, ttft, itl, tokens, 300*time.Millisecond, 1)
+		}},
 		{"raw -stamps", true, func() *level {
 			return runRaw(context.Background(), addr, 0, 4, ttft, itl, tokens, 300*time.Millisecond, 1)
 		}},
-		{"uring", false, func() *level { return runURing(context.Background(), addr, 0, 4, ttft, itl, tokens, 300*time.Millisecond) }},
+		{"uring", false, func() *level {
+			return runURing(context.Background(), addr, 0, 4, ttft, itl, tokens, 300*time.Millisecond)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rawStamps = tc.stamp
