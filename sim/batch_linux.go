@@ -36,15 +36,15 @@ func newSender(path string) (sender, error) {
 type uringSender uring
 
 func (u *uringSender) hold(fd int) (int, error) {
-	if (*uring)(u).fixed {
-		return (*uring)(u).register(fd)
+	if f := (*uring)(u).files; f != nil {
+		return f.Put(fd)
 	}
 	return dupSocket(fd)
 }
 
 func (u *uringSender) release(h int) {
-	if (*uring)(u).fixed {
-		(*uring)(u).unregister(h)
+	if f := (*uring)(u).files; f != nil {
+		f.Remove(h)
 		return
 	}
 	closeSocket(h)

@@ -56,7 +56,7 @@ func senders(t *testing.T) []sender {
 	if s, err := newSender(WritePathURing); err == nil {
 		out = append(out, s)
 		t.Cleanup(s.close)
-		t.Logf("io_uring sender; sockets held as registered files: %v", (*uring)(s.(*uringSender)).fixed)
+		t.Logf("io_uring sender; sockets held as registered files: %v", (*uring)(s.(*uringSender)).files != nil)
 	} else {
 		t.Logf("io_uring not available here: %v", err)
 	}

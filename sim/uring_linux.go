@@ -4,7 +4,6 @@ package sim
 
 import (
 	"errors"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,17 +24,12 @@ const (
 )
 
 // uring is one submission/completion ring pair and the table of files the
-// streams' sockets are held in. It is not safe for concurrent use: one
-// clock goroutine owns it (the table has its own lock).
+// streams' sockets are held in (nil: an old kernel; sockets are then held
+// by duplicated descriptors). It is not safe for concurrent use: one clock
+// goroutine owns it (the table has its own lock).
 type uring struct {
 	*iouring.Ring
-
-	// Registered files: a sparse table the sockets are held in.
-	fixed     bool
-	fixedMu   sync.Mutex
-	nextSlot  int
-	fixedSize int
-	freeSlot  []int
+	files *iouring.FileTable
 }
 
 // newURing sets up a ring, or reports why io_uring cannot be used here
@@ -54,65 +48,8 @@ func newURing() (*uring, error) {
 		r.Close()
 		return nil, err
 	}
-	r.registerTable()
+	r.files, _ = r.NewFileTable(uringMaxFixed) // none: duplicated descriptors
 	return r, nil
-}
-
-// registerTable registers a sparse table of files (all -1), as large as the
-// open-files limit allows; without it (an old kernel) sockets are held by
-// duplicated descriptors.
-func (r *uring) registerTable() {
-	var lim unix.Rlimit
-	n := uringMaxFixed
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {
-		n = int(lim.Cur)
-	}
-	if n < 64 {
-		return
-	}
-	if r.RegisterFiles(n) == nil {
-		r.fixed = true
-		r.freeSlot = make([]int, 0, 64)
-		r.nextSlot = 0
-		r.fixedSize = n
-	}
-}
-
-// register puts socket fd in a free slot of the file table and returns the
-// slot.
-func (r *uring) register(fd int) (int, error) {
-	r.fixedMu.Lock()
-	var slot int
-	switch {
-	case len(r.freeSlot) > 0:
-		slot = r.freeSlot[len(r.freeSlot)-1]
-		r.freeSlot = r.freeSlot[:len(r.freeSlot)-1]
-	case r.nextSlot < r.fixedSize:
-		slot = r.nextSlot
-		r.nextSlot++
-	default:
-		r.fixedMu.Unlock()
-		return -1, errors.New("io_uring: file table full")
-	}
-	r.fixedMu.Unlock()
-	if err := r.UpdateFile(slot, int32(fd)); err != nil {
-		r.freeSlotPut(slot)
-		return -1, err
-	}
-	return slot, nil
-}
-
-// unregister empties a slot from register.
-func (r *uring) unregister(slot int) {
-	if r.UpdateFile(slot, -1) == nil {
-		r.freeSlotPut(slot)
-	}
-}
-
-func (r *uring) freeSlotPut(slot int) {
-	r.fixedMu.Lock()
-	r.freeSlot = append(r.freeSlot, slot)
-	r.fixedMu.Unlock()
 }
 
 // sendAll sends each op's bytes on its socket, ring-sized chunks at a time,
@@ -137,7 +74,7 @@ func (r *uring) sendChunk(ops []sendOp) {
 		}
 		op.res = -int32(unix.ECANCELED)
 		var flags uint8
-		if r.fixed {
+		if r.files != nil {
 			flags = iouring.FlagFixedFile
 		}
 		*r.SQE(tail) = iouring.SQE{
@@ -168,7 +105,7 @@ func (r *uring) sendChunk(ops []sendOp) {
 			taken := int(head - first)
 			for i := range ops {
 				if ops[i].res == -int32(unix.ECANCELED) && taken == 0 {
-					if r.fixed {
+					if r.files != nil {
 						ops[i].res = -int32(unix.EIO) // a slot is no descriptor
 					} else {
 						sendEach(ops[i : i+1])

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -405,4 +406,72 @@ func (b *BufRing) Close() {
 		_ = unix.Munmap(b.ring)
 		b.ring = nil
 	}
+}
+
+// FileTable is a sparse table of registered files: a socket put in a slot
+// is held by the ring (an entry with FlagFixedFile and the slot as its Fd
+// reaches it even once its descriptor is closed, and never another file
+// that reuses the number) until the slot is removed. Safe for concurrent
+// use where the ring allows registrations from several threads (without
+// SetupSingleIssuer).
+type FileTable struct {
+	r    *Ring
+	mu   sync.Mutex
+	next int
+	size int
+	free []int
+}
+
+// NewFileTable registers a table of up to max slots, as many as the
+// open-files limit allows, or reports why it cannot (an old kernel, or a
+// limit under 64).
+func (r *Ring) NewFileTable(max int) (*FileTable, error) {
+	var lim unix.Rlimit
+	n := max
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n) {
+		n = int(lim.Cur)
+	}
+	if n < 64 {
+		return nil, errors.New("io_uring: open-files limit too low for a file table")
+	}
+	if err := r.RegisterFiles(n); err != nil {
+		return nil, err
+	}
+	return &FileTable{r: r, size: n}, nil
+}
+
+// Put puts fd in a free slot and returns the slot.
+func (t *FileTable) Put(fd int) (int, error) {
+	t.mu.Lock()
+	var slot int
+	switch {
+	case len(t.free) > 0:
+		slot = t.free[len(t.free)-1]
+		t.free = t.free[:len(t.free)-1]
+	case t.next < t.size:
+		slot = t.next
+		t.next++
+	default:
+		t.mu.Unlock()
+		return -1, errors.New("io_uring: file table full")
+	}
+	t.mu.Unlock()
+	if err := t.r.UpdateFile(slot, int32(fd)); err != nil {
+		t.release(slot)
+		return -1, err
+	}
+	return slot, nil
+}
+
+// Remove empties slot (the ring drops its hold on the file) and frees it.
+func (t *FileTable) Remove(slot int) {
+	if t.r.UpdateFile(slot, -1) == nil {
+		t.release(slot)
+	}
+}
+
+func (t *FileTable) release(slot int) {
+	t.mu.Lock()
+	t.free = append(t.free, slot)
+	t.mu.Unlock()
 }
