@@ -198,6 +198,9 @@ func TestStreamShapes(t *testing.T) {
 		wantSrc    record.TokenSource
 		wantPer    []int32 // tokens per chunk, when not one each
 		check      func(t *testing.T, rec *record.Record)
+		// timing checks the stamps: its problems are judged on the best
+		// of jitter.Rounds requests (a busy machine reads some late).
+		timing func(t *testing.T, rec *record.Record) []string
 	}{
 		{
 			name: "multi-token chunks counted by tokenizer",
@@ -233,11 +236,14 @@ func TestStreamShapes(t *testing.T) {
 				{at: 50 * time.Millisecond, data: "[DONE]"},
 			},
 			wantChunks: 2, wantOut: 2, wantSrc: record.TokensTokenizer,
-			check: func(t *testing.T, rec *record.Record) {
-				r, a := rec.FirstReasoning.Sub(rec.Sent), rec.FirstAnswer.Sub(rec.Sent)
-				if a-r < 20*time.Millisecond || rec.FirstToken != rec.FirstReasoning {
-					t.Errorf("first reasoning %v, first answer %v: want answer ~30ms later and TTFT at reasoning", r, a)
+			timing: func(t *testing.T, rec *record.Record) []string {
+				if rec.FirstToken != rec.FirstReasoning {
+					t.Errorf("first token %v, first reasoning %v: want TTFT at the reasoning", rec.FirstToken, rec.FirstReasoning)
 				}
+				if r, a := rec.FirstReasoning.Sub(rec.Sent), rec.FirstAnswer.Sub(rec.Sent); a-r < 20*time.Millisecond {
+					return []string{fmt.Sprintf("first reasoning %v, first answer %v: want the answer ~30 ms later", r, a)}
+				}
+				return nil
 			},
 		},
 		{
@@ -279,16 +285,24 @@ func TestStreamShapes(t *testing.T) {
 					c.API = tc.api
 				}
 			})
-			rec := do(c, &workload.Request{Prompt: "p"})
-			if rec.Failed() {
-				t.Fatalf("failed: %s %s", rec.Err, rec.ErrMsg)
+			run := func() *record.Record {
+				rec := do(c, &workload.Request{Prompt: "p"})
+				if rec.Failed() {
+					t.Fatalf("failed: %s %s", rec.Err, rec.ErrMsg)
+				}
+				if rec.Chunks != tc.wantChunks || rec.OutputTokens != tc.wantOut || rec.OutputSource != tc.wantSrc {
+					t.Fatalf("chunks %d out %d (%s), want %d, %d (%s)", rec.Chunks, rec.OutputTokens, rec.OutputSource, tc.wantChunks, tc.wantOut, tc.wantSrc)
+				}
+				if fmt.Sprint(rec.ChunkTokens) != fmt.Sprint(tc.wantPer) && !(len(tc.wantPer) == 0 && len(rec.ChunkTokens) == 0) {
+					t.Fatalf("tokens per chunk %v, want %v", rec.ChunkTokens, tc.wantPer)
+				}
+				return rec
 			}
-			if rec.Chunks != tc.wantChunks || rec.OutputTokens != tc.wantOut || rec.OutputSource != tc.wantSrc {
-				t.Fatalf("chunks %d out %d (%s), want %d, %d (%s)", rec.Chunks, rec.OutputTokens, rec.OutputSource, tc.wantChunks, tc.wantOut, tc.wantSrc)
+			if tc.timing != nil {
+				jitter.BestOf(t, func() []string { return tc.timing(t, run()) })
+				return
 			}
-			if fmt.Sprint(rec.ChunkTokens) != fmt.Sprint(tc.wantPer) && !(len(tc.wantPer) == 0 && len(rec.ChunkTokens) == 0) {
-				t.Fatalf("tokens per chunk %v, want %v", rec.ChunkTokens, tc.wantPer)
-			}
+			rec := run()
 			if tc.check != nil {
 				tc.check(t, rec)
 			}

@@ -71,22 +71,26 @@ type stageRun struct {
 	ttft [][]float64
 }
 
-// StageStart starts scraping: once at once, then every interval, and once
-// more as the stage ends.
+// StageStart starts scraping: once before it returns (the stage sends
+// after it, so that a counter's growth over the whole stage is in the
+// rates; it waits at most the interval, 2 s at most, for a slow endpoint),
+// then every interval, and once more as the stage ends.
 func (o *Observer) StageStart(ctx context.Context, _ runner.Stage, start time.Time) {
 	o.stop() // a stage that ended without StageEnd (it failed to start)
 	ctx, cancel := context.WithCancel(ctx)
 	sr := &stageRun{start: start, cancel: cancel, done: make(chan struct{}), fails: make([]failure, len(o.cfg.Endpoints))}
 	o.cur.Store(sr)
+	first, cancelFirst := context.WithTimeout(ctx, min(o.cfg.Interval, 2*time.Second))
+	o.round(first, sr)
+	cancelFirst()
 	go o.loop(ctx, sr)
 }
 
-// loop scrapes until ctx ends, then scrapes a last time.
+// loop scrapes every interval until ctx ends, then scrapes a last time.
 func (o *Observer) loop(ctx context.Context, sr *stageRun) {
 	defer close(sr.done)
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
-	o.round(ctx, sr)
 	for {
 		select {
 		case <-ctx.Done():
