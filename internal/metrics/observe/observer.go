@@ -73,16 +73,15 @@ type stageRun struct {
 
 // StageStart starts scraping: once before it returns (the stage sends
 // after it, so that a counter's growth over the whole stage is in the
-// rates; it waits at most the interval, 2 s at most, for a slow endpoint),
-// then every interval, and once more as the stage ends.
+// rates; a slow endpoint holds the stage up to the scrape's timeout, a
+// failed scrape is counted as any other), then every interval, and once
+// more as the stage ends.
 func (o *Observer) StageStart(ctx context.Context, _ runner.Stage, start time.Time) {
 	o.stop() // a stage that ended without StageEnd (it failed to start)
 	ctx, cancel := context.WithCancel(ctx)
 	sr := &stageRun{start: start, cancel: cancel, done: make(chan struct{}), fails: make([]failure, len(o.cfg.Endpoints))}
 	o.cur.Store(sr)
-	first, cancelFirst := context.WithTimeout(ctx, min(o.cfg.Interval, 2*time.Second))
-	o.round(first, sr)
-	cancelFirst()
+	o.round(ctx, sr)
 	go o.loop(ctx, sr)
 }
 
