@@ -28,31 +28,28 @@ const (
 	// arrival, each in a provided buffer, until one comes without CQEMore.
 	RecvMultishot = 1 << 1
 
-	SetupCQSize       = 1 << 3
 	SetupSubmitAll    = 1 << 7
 	SetupCoopTaskrun  = 1 << 8
 	SetupSingleIssuer = 1 << 12
 	// SetupDeferTaskrun runs completion work only when the ring's thread
-	// asks for completions (Enter with GetEvents), not on arrival.
+	// asks for completions (Wait), not on arrival.
 	SetupDeferTaskrun = 1 << 13
-
-	// EnterGetEvents makes Enter wait for completions.
-	EnterGetEvents = 1 << 0
 
 	CQEBuffer      = 1 << 0 // IORING_CQE_F_BUFFER: CQE.Flags>>16 is the buffer id
 	CQEMore        = 1 << 1 // IORING_CQE_F_MORE: the multishot request stays armed
 	cqeBufferShift = 16
 
-	enterExtArg       = 1 << 3
-	offSQRing         = 0
-	offCQRing         = 0x8000000
-	offSQEs           = 0x10000000
-	registerFiles     = 2
-	updateFiles       = 6
-	registerProbe     = 8
-	registerPbufRing  = 22
-	unregisterPbufRng = 23
-	opSupported       = 1 << 0
+	setupCQSize      = 1 << 3
+	enterGetEvents   = 1 << 0
+	enterExtArg      = 1 << 3
+	offSQRing        = 0
+	offCQRing        = 0x8000000
+	offSQEs          = 0x10000000
+	regFiles         = 2
+	regUpdateFiles   = 6
+	registerProbe    = 8
+	registerPbufRing = 22
+	opSupported      = 1 << 0
 )
 
 // SQE is struct io_uring_sqe (64 bytes).
@@ -122,7 +119,7 @@ type Ring struct {
 func New(entries, flags, cqEntries uint32) (*Ring, error) {
 	p := params{flags: flags}
 	if cqEntries > 0 {
-		p.flags |= SetupCQSize
+		p.flags |= setupCQSize
 		p.cqEntries = cqEntries
 	}
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
@@ -162,9 +159,6 @@ func (r *Ring) mmap(p *params) error {
 	r.cqes = unsafe.Slice((*CQE)(unsafe.Pointer(&r.cqRing[p.cqOff.cqes])), p.cqEntries)
 	return nil
 }
-
-// Fd is the ring's descriptor.
-func (r *Ring) Fd() int { return r.fd }
 
 // Entries is the number of submission entries.
 func (r *Ring) Entries() uint32 { return r.entries }
@@ -266,7 +260,7 @@ type getEventsArg struct {
 func (r *Ring) Wait(minComplete uint32, timeout time.Duration) error {
 	var arg getEventsArg
 	ts := unix.NsecToTimespec(int64(timeout))
-	flags := uintptr(EnterGetEvents)
+	flags := uintptr(enterGetEvents)
 	var argp, argsz uintptr
 	if timeout > 0 {
 		arg.ts = uint64(uintptr(unsafe.Pointer(&ts)))
@@ -297,14 +291,14 @@ func (r *Ring) Reap(fn func(*CQE)) int {
 	return n
 }
 
-// RegisterFiles registers a sparse table of n files, all empty, to be set
-// with UpdateFile.
-func (r *Ring) RegisterFiles(n int) error {
+// registerFiles registers a sparse table of n files, all empty, to be set
+// with updateFile.
+func (r *Ring) registerFiles(n int) error {
 	fds := make([]int32, n)
 	for i := range fds {
 		fds[i] = -1
 	}
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerFiles, uintptr(unsafe.Pointer(&fds[0])), uintptr(n), 0, 0)
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), regFiles, uintptr(unsafe.Pointer(&fds[0])), uintptr(n), 0, 0)
 	if errno != 0 {
 		return fmt.Errorf("io_uring register files: %w", errno)
 	}
@@ -318,11 +312,11 @@ type filesUpdate struct {
 	fds    uint64
 }
 
-// UpdateFile sets slot of the registered table to fd (−1: empty).
-func (r *Ring) UpdateFile(slot int, fd int32) error {
+// updateFile sets slot of the registered table to fd (−1: empty).
+func (r *Ring) updateFile(slot int, fd int32) error {
 	fds := [1]int32{fd}
 	up := filesUpdate{offset: uint32(slot), fds: uint64(uintptr(unsafe.Pointer(&fds[0])))}
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), updateFiles, uintptr(unsafe.Pointer(&up)), 1, 0, 0)
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), regUpdateFiles, uintptr(unsafe.Pointer(&up)), 1, 0, 0)
 	runtime.KeepAlive(&fds)
 	if errno != 0 {
 		return fmt.Errorf("io_uring files update: %w", errno)
@@ -434,7 +428,7 @@ func (r *Ring) NewFileTable(max int) (*FileTable, error) {
 	if n < 64 {
 		return nil, errors.New("io_uring: open-files limit too low for a file table")
 	}
-	if err := r.RegisterFiles(n); err != nil {
+	if err := r.registerFiles(n); err != nil {
 		return nil, err
 	}
 	return &FileTable{r: r, size: n}, nil
@@ -456,7 +450,7 @@ func (t *FileTable) Put(fd int) (int, error) {
 		return -1, errors.New("io_uring: file table full")
 	}
 	t.mu.Unlock()
-	if err := t.r.UpdateFile(slot, int32(fd)); err != nil {
+	if err := t.r.updateFile(slot, int32(fd)); err != nil {
 		t.release(slot)
 		return -1, err
 	}
@@ -465,7 +459,7 @@ func (t *FileTable) Put(fd int) (int, error) {
 
 // Remove empties slot (the ring drops its hold on the file) and frees it.
 func (t *FileTable) Remove(slot int) {
-	if t.r.UpdateFile(slot, -1) == nil {
+	if t.r.updateFile(slot, -1) == nil {
 		t.release(slot)
 	}
 }
