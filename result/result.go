@@ -296,6 +296,12 @@ type Validity struct {
 	LateFirstTokens int `json:"late_first_tokens,omitempty"`
 	Gaps            int `json:"gaps,omitempty"`
 	LateGaps        int `json:"late_gaps,omitempty"`
+	// TTFTShiftMS is how much higher than the truth the late first tokens
+	// can make TTFT's figures (p50 to p99.9 and mean): the largest
+	// difference, at TTFTShiftAt; over 1 ms, check late_events fails,
+	// however few the late first tokens are.
+	TTFTShiftMS float64 `json:"ttft_shift_ms,omitempty"`
+	TTFTShiftAt string  `json:"ttft_shift_at,omitempty"`
 }
 
 // Requests counts outcomes. Warm-up requests are counted only in Warmup.

@@ -35,7 +35,16 @@ const (
 	// ReadLag is the distribution of requests' read lag, kept among the
 	// histograms for merging and summarised as result.Load.ReadLagMS.
 	ReadLag = "read_lag_ms"
+	// TTFTEarly is TTFT with each first token read late moved to the
+	// earliest its bytes can have come (record.Record.FirstBound before
+	// its stamp), kept among the histograms for merging: TTFT's figures
+	// lie between its figures and TTFT's (see TTFTShift).
+	TTFTEarly = "ttft_early_ms"
 )
+
+// MaxTTFTShift is how far late first tokens may move TTFT's figures before
+// the late-read check fails: the 1 ms the timestamps are promised to.
+const MaxTTFTShift = 1.0 // ms
 
 // DefaultLagBound is the floor of the validity rule's lag bound: a lag
 // under it never makes a stage invalid (see validity.go).
@@ -48,17 +57,20 @@ const DefaultLagBound = 10 * time.Millisecond
 const LateEventBound = 0.01
 
 // JudgeLateReads sets l's late shares (LateEvents, LateFirstTokens,
-// LateGaps) from v's counts and returns, in words, those over the bound:
-// a share counts when it is over LateEventBound and more than
-// MinLateSends stamps (a few late stamps in a small stage are not a
-// share, as with late sends). Each figure has its own share: the first
-// tokens (TTFT) and the gaps (ITL) can be over the bound while the events'
-// share is not (one first token in a stream of many). v without events
-// (no read lag measured) sets and returns nothing. Used by the recorder and
-// by merge, on the shards' counts added up.
-func JudgeLateReads(l *result.Load, v *result.Validity) []string {
+// LateGaps) from v's counts and returns, in words, why the stamps are not
+// trusted ("" when they are). A share counts when it is over
+// LateEventBound and more than MinLateSends stamps (a few late stamps in a
+// small stage are not a share, as with late sends). Each figure has its own
+// share: the first tokens (TTFT) and the gaps (ITL) can be over the bound
+// while the events' share is not (one first token in a stream of many).
+// Beside the shares, however few the late first tokens, they must not be
+// able to move TTFT's figures by over MaxTTFTShift (v.TTFTShiftMS): a
+// handful of them is the whole of a small stage's p99. v without events (no
+// read lag measured) sets and returns nothing. Used by the recorder and by
+// merge, on the shards' counts and histograms added up.
+func JudgeLateReads(l *result.Load, v *result.Validity) string {
 	if v.Events <= 0 {
-		return nil
+		return ""
 	}
 	var late []string
 	share := func(k, n int, what string) *float64 {
@@ -75,13 +87,36 @@ func JudgeLateReads(l *result.Load, v *result.Validity) []string {
 	if v.Gaps > 0 {
 		l.LateGaps = share(v.LateGaps, v.Gaps, "inter-token gaps (ITL)")
 	}
-	return late
+	var problems []string
+	if len(late) > 0 {
+		problems = append(problems, fmt.Sprintf("%s may be off by over 1 ms (read late), over %.0f %%", strings.Join(late, ", "), 100*LateEventBound))
+	}
+	if v.TTFTShiftMS > MaxTTFTShift {
+		what := "first tokens"
+		if v.LateFirstTokens == 1 {
+			what = "first token"
+		}
+		problems = append(problems, fmt.Sprintf("TTFT's %s may be up to %.1f ms high (%d %s read late), over %.0f ms", v.TTFTShiftAt, v.TTFTShiftMS, v.LateFirstTokens, what, MaxTTFTShift))
+	}
+	return strings.Join(problems, "; ")
 }
 
-// LateReadsProblem is the check late_events' reason, in words, for the
-// shares JudgeLateReads found over the bound.
-func LateReadsProblem(late []string) string {
-	return fmt.Sprintf("%s may be off by over 1 ms (read late), over %.0f %%", strings.Join(late, ", "), 100*LateEventBound)
+// TTFTShift is how much TTFT's figures (its percentiles p50 to p99.9 and its
+// mean) can be higher than the truth, given early (the TTFTEarly
+// histogram's summary): the largest difference, and the figure it is at.
+// Each request's true TTFT lies between its TTFTEarly value and its TTFT,
+// so each figure's true value lies between the two summaries' (up to the
+// histograms' buckets).
+func TTFTShift(ttft, early result.Dist) (ms float64, at string) {
+	for _, f := range []struct {
+		name string
+		a, b float64
+	}{{"p50", ttft.P50, early.P50}, {"p90", ttft.P90, early.P90}, {"p95", ttft.P95, early.P95}, {"p99", ttft.P99, early.P99}, {"p99.9", ttft.P999, early.P999}, {"mean", ttft.Mean, early.Mean}} {
+		if d := f.a - f.b; d > ms {
+			ms, at = d, f.name
+		}
+	}
+	return ms, at
 }
 
 // Config describes the load a Recorder measures.
@@ -121,6 +156,7 @@ type Recorder struct {
 	// firsts and lateFirsts their first tokens, gaps and lateGaps their
 	// inter-token gaps (see record.Record.LateEvents).
 	readLag            *Hist
+	ttftEarly          *Hist // see TTFTEarly
 	events, lateEvents int64
 	firsts, lateFirsts int64
 	gaps, lateGaps     int64
@@ -184,6 +220,7 @@ func New(cfg Config) *Recorder {
 		groups:       breakdown{},
 		byCheck:      map[string]*result.CheckCount{},
 		readLag:      newLatencyHist(),
+		ttftEarly:    newLatencyHist(),
 		out:          newOutputAgg(),
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
@@ -391,6 +428,11 @@ func (r *Recorder) Record(rec *record.Record) {
 	if hasTTFT {
 		r.hists[TTFT].recordDuration(ttft)
 		r.hists[TTFTIntended].recordDuration(ttft + lag)
+		early := ttft
+		if rec.LateFirst {
+			early = max(ttft-rec.FirstBound, 0)
+		}
+		r.ttftEarly.recordDuration(early)
 	}
 	if !rec.FirstReasoning.IsZero() {
 		r.hists[FirstReasoning].recordDuration(rec.FirstReasoning.Sub(rec.Sent))
@@ -486,6 +528,10 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			return sc, nil, err
 		}
 		enc[ReadLag] = e
+		if e, err = r.ttftEarly.Encode(); err != nil {
+			return sc, nil, err
+		}
+		enc[TTFTEarly] = e
 	}
 	// The measurement window runs from the first measured send to the last
 	// measured completion.
@@ -628,11 +674,14 @@ func (r *Recorder) load() result.Load {
 		v.Events, v.LateEvents = int(r.events), int(r.lateEvents)
 		v.FirstTokens, v.LateFirstTokens = int(r.firsts), int(r.lateFirsts)
 		v.Gaps, v.LateGaps = int(r.gaps), int(r.lateGaps)
-		if late := JudgeLateReads(&l, v); len(late) > 0 {
+		if r.lateFirsts > 0 {
+			v.TTFTShiftMS, v.TTFTShiftAt = TTFTShift(r.hists[TTFT].Summary(), r.ttftEarly.Summary())
+		}
+		if p := JudgeLateReads(&l, v); p != "" {
 			lateEvents = true
 			j.valid = false
 			v.Failed = append(v.Failed, CheckReadLag)
-			j.problems = append(j.problems, LateReadsProblem(late))
+			j.problems = append(j.problems, p)
 		}
 	}
 	l.Validity, l.LagBoundMS = &j.validity, j.validity.BoundMS

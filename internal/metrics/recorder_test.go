@@ -268,20 +268,27 @@ func TestReadLagMakesStageInvalid(t *testing.T) {
 		lag       time.Duration
 		lateFirst int // every lateFirst-th request's first token is late (0: none)
 		lateGaps  int // late gaps in every request
-		wantValid bool
-		wantCause string
-		wantWhy   string
+		// A late first token stamped this much after the others' 10 ms
+		// TTFT, and its read's bound.
+		firstAfter, firstBound time.Duration
+		wantValid              bool
+		wantCause              string
+		wantWhy                string
 	}{
-		{"not measured", 0, 0, 0, true, "", ""},
-		{"small", 200 * time.Microsecond, 0, 0, true, "", ""},
-		{"late reads", 20 * time.Millisecond, 0, 0, false, "reader_lag", "10.0 % of token timestamps"},
+		{"not measured", 0, 0, 0, 0, 0, true, "", ""},
+		{"small", 200 * time.Microsecond, 0, 0, 0, 0, true, "", ""},
+		{"late reads", 20 * time.Millisecond, 0, 0, 0, 0, false, "reader_lag", "10.0 % of token timestamps"},
 		// 16 % of first tokens late, no event counted late: TTFT's p99
 		// not trusted all the same.
-		{"late first tokens", 200 * time.Microsecond, 7, 0, false, "reader_lag", "16.0 % of first-token times (TTFT)"},
-		// 2 %, but one request: not more than MinLateSends.
-		{"one late first token", 200 * time.Microsecond, 50, 0, true, "", ""},
+		{"late first tokens", 200 * time.Microsecond, 7, 0, 0, 0, false, "reader_lag", "16.0 % of first-token times (TTFT)"},
+		// 2 %, but one request: not more than MinLateSends, and its bound
+		// (1.5 ms under a TTFT the others share) moves no figure by 1 ms.
+		{"one late first token", 200 * time.Microsecond, 50, 0, 0, 1500 * time.Microsecond, true, "", ""},
+		// One request of 50 again, but stamped 20 ms after the others with
+		// a bound of 25 ms: it is the stage's p99, which may be 20 ms high.
+		{"one late first token is the p99", 200 * time.Microsecond, 50, 0, 20 * time.Millisecond, 25 * time.Millisecond, false, "reader_lag", "TTFT's p99 may be up to 20.0 ms high (1 first token read late)"},
 		// One of nine gaps a request: 11.1 %, with no event late.
-		{"late gaps", 200 * time.Microsecond, 0, 1, false, "reader_lag", "11.1 % of inter-token gaps (ITL)"},
+		{"late gaps", 200 * time.Microsecond, 0, 1, 0, 0, false, "reader_lag", "11.1 % of inter-token gaps (ITL)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,6 +307,10 @@ func TestReadLagMakesStageInvalid(t *testing.T) {
 					rec.LateEvents = 1
 				}
 				rec.LateFirst = tt.lateFirst > 0 && i%tt.lateFirst == 0
+				if rec.LateFirst {
+					rec.FirstToken = rec.FirstToken.Add(tt.firstAfter)
+					rec.FirstBound = tt.firstBound
+				}
 				rec.LateGaps = tt.lateGaps
 				r.Record(rec)
 			}

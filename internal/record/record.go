@@ -130,6 +130,10 @@ type Record struct {
 	// with a late event at either end.
 	LateFirst bool
 	LateGaps  int
+	// FirstBound, when LateFirst, is how much earlier than its stamp the
+	// first content event's bytes may have come (the read's bound): the
+	// request's true TTFT lies between TTFT minus FirstBound and TTFT.
+	FirstBound time.Duration
 
 	InputTokens     int
 	OutputTokens    int

@@ -246,7 +246,7 @@ func (st *stream) lateStamp(e int, rd rawhttp.Read) {
 		// not its last.
 		rec.LateEvents++
 		if e == 1 {
-			rec.LateFirst = true
+			rec.LateFirst, rec.FirstBound = true, rd.Bound
 		} else if !st.lastLate2 {
 			rec.LateGaps++ // the gap into it, counted on time before
 		}
@@ -257,7 +257,10 @@ func (st *stream) lateStamp(e int, rd rawhttp.Read) {
 		rec.LateEvents++
 	}
 	if e == 0 {
-		rec.LateFirst = isLate
+		rec.LateFirst, rec.FirstBound = isLate, 0
+		if isLate {
+			rec.FirstBound = rd.Bound
+		}
 	} else if isLate || st.lastLate {
 		rec.LateGaps++
 	}

@@ -245,6 +245,11 @@ func TestLateStampsCounted(t *testing.T) {
 				if rec.LateFirst != first || rec.LateEvents != lateEv || rec.LateGaps != lateGp {
 					t.Errorf("late first %v, events %d, gaps %d; want %v, %d, %d", rec.LateFirst, rec.LateEvents, rec.LateGaps, first, lateEv, lateGp)
 				}
+				// A late first token carries its read's bound (the test's
+				// late reads' is `late`); an on-time one none.
+				if wantBound := map[bool]time.Duration{true: late}[first]; rec.FirstBound != wantBound {
+					t.Errorf("first bound %v, want %v", rec.FirstBound, wantBound)
+				}
 			})
 		}
 	}

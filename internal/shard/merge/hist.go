@@ -14,12 +14,6 @@ var countMetrics = map[string]bool{
 	metrics.TokensPerChunk: true, metrics.OutputTokens: true, metrics.InputTokens: true,
 }
 
-// loadMetrics are the histograms summarised in the scenario's load section
-// rather than in its metrics.
-var loadMetrics = map[string]bool{
-	metrics.ScheduleLag: true, metrics.SlotWait: true, metrics.SendDelay: true, metrics.ReadLag: true,
-}
-
 // mergeHists adds up, metric by metric, the shards' histograms (HDR V2
 // base64, as result.Result.Histograms holds them). Every count lands in the
 // same bucket it had in its shard: the merged histogram is the one a single

@@ -390,16 +390,6 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			return nil, nil, fmt.Errorf("merging stage %s: shard %d started it %s after another shard, more than %s: these are not shards of one run", name, p.shard, d.Round(time.Second), MaxStartSpread)
 		}
 	}
-	// The late reads are judged again on the whole load: shards each
-	// under the rule's floor of late stamps can be over it together.
-	if late := metrics.JudgeLateReads(&sc.Load, &reads); len(late) > 0 {
-		if sc.Load.Valid {
-			sc.Load.InvalidCause = metrics.CauseReadLag
-		}
-		sc.Load.Valid = false
-		invalid = append(invalid, "merged: "+metrics.LateReadsProblem(late))
-	}
-	sc.Load.InvalidReason = strings.Join(invalid, "; ")
 	sc.DurationS = end.Sub(sc.StartedAt).Seconds()
 	if done > 0 {
 		sc.Goodput.Fraction = good / done
@@ -425,10 +415,26 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			sc.Load.SendDelayMS = d
 		case metrics.ReadLag:
 			sc.Load.ReadLagMS = &d
+		case metrics.TTFTEarly: // judged below
 		default:
 			sc.Metrics[k] = d
 		}
 	}
+	// The late reads are judged again on the whole load: shards each
+	// under the rule's floor of late stamps can be over it together, and
+	// late first tokens each too few to move a shard's TTFT can move the
+	// merged one.
+	if t, e := merged[metrics.TTFT], merged[metrics.TTFTEarly]; reads.LateFirstTokens > 0 && t != nil && e != nil && t.TotalCount() == e.TotalCount() {
+		reads.TTFTShiftMS, reads.TTFTShiftAt = metrics.TTFTShift(metrics.Summarize(t, scaleOf(metrics.TTFT)), metrics.Summarize(e, scaleOf(metrics.TTFTEarly)))
+	}
+	if p := metrics.JudgeLateReads(&sc.Load, &reads); p != "" {
+		if sc.Load.Valid {
+			sc.Load.InvalidCause = metrics.CauseReadLag
+		}
+		sc.Load.Valid = false
+		invalid = append(invalid, "merged: "+p)
+	}
+	sc.Load.InvalidReason = strings.Join(invalid, "; ")
 	if o, ok := metrics.MergeOutput(outputs, merged); ok {
 		sc.Output = o
 		dropped = slices.DeleteFunc(dropped, func(s string) bool { return s == "output" })

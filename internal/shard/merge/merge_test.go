@@ -538,3 +538,73 @@ func TestMergeJudgesLateReadsWhole(t *testing.T) {
 		t.Errorf("read lag: merged %+v, single process %+v", got.ReadLagMS, single.ReadLagMS)
 	}
 }
+
+// shiftClient answers every request with a 10 ms TTFT but three: request 0's
+// first token is stamped at 40 ms by a late read (bound 30 ms: it may have
+// come at 10 ms), requests 2 and 4 come at 50 ms, on time. With two shards
+// all three go to shard 0.
+type shiftClient struct{}
+
+func (shiftClient) Do(_ context.Context, req *workload.Request, rec *record.Record) {
+	g, _ := strconv.Atoi(req.Prompt)
+	ttft := 10 * time.Millisecond
+	switch g {
+	case 0:
+		ttft = 40 * time.Millisecond
+		rec.LateFirst, rec.FirstBound, rec.LateEvents = true, 30*time.Millisecond, 1
+	case 2, 4:
+		ttft = 50 * time.Millisecond
+	}
+	rec.FirstToken = rec.Sent.Add(ttft)
+	rec.Gaps = append(rec.Gaps, time.Millisecond)
+	rec.End = rec.FirstToken.Add(time.Millisecond)
+	rec.OutputTokens, rec.Chunks, rec.OutputSource, rec.ReadLag = 2, 2, record.TokensUsage, 100*time.Microsecond
+	rec.Model = "m"
+}
+
+// TestMergeJudgesLateFirstTokensOnMergedTTFT: a late first token that moves
+// no figure of its shard's TTFT can move the merged one. Shard 0 has 1,000
+// requests: 997 at 10 ms, the late one at 40 ms and two at 50 ms, so its
+// p99.9 (the 999th) is 50 ms however early the late one came. Shard 1's
+// 1,000 on-time requests at 10 ms push the late one to the merged p99.9
+// (the 1,998th of 2,000), which may then be 30 ms high: the merged stage is
+// invalid, as the single process's is.
+func TestMergeJudgesLateFirstTokensOnMergedTTFT(t *testing.T) {
+	mk := func(shard runner.Shard) runner.Plan {
+		p := plan(shard)
+		p.Stages = []runner.Stage{{Name: "open", Arrival: "constant", Rate: 8000, Requests: 2000}}
+		p.Client = shiftClient{}
+		return p
+	}
+	rs := runPlans(t, 3, func(i int) runner.Plan {
+		if i == 2 {
+			return mk(runner.Shard{})
+		}
+		return mk(runner.Shard{Index: i, Count: 2})
+	})
+	lateReads := func(l result.Load) bool {
+		return l.Validity != nil && slices.Contains(l.Validity.Failed, metrics.CheckReadLag)
+	}
+	const why = "TTFT's p99.9 may be up to 30.0 ms high (1 first token read late)"
+	for i, r := range rs[:2] {
+		sc := r.Scenarios[0]
+		if sc.Requests.Succeeded != 1000 || lateReads(sc.Load) {
+			t.Fatalf("shard %d: %d requests, late-read check failed %v (%s): want 1,000 and passed", i, sc.Requests.Succeeded, lateReads(sc.Load), sc.Load.InvalidReason)
+		}
+	}
+	if p := rs[0].Scenarios[0].Metrics[metrics.TTFT].P999; p < 49 || p > 51 {
+		t.Fatalf("shard 0's TTFT p99.9 %.2f ms, want 50", p)
+	}
+	single := rs[2].Scenarios[0].Load
+	if !lateReads(single) || !strings.Contains(single.InvalidReason, why) {
+		t.Fatalf("single process: %s: want %q", single.InvalidReason, why)
+	}
+	out, err := Merge(shardInputs(rs[:2]), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.Scenarios[0].Load
+	if got.Valid || !strings.Contains(got.InvalidReason, "merged: "+why) {
+		t.Fatalf("merged: valid %v, %q: want invalid, %q", got.Valid, got.InvalidReason, "merged: "+why)
+	}
+}
