@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/client/vector"
+	"github.com/spate-dev/spate/internal/flagbind"
 	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
 )
@@ -59,6 +61,7 @@ func newVectorTruthCmd() *cobra.Command {
 	var metric, cache, dataset string
 	var k int
 	var seed uint64
+	var lim experiment.Limits
 	c := &cobra.Command{
 		Use:   "truth --dataset FILE|gen:N,DIM,CLUSTERS,QUERIES",
 		Short: "Compute (or find cached) the exact top-k of every query by brute force",
@@ -68,7 +71,7 @@ func newVectorTruthCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := vectorDataset(cmd.Context(), dataset, seed)
+			ds, err := vectorDataset(cmd.Context(), dataset, seed, lim)
 			if err != nil {
 				return err
 			}
@@ -87,12 +90,14 @@ func newVectorTruthCmd() *cobra.Command {
 	c.Flags().IntVar(&k, "k", 10, "neighbours per query")
 	c.Flags().StringVar(&cache, "cache", "", "cache directory (default: the user cache dir, spate/truth)")
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed of a generated dataset")
+	c.Flags().Var(flagbind.Limits(&lim), "limit", datasetLimitUsage)
 	return c
 }
 
 func newVectorLoadCmd() *cobra.Command {
 	var metric, dataset string
 	var seed uint64
+	var lim experiment.Limits
 	c := &cobra.Command{
 		Use:   "load URL --dataset FILE|gen:...",
 		Short: "Load a dataset into a vector database (replaces the table or collection)",
@@ -102,7 +107,7 @@ func newVectorLoadCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("--metric: %v", err)
 			}
-			ds, err := vectorDataset(cmd.Context(), dataset, seed)
+			ds, err := vectorDataset(cmd.Context(), dataset, seed, lim)
 			if err != nil {
 				return err
 			}
@@ -122,6 +127,7 @@ func newVectorLoadCmd() *cobra.Command {
 	c.Flags().StringVar(&dataset, "dataset", "gen:2000,64,20,100", "JSONL dataset file or gen:N,DIM,CLUSTERS,QUERIES")
 	c.Flags().StringVar(&metric, "metric", "cosine", "cosine, l2 or dot")
 	c.Flags().Uint64Var(&seed, "seed", 1, "seed of a generated dataset (use the same as spate run's)")
+	c.Flags().Var(flagbind.Limits(&lim), "limit", datasetLimitUsage)
 	return c
 }
 
@@ -174,10 +180,12 @@ func newVectorDriftCmd() *cobra.Command {
 
 // vectorDataset reads or generates a --dataset; a malformed gen: spec is a
 // usage error.
-func vectorDataset(ctx context.Context, spec string, seed uint64) (*vector.Dataset, error) {
-	ds, err := vector.LoadDataset(ctx, spec, seed, workload.Limits{})
+const datasetLimitUsage = "raise a limit on the dataset file, KEY=VALUE (repeatable): fileSize, lineSize (e.g. 4GiB)"
+
+func vectorDataset(ctx context.Context, spec string, seed uint64, lim experiment.Limits) (*vector.Dataset, error) {
+	ds, err := vector.LoadDataset(ctx, spec, seed, workload.Limits{FileSize: int64(lim.FileSize), LineSize: int64(lim.LineSize)})
 	if errors.Is(err, vector.ErrGenSpec) {
-		return nil, usageErr("--vector-dataset %v", err)
+		return nil, usageErr("--dataset %v", err)
 	}
 	return ds, err
 }

@@ -83,6 +83,24 @@ func TestVectorGenAndTruth(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "top-5 of 20 queries among 300 vectors") {
 		t.Fatalf("truth: exit %d %s %s", code, out, errb)
 	}
+	// The error over a limit names the flag that raises it, and the flag
+	// is there: truth and load read the dataset under --limit.
+	for _, sub := range []string{"truth", "load"} {
+		args := []string{"vector", sub, "--dataset", file, "--limit", "fileSize=1KiB"}
+		if sub == "load" {
+			args = append(args, "pgvector://127.0.0.1:1/db?table=t")
+		}
+		code, _, errb = cli(t, context.Background(), args...)
+		if code == 0 || !strings.Contains(errb, "over the fileSize limit of ") || !strings.Contains(errb, "raise it with --limit fileSize=SIZE") {
+			t.Errorf("%s --limit fileSize=1KiB: exit %d, stderr %s", sub, code, errb)
+		}
+	}
+	if code, out, errb = cli(t, context.Background(), "vector", "truth", "--dataset", file, "--cache", dir, "--limit", "fileSize=1MiB", "--limit", "lineSize=1MiB"); code != 0 {
+		t.Fatalf("truth under raised limits: exit %d %s %s", code, out, errb)
+	}
+	if code, _, errb = cli(t, context.Background(), "vector", "truth", "--dataset", "gen:1,2"); code != 2 || !strings.Contains(errb, "--dataset") {
+		t.Errorf("truth --dataset gen:1,2: exit %d, stderr %s: want 2, naming --dataset", code, errb)
+	}
 }
 
 func TestVectorDriftCmd(t *testing.T) {

@@ -287,6 +287,10 @@ func (v thresholdsValue) Type() string   { return "stringArray" }
 // limitsValue reads repeated --limit KEY=VALUE,... into the experiment's
 // limits. Its default shows the defaults; the first value given starts
 // from zero, so that only the keys given replace a file's (Join).
+// Limits is a flag value that sets *p from KEY=VALUE pairs (repeatable,
+// or comma-separated), as --limit does (experiment.Limits.Set).
+func Limits(p *experiment.Limits) pflag.Value { return &limitsValue{p: p} }
+
 type limitsValue struct {
 	p   *experiment.Limits
 	set bool
