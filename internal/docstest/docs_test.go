@@ -36,7 +36,9 @@
 //   - a block that uses 127.0.0.1:8000 without starting a server there gets a
 //     "spate sim" the test starts on that address for the block;
 //   - lines that run other programs' builds, clusters or benchmarks (go, kubectl,
-//     bench/...) are not run.
+//     bench/...) are not run;
+//   - a result's fingerprint shown in the output block after a block (it is
+//     the same on every machine) must be one its commands printed.
 //
 // The whole run takes several minutes (the examples send load for 5-20 s
 // each, one block at a time); go test's -timeout must allow 30m. To run one

@@ -25,6 +25,12 @@ const simPort = "8000"
 
 var loopbackRE = regexp.MustCompile(`\b(127\.0\.0\.1|localhost):(\d{2,5})\b`)
 
+// fingerprintRE finds a result's fingerprint as the console prints it: a
+// digest of the model, the system's version and the workload, the same on
+// every machine, so the one an output block shows must be what its
+// commands print.
+var fingerprintRE = regexp.MustCompile(`fingerprint [0-9a-f]{16}\b`)
+
 // directives are the clauses of a block's <!-- docs-test: ... --> comment.
 type directives struct {
 	skip    string
@@ -288,10 +294,14 @@ func TestDocCommandsRun(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var sh []block
 			text := ""
-			for _, b := range f.blocks {
+			shown := map[int]string{} // an sh block's line: the output block after it
+			for i, b := range f.blocks {
 				if b.lang == "sh" {
 					sh = append(sh, b)
 					text += b.text()
+					if i+1 < len(f.blocks) && (f.blocks[i+1].lang == "" || f.blocks[i+1].lang == "text") {
+						shown[b.line] = f.blocks[i+1].text()
+					}
 				}
 			}
 			if len(sh) == 0 {
@@ -366,6 +376,11 @@ func TestDocCommandsRun(t *testing.T) {
 					}
 					if code != d.exit {
 						t.Errorf("%s: exit status %d, want %d\n--- script:\n%s\n--- output:\n%s", b.where(-1), code, d.exit, src, tail(out))
+					}
+					for _, fp := range fingerprintRE.FindAllString(shown[b.line], -1) {
+						if !strings.Contains(string(out), fp) {
+							t.Errorf("%s: the output shown after the block says %q, which its commands did not print (update it)\n--- output:\n%s", b.where(-1), fp, tail(out))
+						}
 					}
 					t.Logf("%s: exit %d in %v", b.where(-1), code, time.Since(start).Round(100*time.Millisecond))
 				})
