@@ -864,15 +864,17 @@ func (r *Recorder) Model() string {
 	return r.model
 }
 
-// WindowLookup evaluates a figure over the last Config.Window of complete
-// seconds before now (see Lookup); it reports false when no window is kept.
-func (r *Recorder) WindowLookup(now time.Time, agg string, percentile float64, metric string) (float64, bool) {
+// WindowLookup evaluates a figure over the last window of complete seconds
+// before now (whole seconds, rounded up, at most Config.Window; see
+// Lookup); it reports false when no window is kept.
+func (r *Recorder) WindowLookup(now time.Time, window time.Duration, agg string, percentile float64, metric string) (float64, bool) {
 	r.mu.Lock()
 	if r.win == nil {
 		r.mu.Unlock()
 		return 0, false
 	}
-	sc, hist := r.win.view(r.sec(now), r.winSecs)
+	n := min(max(int((window+time.Second-1)/time.Second), 1), r.winSecs)
+	sc, hist := r.win.view(r.sec(now), n)
 	r.mu.Unlock()
 	return Lookup(&sc, hist, agg, percentile, metric)
 }

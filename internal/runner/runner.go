@@ -599,26 +599,35 @@ func watch(ctx context.Context, cancel context.CancelFunc, aborts []Abort, rec *
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				for _, a := range aborts {
-					if now.Sub(start) < a.Delay {
-						continue
-					}
-					v, ok := rec.WindowLookup(now, a.Threshold.Agg, a.Threshold.Percentile, a.Threshold.Metric)
-					if !ok || math.IsNaN(v) {
-						continue // nothing in the window yet: no verdict
-					}
-					o := a.Threshold.Eval(fixed(v))
-					if !o.Pass {
-						o.Expr += " (abortOnFail, last " + a.Window.String() + ")"
-						failed = &o
-						cancel()
-						return
-					}
+				if failed = abortStep(now, start, aborts, rec); failed != nil {
+					cancel()
+					return
 				}
 			}
 		}
 	}()
 	return func() { close(done); <-stopped }, func() *threshold.Outcome { return failed }
+}
+
+// abortStep evaluates the abort thresholds at now, each past its delay on
+// its own window (the last Window of complete seconds; the recorder keeps
+// the longest any of the stage's thresholds and triggers needs), and
+// returns the first that failed.
+func abortStep(now, start time.Time, aborts []Abort, rec *metrics.Recorder) *threshold.Outcome {
+	for _, a := range aborts {
+		if now.Sub(start) < a.Delay {
+			continue
+		}
+		v, ok := rec.WindowLookup(now, a.Window, a.Threshold.Agg, a.Threshold.Percentile, a.Threshold.Metric)
+		if !ok || math.IsNaN(v) {
+			continue // nothing in the window yet: no verdict
+		}
+		if o := a.Threshold.Eval(fixed(v)); !o.Pass {
+			o.Expr += " (abortOnFail, last " + a.Window.String() + ")"
+			return &o
+		}
+	}
+	return nil
 }
 
 // fixed is a threshold.Source with one value.
