@@ -2,6 +2,7 @@ package vector
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // Truth is the exact top-k of every query of a dataset.
@@ -75,8 +78,13 @@ func BruteForce(ds *Dataset, m Metric, k int) (*Truth, error) {
 func CachedTruth(dir string, ds *Dataset, m Metric, k int) (*Truth, error) {
 	digest := ds.Digest()
 	path := filepath.Join(dir, fmt.Sprintf("truth-%s-%s-k%d.json", digest[:16], m, k))
-	b, err := os.ReadFile(path)
+	// The truth of ds is at most k ids (10 digits and a comma each) a
+	// query (and the brackets): a larger file is not it, and is computed
+	// again rather than read whole.
+	limit := 4096 + int64(len(ds.Queries))*int64(k+1)*16
+	b, err := capread.ReadFile(context.Background(), path, limit, "")
 	switch {
+	case errors.Is(err, capread.ErrTooLarge):
 	case err == nil:
 		var t Truth
 		if err := json.Unmarshal(b, &t); err != nil {

@@ -117,6 +117,18 @@ func TestCachedTruth(t *testing.T) {
 	if t2.IDs[0][0] != 12345 {
 		t.Errorf("cached truth was not read: first id %d", t2.IDs[0][0])
 	}
+	// The same entry padded past what the truth of 5 queries can be (1 MiB
+	// of trailing spaces, which JSON allows) is not read whole: it is
+	// computed again, and the cache file replaced.
+	if err := os.WriteFile(files[0], append(b, bytes.Repeat([]byte(" "), 1<<20)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if t2, err = CachedTruth(dir, ds, Cosine, 5); err != nil || t2.IDs[0][0] == 12345 {
+		t.Fatalf("an oversized cache file: %v, first id %v: want it computed again", err, t2)
+	}
+	if fi, err := os.Stat(files[0]); err != nil || fi.Size() > 4096 {
+		t.Errorf("cache file after recomputing: %v, %v bytes", err, fi)
+	}
 	// Another dataset (one component changed) misses the cache.
 	ds.Vectors[0][0] += 1
 	t3, err := CachedTruth(dir, ds, Cosine, 5)
