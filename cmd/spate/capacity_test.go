@@ -62,7 +62,11 @@ func TestCapacityCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	c := readResult(t, out).Capacity
+	r := readResult(t, out)
+	c := r.Capacity
+	if r.Verdict != "pass" {
+		t.Errorf("verdict %q, want pass", r.Verdict)
+	}
 	// A trial the generator could not send on schedule (a busy machine)
 	// is run again: the judged trials are the last at each rate.
 	judged := map[float64]result.CapacityTrial{}
@@ -90,8 +94,9 @@ func TestCapacityCommand(t *testing.T) {
 	if code != exitInvalid || !strings.HasPrefix(lines[len(lines)-1], "inconclusive: trial 1 at 16rps cannot tell") {
 		t.Errorf("1 s trials: exit %d\n%s", code, stdout)
 	}
-	if c := readResult(t, out).Capacity; c.Inconclusive == "" || c.Trials[len(c.Trials)-1].Reason != capacity.ReasonTooShort {
-		t.Errorf("1 s trials: %+v", c)
+	if r := readResult(t, out); r.Capacity.Inconclusive == "" || r.Capacity.Trials[len(r.Capacity.Trials)-1].Reason != capacity.ReasonTooShort || r.Verdict != "invalid" {
+		// The file's verdict is the search's (it was its first trial's: pass).
+		t.Errorf("1 s trials: verdict %q, %+v", r.Verdict, r.Capacity)
 	}
 }
 

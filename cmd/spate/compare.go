@@ -76,6 +76,10 @@ func runCompare(cmd *cobra.Command, f *compareFlags, args []string, dash int) er
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	gate, err := compare.ParseGate(f.gate, cmd.Flags().Changed("gate"))
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	if f.settle < 0 {
 		return usageErr("--settle %v: must not be negative", f.settle)
 	}
@@ -97,13 +101,10 @@ func runCompare(cmd *cobra.Command, f *compareFlags, args []string, dash int) er
 		return err
 	}
 	cfg := compare.Config{Alpha: f.alpha, Window: int(f.window / time.Second), Settle: int(f.settle / time.Second),
-		Metrics: f.metrics, Gate: f.gate, Seed: f.seed, MinRuns: f.minRuns, Force: f.force,
+		Metrics: f.metrics, Gate: gate, Seed: f.seed, MinRuns: f.minRuns, Force: f.force,
 		MinEffect: minEffect, AllowInvalid: f.allowInvalid}
 	if f.settle == 0 {
 		cfg.Settle = -1
-	}
-	if len(f.gate) == 1 && f.gate[0] == "none" {
-		cfg.Gate = []string{}
 	}
 	rep, err := compare.Compare(s, cfg)
 	if err != nil {

@@ -141,6 +141,8 @@ func TestCompareUsage(t *testing.T) {
 		{"compare", "a.json", "b.json", "--base-ref", "r.json"},
 		{"compare", "a.json", "b.json", "--"},
 		{"compare", "--", "a.json", "b.json"},
+		{"compare", "a.json", "b.json", "--gate", ""}, // an empty CI variable must not gate nothing
+		{"compare", "a.json", "b.json", "--gate", "e2e_p99_ms,"},
 	} {
 		if code, _, stderr := cli(t, ctx, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)

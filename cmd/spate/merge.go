@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/internal/shard/merge"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -75,8 +76,8 @@ func runMerge(cmd *cobra.Command, paths []string, out string, opt merge.Options,
 			fmt.Fprintf(cmd.OutOrStdout(), "merged %d shard(s) of %d into %s\n", len(res.Shard.Merged), res.Shard.Count, out)
 		}
 	}
-	if !res.ThresholdsPassed {
-		return &exitErr{code: exitThreshold, err: errors.New("thresholds failed on the merged result")}
+	if res.Interrupted { // as one interrupted run: an error, whatever passed
+		return errors.New("a shard was interrupted: the merged result holds part of the run")
 	}
-	return nil
+	return verdict.Outcome(res, res.Config.AllowInvalid) // 3 failed, 4 invalid, as run
 }

@@ -294,3 +294,60 @@ func TestShardProcesses(t *testing.T) {
 	}
 	checkMerged(t, readResult(t, out), shards, 90)
 }
+
+// TestMergeExitCodes: merge ends as one run of the whole load would. A shard
+// whose measurement was invalid makes the merged run invalid: exit 4 (it
+// exited 0, "thresholds: PASS", beside "measurement: INVALID"); an
+// interrupted shard makes it an error, as an interrupted run is (exit 1,
+// not 0); --allow-invalid on the shards accepts the invalid one (exit 0).
+func TestMergeExitCodes(t *testing.T) {
+	target := startShardSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 2))
+	dir := t.TempDir()
+	var paths []string
+	for i := range 2 {
+		p := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		args := []string{"run", "--target", target, "--model", sim.DefaultModel, "--concurrency", "2", "--requests", "8", "--quiet",
+			"--clock-check=false", "--threshold", "error_rate < 50%", "--shard", fmt.Sprintf("%d/2", i), "--out", p}
+		if code, so, se := cli(t, context.Background(), args...); code != 0 {
+			t.Fatalf("shard %d: exit %d\n%s\n%s", i, code, so, se)
+		}
+		paths = append(paths, p)
+	}
+	// edit writes shard 1 changed by f (and shard 0 by all, when given).
+	edit := func(name string, f, all func(r *result.Result)) []string {
+		var out []string
+		for i, p := range paths {
+			r := readResult(t, p)
+			if all != nil {
+				all(r)
+			}
+			if i == 1 {
+				f(r)
+			}
+			out = append(out, filepath.Join(dir, fmt.Sprintf("%s-%d.json", name, i)))
+			if err := result.Write(out[i], r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	invalid := func(r *result.Result) {
+		r.Scenarios[0].Load.Valid, r.Scenarios[0].Load.InvalidCause, r.Scenarios[0].Load.InvalidReason = false, "missed_sends", "3 sends missed"
+	}
+	for _, tc := range []struct {
+		name   string
+		shards []string
+		code   int
+		why    string
+	}{
+		{"valid", paths, 0, ""},
+		{"a shard invalid", edit("invalid", invalid, nil), exitInvalid, "no trustworthy verdict: stage main: missed_sends"},
+		{"a shard invalid, accepted", edit("accepted", invalid, func(r *result.Result) { r.Config.AllowInvalid = true }), 0, ""},
+		{"a shard interrupted", edit("interrupted", func(r *result.Result) { r.Interrupted = true }, nil), exitError, "a shard was interrupted"},
+	} {
+		code, _, stderr := cli(t, context.Background(), append([]string{"merge", "-q", "--force", "-o", filepath.Join(dir, "m-"+tc.name+".json")}, tc.shards...)...)
+		if code != tc.code || !strings.Contains(stderr, tc.why) {
+			t.Errorf("%s: exit %d (%s), want %d (%s)", tc.name, code, stderr, tc.code, tc.why)
+		}
+	}
+}

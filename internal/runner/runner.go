@@ -151,38 +151,14 @@ type Plan struct {
 	Hurry <-chan struct{}
 	// SLOFromSent judges an open-loop stage's thresholds on ttft, e2e,
 	// goodput and goodput_rps from the send time; by default they are
-	// judged from the intended send time (see Intended).
+	// judged from the intended send time (see threshold.Intended).
 	SLOFromSent bool
-}
-
-// Intended maps the metrics a threshold judges from the intended send time
-// in an open-loop stage (unless Plan.SLOFromSent) to their intended-time
-// twins: what users felt, a late generator or a concurrency cap included.
-var Intended = map[string]string{
-	"ttft": "ttft_intended", "e2e": "e2e_intended",
-	"goodput": "goodput_intended", "goodput_rps": "goodput_intended_rps",
 }
 
 // judge evaluates a stage's thresholds, ttft, e2e and goodput from the
 // intended send time in an open-loop stage unless p.SLOFromSent.
 func judge(p Plan, sc *result.Scenario, hist map[string]string) ([]threshold.Outcome, bool) {
-	src := source{sc, hist}
-	outs := make([]threshold.Outcome, 0, len(p.Thresholds))
-	pass := true
-	for _, t := range forStage(p.Thresholds, sc.Name) {
-		from := ""
-		if twin, ok := Intended[t.Metric]; ok && sc.Load.Mode == "open" && !p.SLOFromSent {
-			if t.Expr == "" {
-				t.Expr = t.String()
-			}
-			t.Metric, from = twin, "intended"
-		}
-		o := t.Eval(src)
-		o.From = from
-		outs = append(outs, o)
-		pass = pass && o.Pass
-	}
-	return outs, pass
+	return threshold.EvalStage(p.Thresholds, sc.Name, sc.Load.Mode == "open", p.SLOFromSent, source{sc, hist})
 }
 
 // ProgressFunc receives a stage's progress: the time since it began, the
@@ -313,18 +289,6 @@ func sourcesDigest(p Plan) string {
 		h.Write([]byte(st.Name + "=" + src.Digest() + "\n"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// forStage returns the thresholds that apply to the named stage: those
-// without a stage selector and those that select it.
-func forStage(ts []threshold.Threshold, stage string) []threshold.Threshold {
-	var out []threshold.Threshold
-	for _, t := range ts {
-		if t.Stage == "" || t.Stage == stage {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // CheckThresholds reports a threshold whose {stage:NAME} selector names no

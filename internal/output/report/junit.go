@@ -52,7 +52,8 @@ type junitProblem struct {
 // JUnit writes r's thresholds as JUnit XML: a test suite per stage and a
 // test case per threshold; a failed threshold is a failure whose message
 // gives the observed value against the limit, a threshold that could not
-// be checked is an error.
+// be checked is an error, and so is a stage whose measurement was not
+// valid (unless accepted with --allow-invalid), as a case of its own.
 func JUnit(w io.Writer, r *result.Result) error {
 	root := junitSuites{Name: "spate"}
 	total := 0.0
@@ -76,6 +77,15 @@ func JUnit(w io.Writer, r *result.Result) error {
 			}
 			s.Tests++
 			s.Cases = append(s.Cases, c)
+		}
+		if !sc.Load.Valid && !r.Config.AllowInvalid {
+			// No verdict to trust (exit 4): a CI reading the XML must not
+			// see a pass.
+			msg := fmt.Sprintf("the measurement is not valid (%s): %s", sc.Load.InvalidCause, sc.Load.InvalidReason)
+			s.Cases = append(s.Cases, junitCase{Classname: "spate." + sc.Name, Name: "measurement valid", Time: "0",
+				Error: &junitProblem{Type: "invalid_measurement", Message: msg, Text: msg}})
+			s.Tests++
+			s.Errors++
 		}
 		root.Tests += s.Tests
 		root.Failures += s.Failures

@@ -170,7 +170,9 @@ func Merge(in []Input, opt Options) (*result.Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		outs, pass := threshold.EvalAll(forStage(ths, name), source{sc, hist})
+		// As the shards' own runs judge them: from the intended send
+		// time in an open loop.
+		outs, pass := threshold.EvalStage(ths, name, sc.Load.Mode == "open", first.Config.SLOFrom == "sent", source{sc, hist})
 		trig, trigPass := triggers(first.Config.Thresholds, name, in)
 		outs, pass = append(outs, trig...), pass && trigPass
 		sc.Thresholds = outs
@@ -583,17 +585,6 @@ func triggers(exprs []string, stage string, in []Input) ([]threshold.Outcome, bo
 		outs = append(outs, o)
 	}
 	return outs, pass
-}
-
-// forStage returns the thresholds that apply to the named stage.
-func forStage(ts []threshold.Threshold, stage string) []threshold.Threshold {
-	var out []threshold.Threshold
-	for _, t := range ts {
-		if t.Stage == "" || t.Stage == stage {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // source adapts a merged scenario to threshold.Source, as the runner does.

@@ -183,6 +183,15 @@ func Run(ctx context.Context, exp *experiment.Experiment, cfg RunConfig, run Run
 		res.Interrupted = true
 		res.Warnings = append(res.Warnings, "capacity search stopped: "+err.Error())
 	}
+	// The search's verdict, not its first trial's.
+	switch {
+	case res.Interrupted:
+		res.Verdict = experiment.VerdictError
+	case res.Capacity.Inconclusive != "":
+		res.Verdict = experiment.VerdictInvalid
+	default:
+		res.Verdict = experiment.VerdictPass
+	}
 	if p := exp.Outputs.Result; p != "" {
 		if werr := result.Write(p, &res); werr != nil {
 			return &res, werr

@@ -266,6 +266,10 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 		last = Load{Rate: c.Trials[n-1].RateRPS, Concurrency: c.Trials[n-1].Concurrency}
 	}
 	switch {
+	case errors.Is(err, errTooMany) && lo == 0 && hi == 0:
+		// No rate passed or failed: nothing is known of the capacity.
+		c.Inconclusive = fmt.Sprintf("stopped after %d trials (the most allowed, --max-trials) before any rate passed or failed: raise --max-trials", s.cfg.MaxTrials)
+		return nil
 	case errors.Is(err, errTooMany):
 		c.Warnings = append(c.Warnings, fmt.Sprintf("stopped after %d trials (the most allowed, --max-trials) before reaching the resolution", s.cfg.MaxTrials))
 		return nil

@@ -441,3 +441,23 @@ func TestJudgeBatchingServer(t *testing.T) {
 		t.Errorf("nothing completed, service time unknown: %+v", a)
 	}
 }
+
+// TestMaxTrialsBeforeAnything: a search stopped by --max-trials before any
+// rate passed or failed (its one trial invalid) knows nothing of the
+// capacity: inconclusive (exit 4), not "none found" with exit 0. Stopped
+// with a bracket, it reports it with a warning.
+func TestMaxTrialsBeforeAnything(t *testing.T) {
+	invalid := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 100}).trial(ctx, l)
+		sc.Load.Valid = false
+		return sc, err
+	}
+	out, err := Search(context.Background(), invalid, Config{MinRate: 1, MaxRate: 8, MaxTrials: 1, Confirm: -1})
+	if c := out.Capacity; err != nil || !strings.Contains(c.Inconclusive, "before any rate passed or failed") {
+		t.Errorf("one invalid trial, --max-trials 1: %v, inconclusive %q, warnings %q", err, c.Inconclusive, c.Warnings)
+	}
+	out, err = Search(context.Background(), (&server{Knee: 7.3}).trial, Config{MinRate: 1, MaxRate: 100, Resolution: 0.01, MaxTrials: 6, Confirm: -1})
+	if c := out.Capacity; err != nil || c.Inconclusive != "" || c.RateRPS == 0 || c.HighRPS == 0 || !strings.Contains(strings.Join(c.Warnings, "\n"), "--max-trials") {
+		t.Errorf("stopped with a bracket: %v, capacity %v [%v, %v), inconclusive %q, warnings %q", err, c.RateRPS, c.LowRPS, c.HighRPS, c.Inconclusive, c.Warnings)
+	}
+}

@@ -2,7 +2,9 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 
 	"golang.org/x/perf/benchmath"
 
@@ -52,6 +54,25 @@ func capacityRow(s Sides, cfg Config, rng *rand.Rand) Row {
 	}
 	row.Change = change(median(b), median(n), false)
 	row.ChangeLo, row.ChangeHi = row.Change, row.Change
+	// A search that could not find the capacity, one that found only a
+	// floor (no rate failed), or searches for different goodput targets or
+	// SLOs, give no verdict.
+	first := s.Base[0].Result.Capacity
+	for _, x := range slices.Concat(s.Base, s.New) {
+		c := x.Result.Capacity
+		switch {
+		case c.Inconclusive != "":
+			row.Warnings = append(row.Warnings, fmt.Sprintf("%s: the search was inconclusive (%s): no verdict", x.Path, c.Inconclusive))
+		case c.HighRPS <= 0:
+			row.Warnings = append(row.Warnings, fmt.Sprintf("%s: no rate failed up to the search's maximum (capacity at least %.4g): no verdict; raise --max-rate", x.Path, c.RateRPS))
+		case c.GoodputTarget != first.GoodputTarget || !maps.Equal(c.SLOms, first.SLOms):
+			row.Warnings = append(row.Warnings, fmt.Sprintf("%s searched for another goodput target or SLO than %s: no verdict", x.Path, s.Base[0].Path))
+		default:
+			continue
+		}
+		row.Base, row.New = Value{Center: median(b)}, Value{Center: median(n)}
+		return row
+	}
 	if len(b) < cfg.MinRuns || len(n) < cfg.MinRuns {
 		if len(b) == 1 && len(n) == 1 {
 			row.Base, row.New = bracket(s.Base[0].Result.Capacity), bracket(s.New[0].Result.Capacity)

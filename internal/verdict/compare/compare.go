@@ -76,6 +76,8 @@ type Config struct {
 	// AllowInvalid judges stages whose measurement was not valid instead
 	// of calling the comparison inconclusive.
 	AllowInvalid bool
+
+	gateChosen bool // Gate was given, not DefaultGate
 }
 
 func (c Config) withDefaults() Config {
@@ -102,6 +104,7 @@ func (c Config) withDefaults() Config {
 			c.Metrics = append(c.Metrics, m.Name)
 		}
 	}
+	c.gateChosen = c.Gate != nil
 	if c.Gate == nil {
 		c.Gate = DefaultGate
 	}
@@ -126,6 +129,21 @@ func (c Config) margin(m Metric) float64 {
 		return v
 	}
 	return m.MinEffect
+}
+
+// ParseGate is Config.Gate from the --gate flag's values: nil (DefaultGate)
+// when the flag was not given, none of them for "none". An empty name is an
+// error: an empty variable in a CI script must not gate nothing.
+func ParseGate(values []string, given bool) ([]string, error) {
+	switch {
+	case !given:
+		return nil, nil
+	case len(values) == 1 && values[0] == "none":
+		return []string{}, nil
+	case len(values) == 0 || slices.Contains(values, ""):
+		return nil, fmt.Errorf("--gate %q: name the metrics to gate (%s), or none", strings.Join(values, ","), metricNames())
+	}
+	return values, nil
 }
 
 // MinRunsFor is the fewest runs per side with which a two-sided
@@ -258,9 +276,18 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 		metrics = append(metrics, m)
 	}
 	for _, name := range cfg.Gate {
-		if _, ok := MetricByName(name); !ok {
+		m, ok := MetricByName(name)
+		if !ok {
 			return nil, fmt.Errorf("unknown gated metric %q (known: %s)", name, metricNames())
 		}
+		// A gated metric decides the exit: it is compared whatever
+		// --metric lists.
+		if name != CapacityMetric && !slices.Contains(cfg.Metrics, name) {
+			metrics = append(metrics, m)
+		}
+	}
+	if least := MinRunsFor(cfg.Alpha); cfg.MinRuns < least {
+		return nil, fmt.Errorf("--min-runs %d: the U test cannot reach alpha %g with fewer than %d runs a side, so it could never find a change", cfg.MinRuns, cfg.Alpha, least)
 	}
 	for name := range cfg.MinEffect {
 		if _, ok := MetricByName(name); !ok {
@@ -272,9 +299,19 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	if err := checkSides(s, cfg, rep); err != nil {
 		return nil, err
 	}
+	var invalid []string
 	for _, in := range slices.Concat(s.Base, s.New, s.BaseRef, s.NewRef) {
-		if in.Result.Interrupted {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: the run was interrupted; its figures cover part of the plan", in.Path))
+		why := ""
+		switch r := in.Result; {
+		case r.Interrupted:
+			why = "was interrupted"
+		case r.Aborted != "":
+			why = "was aborted (" + r.Aborted + ")"
+		}
+		if why != "" {
+			msg := fmt.Sprintf("%s: the run %s; its figures cover part of the plan", in.Path, why)
+			rep.Warnings = append(rep.Warnings, msg)
+			invalid = append(invalid, msg)
 		}
 	}
 	if allCapacity(s.Base, s.New) && len(s.BaseRef) == 0 {
@@ -290,10 +327,15 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	}
 	repeated := len(s.Base) >= cfg.MinRuns && len(s.New) >= cfg.MinRuns && len(s.BaseRef) == 0
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
-	var invalid []string
-	for _, name := range commonStages(s.Base, s.New, rep) {
-		for _, in := range slices.Concat(s.Base, s.New, s.BaseRef, s.NewRef) {
-			if sc := scenario(in.Result, name); sc != nil && !sc.Load.Valid {
+	common, missing := commonStages(s.Base, s.New, rep)
+	invalid = append(invalid, missing...)
+	for _, name := range common {
+		for i, in := range slices.Concat(s.Base, s.New, s.BaseRef, s.NewRef) {
+			sc := scenario(in.Result, name)
+			if i >= len(s.Base)+len(s.New) {
+				sc = refScenario(in.Result, name) // as normalising reads it
+			}
+			if sc != nil && !sc.Load.Valid {
 				msg := fmt.Sprintf("%s: stage %s is not a valid measurement: %s", in.Path, name, sc.Load.InvalidReason)
 				rep.Warnings = append(rep.Warnings, msg)
 				invalid = append(invalid, msg)
@@ -313,10 +355,14 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 			default:
 				row = windowRow(m, name, s, scfg, rng)
 			}
-			if row.Method == "none" && row.NBase == 0 && row.NNew == 0 {
-				continue // neither side has the figure (goodput without SLOs)
-			}
 			row.Gated = slices.Contains(cfg.Gate, m.Name)
+			if row.Method == "none" && row.NBase == 0 && row.NNew == 0 {
+				if !row.Gated || !cfg.gateChosen {
+					continue // neither side has the figure (goodput without SLOs)
+				}
+				// Gated by name: its absence is no verdict, not a pass.
+				row.Warnings = append(row.Warnings, "neither side has this figure")
+			}
 			if row.Gated && row.Verdict == Regressed {
 				rep.Regressed = append(rep.Regressed, name+"/"+m.Name)
 			}
@@ -515,23 +561,34 @@ func checkSides(s Sides, cfg Config, rep *Report) error {
 }
 
 // commonStages are the stage names every base and new result has, in the
-// first base result's order.
-func commonStages(base, nw []Input, rep *Report) []string {
-	var out []string
-	for _, sc := range base[0].Result.Scenarios {
-		all := true
-		for _, in := range slices.Concat(base, nw) {
-			if scenario(in.Result, sc.Name) == nil {
-				all = false
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("stage %s is not in %s: not compared", sc.Name, in.Path))
-				break
+// first base result's order, and, in words, each stage some result has and
+// another lacks: a run cut short, or a different plan, whose missing stage
+// could have held the regression.
+func commonStages(base, nw []Input, rep *Report) (common, missing []string) {
+	all := slices.Concat(base, nw)
+	seen := map[string]bool{}
+	for _, x := range all {
+		for _, sc := range x.Result.Scenarios {
+			if seen[sc.Name] {
+				continue
+			}
+			seen[sc.Name] = true
+			every := true
+			for _, in := range all {
+				if scenario(in.Result, sc.Name) == nil {
+					every = false
+					msg := fmt.Sprintf("stage %s is not in %s: not compared", sc.Name, in.Path)
+					rep.Warnings = append(rep.Warnings, msg)
+					missing = append(missing, msg)
+					break
+				}
+			}
+			if every && scenario(base[0].Result, sc.Name) != nil {
+				common = append(common, sc.Name)
 			}
 		}
-		if all {
-			out = append(out, sc.Name)
-		}
 	}
-	return out
+	return common, missing // in base[0]'s order: its stages were seen first
 }
 
 func scenario(r *result.Result, name string) *result.Scenario {
@@ -656,12 +713,15 @@ func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row 
 // (benchmath's distribution-free summary).
 func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 	row := newRow(m, "mann-whitney", cfg)
+	infinite := 0
 	collect := func(in []Input) []float64 {
 		var v []float64
 		for _, x := range in {
 			if sc := scenario(x.Result, stage); sc != nil {
-				if f, ok := m.run(sc); ok {
+				if f, ok := m.run(sc); ok && finite(f) {
 					v = append(v, f)
+				} else if ok {
+					infinite++
 				}
 			}
 		}
@@ -669,6 +729,13 @@ func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 	}
 	b, n := collect(s.Base), collect(s.New)
 	row.NBase, row.NNew = len(b), len(n)
+	if infinite > 0 {
+		// A recovery that never came is +Inf: leaving its run out would
+		// judge the runs that recovered only.
+		row.Method = "none"
+		row.Warnings = append(row.Warnings, fmt.Sprintf("%d run(s) have no finite %s (a recovery that never came): no verdict", infinite, m.Name))
+		return row
+	}
 	if len(b) == 0 || len(n) == 0 {
 		row.Method = "none"
 		if len(b)+len(n) > 0 {

@@ -19,8 +19,7 @@ func resilienceMetric(name, unit string, higherIsBetter bool, margin float64) Me
 	return Metric{
 		Name: name, Unit: unit, HigherIsBetter: higherIsBetter, Diff: true, MinEffect: margin,
 		run: func(sc *result.Scenario) (float64, bool) {
-			v, ok := resilience.Scalar(sc, name)
-			return v, ok && finite(v)
+			return resilience.Scalar(sc, name) // +Inf: never recovered (runsRow)
 		},
 	}
 }

@@ -1,0 +1,182 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/spate-dev/spate/internal/verdict/resilience"
+	"github.com/spate-dev/spate/result"
+)
+
+// TestNoSilentPass: each case is a comparison whose data cannot support "no
+// gated metric regressed"; each must come out inconclusive (exit 4) or as
+// an error, never as a pass. The new run of every case is invalid or worse,
+// so a comparison that judged anything here would have to say so.
+func TestNoSilentPass(t *testing.T) {
+	m := baseModel
+	m.Noise = 0.01
+	pair := func() (*result.Result, *result.Result) { return m.result(1, "v1"), m.result(2, "v1") }
+	invalidNew := func() Sides {
+		b, n := pair()
+		n.Scenarios[0].Load.Valid, n.Scenarios[0].Load.InvalidReason = false, "schedule lag p99 40 ms exceeds 10 ms"
+		return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+	}
+	for _, tc := range []struct {
+		name string
+		s    func() Sides
+		cfg  Config
+		want string // in Inconclusive, or in the error
+	}{
+		// --metric left the gated metrics out; the invalid run went unseen.
+		{"--metric hides the gate", invalidNew, Config{Metrics: []string{"e2e_p50_ms"}}, "n.json: stage main is not a valid measurement"},
+		// A gate named on a figure neither side has.
+		{"gated figure absent", func() Sides {
+			b, n := pair()
+			for _, r := range []*result.Result{b, n} {
+				s := &r.Scenarios[0].Series
+				s.ITLp50ms, s.ITLp99ms, s.ITLMeanMS = nil, nil, nil
+				delete(r.Scenarios[0].Metrics, "itl_ms")
+			}
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{Gate: []string{"itl_p99_ms"}}, "no verdict on gated main/itl_p99_ms: neither side has this figure"},
+		// The new run lacks the base's second stage (a run cut short, or
+		// another plan): the stage it lacks could hold the regression.
+		{"a stage missing", func() Sides {
+			b, n := pair()
+			peak := b.Scenarios[0]
+			peak.Name = "peak"
+			b.Scenarios = append(b.Scenarios, peak)
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{}, "stage peak is not in n.json"},
+		// A stage only the new run has is as much not compared.
+		{"a stage only new has", func() Sides {
+			b, n := pair()
+			peak := n.Scenarios[0]
+			peak.Name = "peak"
+			n.Scenarios = append(n.Scenarios, peak)
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{}, "stage peak is not in b.json"},
+		{"aborted", func() Sides {
+			b, n := pair()
+			n.Aborted = "stage main: error_rate < 5% failed"
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{}, "n.json: the run was aborted"},
+		{"interrupted", func() Sides {
+			b, n := pair()
+			n.Interrupted = true
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{}, "n.json: the run was interrupted"},
+		// The new side's reference run, under another stage name (its
+		// only stage is used), is invalid.
+		{"invalid reference run", func() Sides {
+			b, n := pair()
+			br, nr := m.result(3, "v1"), m.result(4, "v1")
+			nr.Scenarios[0].Name = "ref"
+			nr.Scenarios[0].Load.Valid, nr.Scenarios[0].Load.InvalidReason = false, "missed sends"
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}, BaseRef: []Input{{"br.json", br}}, NewRef: []Input{{"nr.json", nr}}}
+		}, Config{}, "nr.json: stage main is not a valid measurement: missed sends"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Resamples = 200
+			rep, err := Compare(tc.s(), tc.cfg)
+			switch {
+			case err != nil && strings.Contains(err.Error(), tc.want):
+			case err != nil:
+				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			case len(rep.Regressed) > 0:
+				t.Fatalf("regressed %v: the planted data has no regression", rep.Regressed)
+			case !strings.Contains(rep.Inconclusive, tc.want):
+				t.Fatalf("inconclusive %q (warnings %q): want it to say %q", rep.Inconclusive, rep.Warnings, tc.want)
+			}
+		})
+	}
+}
+
+// TestMinRunsBelowTheUTest: with fewer runs a side than the U test needs to
+// reach alpha it can never find a change; --min-runs below that is refused
+// (with 3 runs a side and +125 % it said "~").
+func TestMinRunsBelowTheUTest(t *testing.T) {
+	b, n := runs(baseModel, 3, 1, "v1"), runs(baseModel, 3, 100, "v1")
+	_, err := Compare(Sides{Base: b, New: n}, Config{MinRuns: 3})
+	if err == nil || !strings.Contains(err.Error(), "--min-runs 3: the U test cannot reach alpha 0.01 with fewer than 5 runs a side") {
+		t.Fatalf("--min-runs 3: %v", err)
+	}
+}
+
+// TestParseGate: --gate ” (an empty CI variable) is refused, not "gate
+// nothing"; none is none; not given is the default.
+func TestParseGate(t *testing.T) {
+	for _, tc := range []struct {
+		values []string
+		given  bool
+		want   []string
+		err    bool
+	}{{nil, false, nil, false}, {[]string{"none"}, true, []string{}, false}, {[]string{}, true, nil, true}, {[]string{"e2e_p99_ms", ""}, true, nil, true}, {[]string{"e2e_p99_ms"}, true, []string{"e2e_p99_ms"}, false}} {
+		got, err := ParseGate(tc.values, tc.given)
+		if (err != nil) != tc.err || fmt.Sprint(got) != fmt.Sprint(tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("ParseGate(%q, %v) = %q, %v", tc.values, tc.given, got, err)
+		}
+	}
+}
+
+// TestRecoveryNeverCameIsNoVerdict: a run whose recovery never came has
+// recovery_time +Inf; leaving it out judged the runs that recovered only
+// ("~" with two of seven new runs never recovering).
+func TestRecoveryNeverCameIsNoVerdict(t *testing.T) {
+	withRecovery := func(in []Input, never int) []Input {
+		for i := range in {
+			rec := result.Recovery{Event: "fault_end", Recovered: i >= never, RecoveryS: 2 + float64(i)/1000}
+			in[i].Result.Scenarios[0].Resilience = &result.Resilience{Recoveries: []result.Recovery{rec}}
+		}
+		return in
+	}
+	b, n := withRecovery(runs(baseModel, 7, 1, "v1"), 0), withRecovery(runs(baseModel, 7, 100, "v1"), 2)
+	if v, ok := resilience.Scalar(&n[0].Result.Scenarios[0], resilience.RecoveryName); !ok || !math.IsInf(v, 1) {
+		t.Fatalf("the planted recovery reads %v, %v", v, ok)
+	}
+	rep, err := Compare(Sides{Base: b, New: n}, Config{Gate: []string{resilience.RecoveryName}, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := row(t, rep, "main", resilience.RecoveryName)
+	if r.Verdict != Unknown || !strings.Contains(rep.Inconclusive, "2 run(s) have no finite") {
+		t.Errorf("row %s %v; inconclusive %q", r.Verdict, r.Warnings, rep.Inconclusive)
+	}
+}
+
+// TestCapacityInconclusiveSearch: a search that could not find the
+// capacity, one that found only a floor, or one for another goodput
+// target, gives no verdict (they were compared as exact capacities).
+func TestCapacityInconclusiveSearch(t *testing.T) {
+	search := func(path string, rate, high, target float64, why string) Input {
+		r := baseModel.result(1, "v1")
+		r.Capacity = &result.Capacity{RateRPS: rate, LowRPS: rate, HighRPS: high, GoodputTarget: target, Inconclusive: why}
+		return Input{path, r}
+	}
+	for _, tc := range []struct {
+		name string
+		why  string
+		high float64 // 0: no rate failed
+		tgt  float64
+		want string
+	}{
+		{"inconclusive", "goodput never reached the target", 12, 0.9, "the search was inconclusive"},
+		{"another target", "", 12, 0.5, "another goodput target"},
+		{"a floor only", "", 0, 0.9, "no rate failed up to the search's maximum"},
+	} {
+		var base, nw []Input
+		for i := range 5 {
+			base = append(base, search(fmt.Sprintf("b%d", i), 9+0.1*float64(i), 11, 0.9, ""))
+			nw = append(nw, search(fmt.Sprintf("n%d", i), 10+0.1*float64(i), tc.high, tc.tgt, tc.why))
+		}
+		rep, err := Compare(Sides{Base: base, New: nw}, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := rep.Stages[0].Rows[0]; r.Verdict != Unknown || !strings.Contains(rep.Inconclusive, tc.want) {
+			t.Errorf("%s: %s, inconclusive %q", tc.name, r.Verdict, rep.Inconclusive)
+		}
+	}
+}
