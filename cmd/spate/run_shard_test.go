@@ -301,23 +301,30 @@ func TestShardProcesses(t *testing.T) {
 // interrupted shard makes it an error, as an interrupted run is (exit 1,
 // not 0); --allow-invalid on the shards accepts the invalid one (exit 0).
 func TestMergeExitCodes(t *testing.T) {
-	target := startShardSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 2))
+	target := startShardSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 1))
 	dir := t.TempDir()
 	var paths []string
 	for i := range 2 {
 		p := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
 		args := []string{"run", "--target", target, "--model", sim.DefaultModel, "--concurrency", "2", "--requests", "8", "--quiet",
 			"--clock-check=false", "--threshold", "error_rate < 50%", "--shard", fmt.Sprintf("%d/2", i), "--out", p}
-		if code, so, se := cli(t, context.Background(), args...); code != 0 {
+		// A busy machine can make a shard's own measurement invalid (exit
+		// 4); the cases below set each shard's validity themselves.
+		if code, so, se := cli(t, context.Background(), args...); code != 0 && code != exitInvalid {
 			t.Fatalf("shard %d: exit %d\n%s\n%s", i, code, so, se)
 		}
 		paths = append(paths, p)
 	}
-	// edit writes shard 1 changed by f (and shard 0 by all, when given).
+	// edit writes both shards valid, then shard 1 changed by f (and both
+	// by all, when given).
 	edit := func(name string, f, all func(r *result.Result)) []string {
 		var out []string
 		for i, p := range paths {
 			r := readResult(t, p)
+			for j := range r.Scenarios {
+				l := &r.Scenarios[j].Load
+				l.Valid, l.InvalidCause, l.InvalidReason, l.Validity = true, "", "", nil
+			}
 			if all != nil {
 				all(r)
 			}
@@ -340,7 +347,7 @@ func TestMergeExitCodes(t *testing.T) {
 		code   int
 		why    string
 	}{
-		{"valid", paths, 0, ""},
+		{"valid", edit("valid", func(*result.Result) {}, nil), 0, ""},
 		{"a shard invalid", edit("invalid", invalid, nil), exitInvalid, "no trustworthy verdict: stage main: missed_sends"},
 		{"a shard invalid, accepted", edit("accepted", invalid, func(r *result.Result) { r.Config.AllowInvalid = true }), 0, ""},
 		{"a shard interrupted", edit("interrupted", func(r *result.Result) { r.Interrupted = true }, nil), exitError, "a shard was interrupted"},

@@ -123,6 +123,10 @@ func Run(ctx context.Context, exp *experiment.Experiment, cfg RunConfig, run Run
 			} else {
 				s.Rate, s.Concurrency = l.Rate, 0
 			}
+			// The trial offers its rate from the first second to the last:
+			// a ramp, a token rate, bursts or complexity shaping would
+			// offer another, and the capacity would name a rate never sent.
+			s.RampFrom, s.TokenRate, s.Stampede, s.ComplexityShaping, s.Requests = 0, 0, "", false, 0
 			s.Duration = cfg.TrialDuration
 		}
 		x.Workload.Seed = new(seed + uint64(n-1))
