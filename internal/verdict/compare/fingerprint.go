@@ -64,6 +64,29 @@ func differences(a, b *result.Result, allowSUT bool) []string {
 	add("config.output_tokens", ca.OutputTokens, cb.OutputTokens)
 	add("config.stream", ca.Stream, cb.Stream)
 	add("config.slo", ca.SLO, cb.SLO)
+	add("config.slo_from", ca.SLOFrom, cb.SLOFrom)
+	add("config.complexity_shaping", ca.ComplexityShaping, cb.ComplexityShaping)
+	// config holds the first stage's load only: each stage shared must
+	// have been sent the same load (a capacity search's trials are its
+	// own, and compared on the capacity).
+	if a.Capacity != nil || b.Capacity != nil {
+		return d
+	}
+	for _, sa := range a.Scenarios {
+		sb := scenario(b, sa.Name)
+		if sb == nil {
+			continue // commonStages says so
+		}
+		la, lb := sa.Load, sb.Load
+		f := "scenarios[" + sa.Name + "].load."
+		add(f+"mode", la.Mode, lb.Mode)
+		add(f+"arrival", la.Arrival, lb.Arrival)
+		add(f+"target_rate", la.TargetRate, lb.TargetRate)
+		add(f+"ramp_from", la.RampFrom, lb.RampFrom)
+		add(f+"target_token_rate", la.TargetTokenRate, lb.TargetTokenRate)
+		add(f+"concurrency", la.Concurrency, lb.Concurrency)
+		add(f+"max_concurrency", la.MaxConcurrency, lb.MaxConcurrency)
+	}
 	return d
 }
 

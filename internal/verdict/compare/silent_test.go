@@ -63,6 +63,20 @@ func TestNoSilentPass(t *testing.T) {
 			n.Aborted = "stage main: error_rate < 5% failed"
 			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
 		}, Config{}, "n.json: the run was aborted"},
+		// The results' config holds the first stage's load only: a
+		// second stage sent at half the rate was "improved".
+		{"a stage sent another load", func() Sides {
+			b, n := pair()
+			for _, x := range []struct {
+				r    *result.Result
+				rate float64
+			}{{b, 20}, {n, 10}} {
+				peak := x.r.Scenarios[0]
+				peak.Name, peak.Load.TargetRate = "peak", x.rate
+				x.r.Scenarios = append(x.r.Scenarios, peak)
+			}
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{}, "scenarios[peak].load.target_rate: 20 ≠ 10"},
 		{"interrupted", func() Sides {
 			b, n := pair()
 			n.Interrupted = true
