@@ -341,6 +341,15 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 				invalid = append(invalid, msg)
 			}
 		}
+		for _, in := range slices.Concat(s.Base, s.New) {
+			if sc := scenario(in.Result, name); sc != nil {
+				if failed, raise := drainFailures(&sc.Series); raise > drainFailShare {
+					msg := fmt.Sprintf("%s: stage %s: %d requests failed after its last send (in the drain: timeouts?), outside the windows compared, and raise its error rate by %.1f pp", in.Path, name, failed, 100*raise)
+					rep.Warnings = append(rep.Warnings, msg)
+					invalid = append(invalid, msg)
+				}
+			}
+		}
 		st := Stage{Name: name}
 		st.WindowS, st.Windows, st.Lag1 = chooseWindow(s, name, metrics, cfg)
 		scfg := cfg

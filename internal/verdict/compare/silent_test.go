@@ -77,6 +77,19 @@ func TestNoSilentPass(t *testing.T) {
 			}
 			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
 		}, Config{}, "scenarios[peak].load.target_rate: 20 ≠ 10"},
+		// Windows end at the last send: 300 requests the new server hung
+		// until they timed out, 2 s after it, fell outside all of them
+		// (error_rate 0.00 → 0.00, "~").
+		{"failures in the drain", func() Sides {
+			b, n := pair()
+			s := &n.Scenarios[0].Series
+			for range 2 {
+				s.SentPerS = append(s.SentPerS, 0)
+				s.CompletedPerS = append(s.CompletedPerS, 150)
+				s.ErrorsPerS = append(s.ErrorsPerS, 150)
+			}
+			return Sides{Base: []Input{{"b.json", b}}, New: []Input{{"n.json", n}}}
+		}, Config{}, "n.json: stage main: 300 requests failed after its last send"},
 		{"interrupted", func() Sides {
 			b, n := pair()
 			n.Interrupted = true
@@ -191,6 +204,38 @@ func TestCapacityInconclusiveSearch(t *testing.T) {
 		}
 		if r := rep.Stages[0].Rows[0]; r.Verdict != Unknown || !strings.Contains(rep.Inconclusive, tc.want) {
 			t.Errorf("%s: %s, inconclusive %q", tc.name, r.Verdict, rep.Inconclusive)
+		}
+	}
+}
+
+// TestDrainFailures: failures after the last send count only by how much
+// they raise the stage's error rate. A server failing 20 % of requests all
+// along fails 20 % in the drain too, and is judged on its windows; one that
+// hung requests until they timed out after the sends ended is not.
+func TestDrainFailures(t *testing.T) {
+	series := func(drainDone, drainFailed int) *result.Series {
+		s := &result.Series{}
+		for range 10 { // 10 s of 20 a second, 4 failing
+			s.SentPerS, s.CompletedPerS, s.ErrorsPerS = append(s.SentPerS, 20), append(s.CompletedPerS, 20), append(s.ErrorsPerS, 4)
+		}
+		s.SentPerS, s.CompletedPerS, s.ErrorsPerS = append(s.SentPerS, 0), append(s.CompletedPerS, drainDone), append(s.ErrorsPerS, drainFailed)
+		return s
+	}
+	for _, tc := range []struct {
+		name             string
+		done, failed     int
+		flagged          bool
+		wantFailed       int
+		raiseLo, raiseHi float64
+	}{
+		// The second of the last send is left out of the windows too: its
+		// 4 failures count with the drain's.
+		{"20 % all along", 20, 4, false, 8, -0.001, 0.001},
+		{"hung until timeout", 60, 60, true, 64, 0.15, 0.4},
+	} {
+		failed, raise := drainFailures(series(tc.done, tc.failed))
+		if failed != tc.wantFailed || raise < tc.raiseLo || raise > tc.raiseHi || (raise > drainFailShare) != tc.flagged {
+			t.Errorf("%s: %d failed in the drain, raise %.3f", tc.name, failed, raise)
 		}
 	}
 }

@@ -27,6 +27,36 @@ func measuredEnd(s *result.Series) int {
 	return 0
 }
 
+// drainFailShare is how much the requests that fail after a stage's last
+// send (outside every window) may raise its error rate over the rate before
+// it, before its windows no longer stand for it: 1 pp, error_rate's margin.
+const drainFailShare = 0.01
+
+// drainFailures counts the requests that failed from the second of the last
+// send on, which no window holds (a server that hangs requests until they
+// time out fails them there), and says how much they raise the error rate
+// of all completions over that of the completions before.
+func drainFailures(s *result.Series) (failed int, raise float64) {
+	end := measuredEnd(s)
+	var doneBefore, failedBefore, done int
+	for i, n := range s.CompletedPerS {
+		done += n
+		if i < end {
+			doneBefore, failedBefore = doneBefore+n, failedBefore+at(s.ErrorsPerS, i)
+		} else {
+			failed += at(s.ErrorsPerS, i)
+		}
+	}
+	if done == 0 || failed == 0 {
+		return failed, 0
+	}
+	before := 0.0
+	if doneBefore > 0 {
+		before = float64(failedBefore) / float64(doneBefore)
+	}
+	return failed, float64(failedBefore+failed)/float64(done) - before
+}
+
 // usable is the number of whole seconds windows can be cut from.
 func usable(s *result.Series, skip int) int {
 	return max(measuredEnd(s)-max(skip, 0), 0)
