@@ -55,6 +55,21 @@ func (s *searcher) confirm(ctx context.Context, lo, hi float64) error {
 			}
 		}
 	}
+	// The rate reported must pass by the search's own rule, a majority of
+	// its trials, the repeated ones included: a lucky pass the repeats
+	// contradict is no capacity.
+	k, n := 0, 0
+	for _, tr := range c.Trials {
+		if tr.RateRPS == passed && tr.Concurrency == 0 && tr.Reason != ReasonInvalid && tr.Reason != ReasonTooShort {
+			n++
+			if tr.Pass {
+				k++
+			}
+		}
+	}
+	if n >= 2 && 2*k <= n {
+		c.Inconclusive = fmt.Sprintf("the capacity's rate, %.4g req/s, passed in %d of its %d trials (the repeats did not bear out the search's pass): its capacity is not known; use --repeats 3 or longer trials", passed, k, n)
+	}
 	iv, warn := interval(s.scores[lo], s.scores[hi], lo, hi)
 	c.Interval = iv
 	if warn != "" {

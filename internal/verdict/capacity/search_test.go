@@ -461,3 +461,28 @@ func TestMaxTrialsBeforeAnything(t *testing.T) {
 		t.Errorf("stopped with a bracket: %v, capacity %v [%v, %v), inconclusive %q, warnings %q", err, c.RateRPS, c.LowRPS, c.HighRPS, c.Inconclusive, c.Warnings)
 	}
 }
+
+// TestConfirmContradicts: the search passes 5 req/s once (a lucky trial);
+// the confirming trials there fail. By the search's own majority rule 5 req/s
+// did not pass: inconclusive (it reported "capacity: 5 req/s", exit 0).
+func TestConfirmContradicts(t *testing.T) {
+	calls := map[float64]int{}
+	trial := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 100}).trial(ctx, l)
+		calls[l.Rate]++
+		if l.Rate > 5 || (l.Rate == 5 && calls[5] > 1) {
+			sc.Goodput.Fraction = 0.5
+		}
+		return sc, err
+	}
+	out, err := Search(context.Background(), trial, Config{MinRate: 1, MaxRate: 8, Resolution: 0.3, Confirm: 3})
+	c := out.Capacity
+	if err != nil || c.RateRPS != 5 || !strings.Contains(c.Inconclusive, "5 req/s, passed in 1 of its 3 trials") {
+		t.Errorf("%v: capacity %v, inconclusive %q", err, c.RateRPS, c.Inconclusive)
+	}
+	// When the repeats bear the pass out, the capacity stands.
+	out, err = Search(context.Background(), (&server{Knee: 5.5}).trial, Config{MinRate: 1, MaxRate: 8, Resolution: 0.3, Confirm: 3})
+	if c := out.Capacity; err != nil || c.Inconclusive != "" || c.RateRPS == 0 {
+		t.Errorf("a steady server: %v, capacity %v, inconclusive %q", err, c.RateRPS, c.Inconclusive)
+	}
+}
