@@ -284,6 +284,12 @@ func TestSweep(t *testing.T) {
 	if c.ClosedLoopMaxRPS != 20 || c.Concurrency != 8 || math.Abs(c.RateRPS-14) > 1e-9 || math.Abs(c.HighRPS-16) > 1e-9 || len(c.Trials) != 8 {
 		t.Errorf("sweep: max %v, capacity [%v, %v], %d trials", c.ClosedLoopMaxRPS, c.RateRPS, c.HighRPS, len(c.Trials))
 	}
+	// Steps given out of order are swept lowest first: with 1.0 first the
+	// sweep stopped there and said "the lowest step already failed".
+	out, err = Sweep(context.Background(), (&server{Knee: 15, Closed: 20}).trial, SweepConfig{Concurrency: 8, Confirm: -1, Steps: []float64{1.0, 0.2}})
+	if c := out.Capacity; err != nil || c.RateRPS != 4 || c.HighRPS != 20 {
+		t.Errorf("steps 1.0,0.2: %v, capacity [%v, %v)", err, c.RateRPS, c.HighRPS)
+	}
 	// The top is the steady rate of the closed-loop trial's seconds of
 	// load (6/s), not its whole-stage rate, which counts the drain.
 	steady := func(ctx context.Context, l Load) (*result.Scenario, error) {

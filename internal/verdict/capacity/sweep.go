@@ -42,6 +42,9 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 	if len(cfg.Steps) == 0 {
 		cfg.Steps = DefaultSteps
 	}
+	// Lowest first, whatever order they were given in: the sweep stops at
+	// the first step that fails and calls the steps below it passed.
+	cfg.Steps = slices.Sorted(slices.Values(cfg.Steps))
 	if cfg.Repeats <= 0 {
 		cfg.Repeats = 1
 	}
