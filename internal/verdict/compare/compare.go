@@ -714,7 +714,36 @@ func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row 
 		row.Warnings = append(row.Warnings, "Welch's test and the block bootstrap disagree: called no change")
 	}
 	judge(&row, m, significant)
+	// Several runs a side, fewer than the U test needs: the pooled windows
+	// hold no run-to-run variance, so a change stands only when every run
+	// of the new side lies beyond every run of the base in its direction.
+	if (len(bruns) > 1 || len(nruns) > 1) && (row.Verdict == Regressed || row.Verdict == Improved) {
+		bm, nm := runMeans(bruns), runMeans(nruns)
+		if up := row.Change > 0; (up && slices.Min(nm) <= slices.Max(bm)) || (!up && slices.Max(nm) >= slices.Min(bm)) {
+			row.Verdict = Unknown
+			row.Warnings = append(row.Warnings, fmt.Sprintf("the runs overlap (run means %s base, %s new): pooled windows hold no run-to-run variance; a verdict needs ≥ %d runs a side, or runs that do not overlap", fmtMeans(bm), fmtMeans(nm), cfg.MinRuns))
+		}
+	}
 	return row
+}
+
+// runMeans are the means of each run's windows (runs without any left out).
+func runMeans(runs [][]float64) []float64 {
+	var out []float64
+	for _, r := range runs {
+		if len(r) > 0 {
+			out = append(out, mean(r))
+		}
+	}
+	return out
+}
+
+func fmtMeans(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.4g", x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // runsRow compares the runs' whole-stage figures with a Mann-Whitney U

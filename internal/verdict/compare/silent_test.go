@@ -239,3 +239,33 @@ func TestDrainFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestRunsOverlapNoVerdict: two runs a side, fewer than the U test needs,
+// so their windows are pooled. Run levels 1.00 and 1.20 against 1.10 and
+// 1.30 overlap, yet the pooled windows, with no run-to-run variance in the
+// test, called +9 % "regressed" (p 3e-4); now it is no verdict. Runs that
+// do not overlap keep theirs.
+func TestRunsOverlapNoVerdict(t *testing.T) {
+	side := func(seed uint64, levels ...float64) []Input {
+		var in []Input
+		for i, l := range levels {
+			m := baseModel
+			m.Noise, m.E2Ems, m.TTFTms, m.ITLms = 0.01, baseModel.E2Ems*l, baseModel.TTFTms*l, baseModel.ITLms*l
+			in = append(in, Input{fmt.Sprintf("r%d-%d.json", seed, i), m.result(seed+uint64(i), "v1")})
+		}
+		return in
+	}
+	for _, tc := range []struct {
+		name       string
+		base, news []float64
+		want       string
+	}{{"overlapping", []float64{1.00, 1.20}, []float64{1.10, 1.30}, Unknown}, {"apart", []float64{1.00, 1.02}, []float64{1.20, 1.22}, Regressed}} {
+		rep, err := Compare(Sides{Base: side(10, tc.base...), New: side(20, tc.news...)}, Config{Resamples: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := row(t, rep, "main", "e2e_p99_ms"); r.Verdict != tc.want || r.Method != "welch+block-bootstrap" {
+			t.Errorf("%s: e2e_p99 %s by %s (%+.3f, p %.2g) %q, want %s", tc.name, r.Verdict, r.Method, r.Change, r.P, r.Warnings, tc.want)
+		}
+	}
+}
