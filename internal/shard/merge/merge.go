@@ -328,7 +328,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	end := f.StartedAt
 	var hists []map[string]string
 	var series []seriesPart
-	var good, done float64
+	var good, goodIntended, done float64
 	var dropped []string
 	var outputs []*result.Output
 	var invalid []string
@@ -353,8 +353,10 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		sc.Throughput.STPS += s.Throughput.STPS
 		n := float64(s.Requests.Succeeded + s.Requests.Failed)
 		good += math.Round(s.Goodput.Fraction * n)
+		goodIntended += math.Round(s.Goodput.IntendedFraction * n)
 		done += n
 		sc.Goodput.RequestsPerS += s.Goodput.RequestsPerS
+		sc.Goodput.IntendedRequestsPerS += s.Goodput.IntendedRequestsPerS
 		l := s.Load
 		sc.Load.TargetRate += l.TargetRate
 		sc.Load.TargetTokenRate += l.TargetTokenRate
@@ -394,7 +396,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	}
 	sc.DurationS = end.Sub(sc.StartedAt).Seconds()
 	if done > 0 {
-		sc.Goodput.Fraction = good / done
+		sc.Goodput.Fraction, sc.Goodput.IntendedFraction = good/done, goodIntended/done
 	}
 	sc.Tokens.OutputSource = outputSource(sc.Tokens)
 	sc.Tokens.Tokenizer = f.Tokens.Tokenizer

@@ -180,6 +180,18 @@ func TestMergeEqualsSingleProcess(t *testing.T) {
 			if got.Goodput.Fraction != want.Goodput.Fraction {
 				t.Fatalf("goodput %v, single process %v", got.Goodput.Fraction, want.Goodput.Fraction)
 			}
+			// Goodput from the intended send time depends on each shard's
+			// lags: the merged one is the shards' added up (it was left 0,
+			// and an open loop's goodput threshold, judged on it, failed).
+			var goodI, done float64
+			for _, x := range in {
+				s := x.Result.Scenarios[si]
+				n := float64(s.Requests.Succeeded + s.Requests.Failed)
+				goodI, done = goodI+math.Round(s.Goodput.IntendedFraction*n), done+n
+			}
+			if got.Goodput.IntendedFraction != goodI/done || want.Goodput.IntendedFraction == 0 || got.Goodput.IntendedFraction == 0 {
+				t.Fatalf("goodput from the intended time: merged %v, shards' %v, single process %v", got.Goodput.IntendedFraction, goodI/done, want.Goodput.IntendedFraction)
+			}
 			sumSent, wantSent := 0, 0
 			for _, v := range got.Series.SentPerS {
 				sumSent += v
