@@ -4,10 +4,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/jitter"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -48,23 +50,30 @@ func TestClientsAgainstSim(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rawStamps = tc.stamp
 			defer func() { rawStamps = false }()
-			l := tc.run()
-			e, _ := l.firstErr.Load().(string)
-			if tc.name == "uring" && e != "" && (strings.Contains(e, "io_uring_setup") || strings.Contains(e, "not supported") || strings.Contains(e, "buffer ring")) {
-				t.Skipf("io_uring not available here: %s", e)
-			}
-			t.Logf("%d streams, TTFT p50 %v, ITL p50 %v, failed %d, short %d, first error %q", l.completed, l.ttft.quantile(0.5), l.itl.quantile(0.5), l.failed, l.short, e)
-			if l.completed == 0 || l.failed != 0 || l.short != 0 {
-				t.Fatalf("%d streams completed, %d failed, %d short: %s", l.completed, l.failed, l.short, e)
-			}
-			// Medians at the settings within 5 ms: a client that misread
-			// the stream or stamped it wrongly is off by far more.
-			if d := l.ttft.quantile(0.5) - ttft; d < -time.Millisecond || d > 5*time.Millisecond {
-				t.Errorf("TTFT p50 off by %v", d)
-			}
-			if d := l.itl.quantile(0.5) - itl; d < -5*time.Millisecond || d > 5*time.Millisecond {
-				t.Errorf("ITL p50 off by %v", d)
-			}
+			// Medians at the settings within 5 ms, on the best of
+			// jitter.Rounds levels (a busy machine's stall delays a whole
+			// level: 8.9 ms seen under three suites): a client that misread
+			// the stream or stamped it wrongly is off by far more in every
+			// level.
+			jitter.BestOf(t, func() []string {
+				l := tc.run()
+				e, _ := l.firstErr.Load().(string)
+				if tc.name == "uring" && e != "" && (strings.Contains(e, "io_uring_setup") || strings.Contains(e, "not supported") || strings.Contains(e, "buffer ring")) {
+					t.Skipf("io_uring not available here: %s", e)
+				}
+				t.Logf("%d streams, TTFT p50 %v, ITL p50 %v, failed %d, short %d, first error %q", l.completed, l.ttft.quantile(0.5), l.itl.quantile(0.5), l.failed, l.short, e)
+				if l.completed == 0 || l.failed != 0 || l.short != 0 {
+					t.Fatalf("%d streams completed, %d failed, %d short: %s", l.completed, l.failed, l.short, e)
+				}
+				var problems []string
+				if d := l.ttft.quantile(0.5) - ttft; d < -time.Millisecond || d > 5*time.Millisecond {
+					problems = append(problems, fmt.Sprintf("TTFT p50 off by %v", d))
+				}
+				if d := l.itl.quantile(0.5) - itl; d < -5*time.Millisecond || d > 5*time.Millisecond {
+					problems = append(problems, fmt.Sprintf("ITL p50 off by %v", d))
+				}
+				return problems
+			})
 		})
 	}
 }

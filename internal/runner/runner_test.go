@@ -37,7 +37,10 @@ func (f fakeClient) Do(ctx context.Context, _ *workload.Request, rec *record.Rec
 var _ engine.Client = fakeClient{}
 
 func TestStagesThresholdsAndProvenance(t *testing.T) {
-	th, _ := threshold.Parse("p50(ttft) < 15ms")
+	// A threshold that passes however busy the machine (the slow stage's
+	// is judged from the intended send time: 16.5 ms seen under three
+	// suites); the test's subject is which stage judges which.
+	th, _ := threshold.Parse("p50(ttft) < 1s")
 	onlySlow, _ := threshold.Parse("count(ttft){stage:slow} == 5")
 	p := Plan{
 		Stages: []Stage{
