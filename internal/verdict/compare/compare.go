@@ -322,7 +322,10 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 			rep.Regressed = append(rep.Regressed, "capacity/"+CapacityMetric)
 		}
 		rep.Stages = append(rep.Stages, Stage{Name: "capacity", Rows: []Row{row}})
-		rep.Inconclusive = inconclusive(rep, nil)
+		if cfg.AllowInvalid {
+			invalid = nil
+		}
+		rep.Inconclusive = inconclusive(rep, invalid) // an interrupted search is partial
 		return rep, nil
 	}
 	repeated := len(s.Base) >= cfg.MinRuns && len(s.New) >= cfg.MinRuns && len(s.BaseRef) == 0

@@ -191,18 +191,25 @@ func TestCapacityInconclusiveSearch(t *testing.T) {
 	}{
 		{"inconclusive", "goodput never reached the target", 12, 0.9, "the search was inconclusive"},
 		{"another target", "", 12, 0.5, "another goodput target"},
+		{"interrupted", "interrupted", 12, 0.9, "the run was interrupted"},
 		{"a floor only", "", 0, 0.9, "no rate failed up to the search's maximum"},
 	} {
 		var base, nw []Input
 		for i := range 5 {
 			base = append(base, search(fmt.Sprintf("b%d", i), 9+0.1*float64(i), 11, 0.9, ""))
-			nw = append(nw, search(fmt.Sprintf("n%d", i), 10+0.1*float64(i), tc.high, tc.tgt, tc.why))
+			why := tc.why
+			if why == "interrupted" {
+				why = ""
+			}
+			x := search(fmt.Sprintf("n%d", i), 10+0.1*float64(i), tc.high, tc.tgt, why)
+			x.Result.Interrupted = tc.why == "interrupted"
+			nw = append(nw, x)
 		}
 		rep, err := Compare(Sides{Base: base, New: nw}, Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := rep.Stages[0].Rows[0]; r.Verdict != Unknown || !strings.Contains(rep.Inconclusive, tc.want) {
+		if r := rep.Stages[0].Rows[0]; (r.Verdict != Unknown && tc.why != "interrupted") || !strings.Contains(rep.Inconclusive, tc.want) {
 			t.Errorf("%s: %s, inconclusive %q", tc.name, r.Verdict, rep.Inconclusive)
 		}
 	}
