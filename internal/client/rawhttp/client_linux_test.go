@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/spate-dev/spate/internal/jitter"
 )
 
 // readStamps makes newClient's clients stamp reads with their return time
@@ -85,43 +87,49 @@ func TestStreamAndReuse(t *testing.T) {
 	srv := httptest.NewServer(streamer(5, 10*time.Millisecond))
 	defer srv.Close()
 	kernelStampsOn(t, srv.URL)
-	c := newClient(t, srv.URL)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	for i, wantReused := range []bool{false, true, true} {
-		h := &collect{}
-		res, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h})
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		if h.status != 200 || string(h.body) != "tick 0\ntick 1\ntick 2\ntick 3\ntick 4\n" {
-			t.Fatalf("request %d: %d %q", i, h.status, h.body)
-		}
-		if res.Reused != wantReused {
-			t.Fatalf("request %d: reused %v, want %v", i, res.Reused, wantReused)
-		}
-		if res.Written.IsZero() || res.ReadLag < 0 {
-			t.Fatalf("request %d: result %+v", i, res)
-		}
-		for j, k := range h.kernel {
-			if k == readStamps {
-				t.Fatalf("request %d: read %d has a kernel receive stamp: %v, want %v", i, j, k, !readStamps)
+	// The timing is judged on the best of jitter.Rounds rounds, each on a
+	// new client: a read a loaded machine delays past the next flush takes
+	// two ticks at once (a span of 31 ms seen under three suites).
+	jitter.BestOf(t, func() []string {
+		var problems []string
+		c := newClient(t, srv.URL)
+		for i, wantReused := range []bool{false, true, true} {
+			h := &collect{}
+			res, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h})
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			if h.status != 200 || string(h.body) != "tick 0\ntick 1\ntick 2\ntick 3\ntick 4\n" {
+				t.Fatalf("request %d: %d %q", i, h.status, h.body)
+			}
+			if res.Reused != wantReused {
+				t.Fatalf("request %d: reused %v, want %v", i, res.Reused, wantReused)
+			}
+			if res.Written.IsZero() || res.ReadLag < 0 {
+				t.Fatalf("request %d: result %+v", i, res)
+			}
+			for j, k := range h.kernel {
+				if k == readStamps {
+					t.Fatalf("request %d: read %d has a kernel receive stamp: %v, want %v", i, j, k, !readStamps)
+				}
+			}
+			// Each flush is its own read, 10 ms apart: the stamps say so.
+			// The kernel's receive times are the writes' (5 ms of slack); a
+			// read's own time is as late as the read, which a loaded
+			// machine may delay more for one read than for another.
+			least := 35 * time.Millisecond
+			if readStamps {
+				least = 20 * time.Millisecond
+			}
+			if n := len(h.stamps); n < 5 {
+				problems = append(problems, fmt.Sprintf("request %d: %d body reads, want 5 or more", i, n))
+			} else if span := h.stamps[n-1].Sub(h.stamps[0]); span < least {
+				problems = append(problems, fmt.Sprintf("request %d: stamps span %v, want about 40 ms (at least %v)", i, span, least))
 			}
 		}
-		// Each flush is its own read, 10 ms apart: the stamps say so. The
-		// kernel's receive times are the writes' (5 ms of slack); a read's
-		// own time is as late as the read, which a loaded machine may
-		// delay more for one read than for another.
-		if n := len(h.stamps); n < 5 {
-			t.Fatalf("request %d: %d body reads, want 5 or more", i, n)
-		}
-		least := 35 * time.Millisecond
-		if readStamps {
-			least = 20 * time.Millisecond
-		}
-		if span := h.stamps[len(h.stamps)-1].Sub(h.stamps[0]); span < least {
-			t.Fatalf("request %d: stamps span %v, want about 40 ms (at least %v)", i, span, least)
-		}
-	}
+		return problems
+	})
 }
 
 // TestReadStamps runs the stream tests with read-time stamps, the path of
