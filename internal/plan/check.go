@@ -82,7 +82,7 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 				at(p, "%v", err)
 				continue
 			}
-			if err := runner.CheckThresholds(stages, []threshold.Threshold{{Expr: tr.Expr, Stage: tr.Stage}}); err != nil {
+			if err := runner.CheckThresholds(stages, []threshold.Threshold{{Expr: tr.Expr, Stage: tr.Stage}}, true); err != nil {
 				at(p, "%v", err)
 			}
 			if err := runner.CheckTriggers([]runner.Trigger{{Trigger: tr, Delay: spec.Delay, Window: spec.Window}}); err != nil {
@@ -98,7 +98,7 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 			at(p, "%v", err)
 			continue
 		}
-		if err := runner.CheckThresholds(stages, []threshold.Threshold{t}); err != nil {
+		if err := runner.CheckThresholds(stages, []threshold.Threshold{t}, x.Measurement.SLOFrom == SLOFromSent); err != nil {
 			at(p, "%v", err)
 		}
 		if spec.AbortOnFail {

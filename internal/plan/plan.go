@@ -361,7 +361,7 @@ func (r *Run) build(ctx context.Context) error {
 			p.Aborts = append(p.Aborts, runner.Abort{Threshold: t, Delay: spec.Delay, Window: spec.Window})
 		}
 	}
-	if err := runner.CheckThresholds(stages, p.Thresholds); err != nil {
+	if err := runner.CheckThresholds(stages, p.Thresholds, x.Measurement.SLOFrom == SLOFromSent); err != nil {
 		return invalidf("%v", err)
 	}
 	if r.tok, err = tokenizer.Load(x.Measurement.Tokenizer); err != nil {

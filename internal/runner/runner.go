@@ -292,8 +292,12 @@ func sourcesDigest(p Plan) string {
 }
 
 // CheckThresholds reports a threshold whose {stage:NAME} selector names no
-// stage of the plan, which would otherwise never be evaluated.
-func CheckThresholds(stages []Stage, ts []threshold.Threshold) error {
+// stage of the plan, which would otherwise never be evaluated, and one on a
+// figure by input length (an {input:…} selector) of ttft or e2e that an
+// open-loop stage would judge from the intended send time (unless fromSent):
+// the figures by input length are kept from the send time only, so it could
+// only ever fail.
+func CheckThresholds(stages []Stage, ts []threshold.Threshold, fromSent bool) error {
 	names := map[string]bool{}
 	var list []string
 	for _, s := range stages {
@@ -303,6 +307,14 @@ func CheckThresholds(stages []Stage, ts []threshold.Threshold) error {
 	for _, t := range ts {
 		if t.Stage != "" && !names[t.Stage] {
 			return fmt.Errorf("threshold %q selects stage %q, which this run does not have (stages: %s)", t.Expr, t.Stage, strings.Join(list, ", "))
+		}
+		if _, twin := threshold.Intended[t.Metric]; !twin || t.Input == "" || fromSent {
+			continue
+		}
+		for _, s := range stages {
+			if (t.Stage == "" || t.Stage == s.Name) && s.Concurrency == 0 {
+				return fmt.Errorf("threshold %q: figures by input length are kept from the send time only, and open-loop stage %q judges %s from the intended send time: use --slo-from sent (measurement.sloFrom: sent) or leave out {input:%s}", t.Expr, s.Name, t.Metric, t.Input)
+			}
 		}
 	}
 	return nil

@@ -67,11 +67,26 @@ func TestStagesThresholdsAndProvenance(t *testing.T) {
 		t.Fatalf("thresholds %+v / %+v: the stage selector must limit count(ttft){stage:slow} to stage slow",
 			res.Scenarios[0].Thresholds, res.Scenarios[1].Thresholds)
 	}
-	if err := CheckThresholds(p.Stages, p.Thresholds); err != nil {
+	if err := CheckThresholds(p.Stages, p.Thresholds, false); err != nil {
 		t.Fatal(err)
 	}
+	// A figure by input length is kept from the send time only: on an
+	// open-loop stage, judged from the intended time, it could only fail
+	// (as NaN); refused up front unless judged from the send time, or on
+	// a closed loop.
+	byInput, _ := threshold.Parse("p99(ttft){input:0-512} < 5s")
+	if err := CheckThresholds(p.Stages, []threshold.Threshold{byInput}, false); err == nil || !strings.Contains(err.Error(), "--slo-from sent") {
+		t.Errorf("by input length on an open loop: %v", err)
+	}
+	if err := CheckThresholds(p.Stages, []threshold.Threshold{byInput}, true); err != nil {
+		t.Errorf("by input length from the send time: %v", err)
+	}
+	closedOnly, _ := threshold.Parse("p99(ttft){stage:fast,input:0-512} < 5s")
+	if err := CheckThresholds(p.Stages, []threshold.Threshold{closedOnly}, false); err != nil {
+		t.Errorf("by input length on a closed loop: %v", err)
+	}
 	bad, _ := threshold.Parse("rps{stage:nope} > 1")
-	if err := CheckThresholds(p.Stages, []threshold.Threshold{bad}); err == nil || !strings.Contains(err.Error(), "stages: fast, slow") {
+	if err := CheckThresholds(p.Stages, []threshold.Threshold{bad}, false); err == nil || !strings.Contains(err.Error(), "stages: fast, slow") {
 		t.Fatalf("CheckThresholds: %v", err)
 	}
 	if res.Scenarios[1].Goodput.Fraction != 0 {
