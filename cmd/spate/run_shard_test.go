@@ -28,11 +28,15 @@ func startShardSim(t *testing.T, cfg sim.Config) string {
 }
 
 // shardArgs is the load every shard of these tests is cut from: 90
-// Poisson requests at 60/s.
+// Poisson requests at 60/s. The subject is the merge's arithmetic, not
+// timing: --allow-invalid, as a shard of 30 requests is invalid when one
+// first token read 1 ms late moves its p99.9 (seen in CI under a full
+// suite: "stage main: reader_lag", exit 4); TestMergeExitCodes covers
+// validity.
 func shardArgs(target string) []string {
 	return []string{"run", "--target", target, "--model", sim.DefaultModel, "--rate", "60", "--arrival", "poisson",
 		"--requests", "90", "--warmup", "200ms", "--input-tokens", "24", "--output-tokens", "6", "--seed", "5",
-		"--threshold", "p99(ttft) < 1ms", "--threshold", "rps > 40", "--lag-bound", "250ms", "--quiet"}
+		"--threshold", "p99(ttft) < 1ms", "--threshold", "rps > 40", "--lag-bound", "250ms", "--allow-invalid", "--quiet"}
 }
 
 // checkMerged checks a merged result against its shards: counts are the
@@ -72,7 +76,7 @@ func checkMerged(t *testing.T, m *result.Result, shards []*result.Result, total 
 	if msent != sent {
 		t.Fatalf("merged series sent %v, shards %v", msent, sent)
 	}
-	for _, k := range []string{metrics.TTFT, metrics.E2E, metrics.ITL, metrics.TPOT, metrics.E2EIntended} {
+	for _, k := range []string{metrics.TTFT, metrics.E2E, metrics.ITL, metrics.TPOT, metrics.E2EIntended, metrics.TTFTIntended} {
 		refHist, err := metrics.Decode(shards[0].Histograms[sc.Name][k])
 		if err != nil {
 			t.Fatalf("%s: %v", k, err)
@@ -95,9 +99,13 @@ func checkMerged(t *testing.T, m *result.Result, shards []*result.Result, total 
 	for _, o := range sc.Thresholds {
 		th += fmt.Sprintf("%s=%v/%v ", o.Expr, o.Value, o.Pass)
 	}
-	if len(sc.Thresholds) != 2 || sc.Thresholds[0].Value != sc.Metrics[metrics.TTFT].P99 || sc.Thresholds[0].Pass ||
+	// An open loop judges TTFT from the intended send time: the p99 of
+	// ttft_intended_ms, which equals TTFT's only when no send was late
+	// (in CI 15.055 against 15.007).
+	if len(sc.Thresholds) != 2 || sc.Thresholds[0].From != "intended" || sc.Thresholds[0].Value != sc.Metrics[metrics.TTFTIntended].P99 ||
+		sc.Thresholds[0].Pass || sc.Metrics[metrics.TTFTIntended].Count == 0 ||
 		sc.Thresholds[1].Value != sc.Throughput.RequestsPerS || m.ThresholdsPassed {
-		t.Fatalf("thresholds on the merged data: %s (p99 ttft %v, rps %v)", th, sc.Metrics[metrics.TTFT].P99, sc.Throughput.RequestsPerS)
+		t.Fatalf("thresholds on the merged data: %s (p99 ttft from the intended time %v, rps %v)", th, sc.Metrics[metrics.TTFTIntended].P99, sc.Throughput.RequestsPerS)
 	}
 }
 
