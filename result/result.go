@@ -205,6 +205,10 @@ type Load struct {
 	// Stampede is the stage's cache stampedes (bursts on top of the rate),
 	// as --stampede takes them.
 	Stampede string `json:"stampede,omitempty"`
+	// Warmup is the stage's own warm-up (a Go duration, "2s"): the seconds
+	// at the start of its series that are left out of its figures, and
+	// that compare leaves out of its windows.
+	Warmup string `json:"warmup,omitempty"`
 	// Shaped is true when complexity shaping scaled each gap of the
 	// schedule (see Config.ComplexityShaping).
 	Shaped         bool    `json:"shaped,omitempty"`

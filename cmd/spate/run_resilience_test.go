@@ -24,7 +24,8 @@ func TestResilienceInRunResult(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, _, stderr := cli(t, context.Background(), "run", "--target", target, "--model", "spate-sim", "--rate", "10",
 		"--arrival", "constant", "--duration", "7s", "--output-tokens", "10", "--slo", "ttft=400ms", "--quiet", "--out", out,
-		"--resilience-window", "3s", "--recovery-window", "2s")
+		"--resilience-window", "3s", "--recovery-window", "2s",
+		"--allow-invalid") // the subject is the resilience section; its own tolerances hold the timings
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -93,7 +94,8 @@ thresholds:
 	out := filepath.Join(dir, "r.json")
 	code, stdout, stderr := cli(t, context.Background(), "run", exp, "--target", srv.BaseURL(), "--chaos-proxy",
 		"--output-tokens", "3", "--input-tokens", "8", "--out", out, "--lag-bound", "250ms",
-		"--resilience-window", "3s", "--recovery-window", "1s")
+		"--resilience-window", "3s", "--recovery-window", "1s",
+		"--allow-invalid") // exit 3 from the thresholds, not 4 when a busy machine reads a first token late
 	t.Logf("%s", stdout)
 	if code != exitThreshold {
 		t.Fatalf("exit %d, want 3 (msr not measured)\n%s", code, stderr)

@@ -460,6 +460,9 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev thr
 	}
 	sc.StartedAt = sc.StartedAt.UTC()
 	sc.Load.RampFrom, sc.Load.Shaped = st.RampFrom, st.Shape
+	if st.Warmup > 0 {
+		sc.Load.Warmup = st.Warmup.String()
+	}
 	if sp, ok := st.Pacer.(*schedule.Stampede); ok {
 		sc.Load.Stampede = sp.Spec.String()
 	}

@@ -45,7 +45,7 @@ func TestStagesThresholdsAndProvenance(t *testing.T) {
 	p := Plan{
 		Stages: []Stage{
 			{Name: "fast", Concurrency: 2, Requests: 10},
-			{Name: "slow", Arrival: "constant", Rate: 100, Requests: 5, SLO: metrics.SLO{TTFT: time.Millisecond}},
+			{Name: "slow", Arrival: "constant", Rate: 100, Requests: 5, Warmup: 20 * time.Millisecond, SLO: metrics.SLO{TTFT: time.Millisecond}},
 		},
 		Source:     workload.Synthetic{Input: workload.Lengths{Mean: 3, Min: 1}, Seed: 1},
 		Client:     fakeClient{delay: 5 * time.Millisecond},
@@ -56,7 +56,9 @@ func TestStagesThresholdsAndProvenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Scenarios) != 2 || res.Scenarios[0].Name != "fast" || res.Scenarios[1].Load.Mode != "open" {
+	// Each stage records its own warm-up (compare cuts its windows there).
+	if len(res.Scenarios) != 2 || res.Scenarios[0].Name != "fast" || res.Scenarios[1].Load.Mode != "open" ||
+		res.Scenarios[0].Load.Warmup != "" || res.Scenarios[1].Load.Warmup != "20ms" {
 		t.Fatalf("scenarios %+v", res.Scenarios)
 	}
 	if res.Provenance.Model != "served-model" || res.Provenance.WorkloadSHA256 == "" ||

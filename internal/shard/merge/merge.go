@@ -333,7 +333,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	var outputs []*result.Output
 	var invalid []string
 	var reads result.Validity // the shards' late-read counts, added up
-	sc.Load = result.Load{Mode: f.Load.Mode, Arrival: f.Load.Arrival, LagBoundMS: f.Load.LagBoundMS, Valid: true}
+	sc.Load = result.Load{Mode: f.Load.Mode, Arrival: f.Load.Arrival, Warmup: f.Load.Warmup, LagBoundMS: f.Load.LagBoundMS, Valid: true}
 	for _, p := range parts {
 		s := p.sc
 		if s.StartedAt.Before(sc.StartedAt) {

@@ -472,7 +472,7 @@ func chooseWindow(s Sides, stage string, metrics []Metric, cfg Config) (w, windo
 		if sc == nil {
 			continue
 		}
-		u := usable(&sc.Series, span(in.Result, cfg).Skip)
+		u := usable(&sc.Series, span(in.Result, sc, cfg).Skip)
 		if short < 0 || u < short {
 			short = u
 		}
@@ -624,11 +624,23 @@ func refScenario(r *result.Result, name string) *result.Scenario {
 	return nil
 }
 
-// span is where windows are cut in a result: after its warm-up and the
-// settling seconds.
-func span(r *result.Result, cfg Config) Span {
+// legacyWarmup says whether r was written before each stage recorded its
+// warm-up (load.warmup): its config has one and its first stage does not.
+func legacyWarmup(r *result.Result) bool {
+	return r.Config.Warmup != "" && len(r.Scenarios) > 0 && r.Scenarios[0].Load.Warmup == ""
+}
+
+// span is where windows are cut in a stage's series: after the stage's
+// own warm-up and the settling seconds. A result written before stages
+// recorded their warm-up has the first stage's only, in its config, and
+// had it cut from every stage: so it still is.
+func span(r *result.Result, sc *result.Scenario, cfg Config) Span {
 	skip := cfg.Settle
-	if d, err := time.ParseDuration(r.Config.Warmup); err == nil && d > 0 {
+	w := sc.Load.Warmup
+	if legacyWarmup(r) {
+		w = r.Config.Warmup
+	}
+	if d, err := time.ParseDuration(w); err == nil && d > 0 {
 		skip += int(math.Ceil(d.Seconds()))
 	}
 	return Span{Skip: skip, Window: cfg.Window}
@@ -645,7 +657,7 @@ func sideWindows(in []Input, stage string, m Metric, cfg Config, ref bool) (runs
 			warns = append(warns, fmt.Sprintf("%s has no stage %s", x.Path, stage))
 			continue
 		}
-		v, empty := Windows(&sc.Series, span(x.Result, cfg), m)
+		v, empty := Windows(&sc.Series, span(x.Result, sc, cfg), m)
 		if empty > 0 {
 			warns = append(warns, fmt.Sprintf("%s: %d empty window(s) skipped", x.Path, empty))
 		}

@@ -86,6 +86,9 @@ func differences(a, b *result.Result, allowSUT bool) []string {
 		add(f+"target_token_rate", la.TargetTokenRate, lb.TargetTokenRate)
 		add(f+"concurrency", la.Concurrency, lb.Concurrency)
 		add(f+"max_concurrency", la.MaxConcurrency, lb.MaxConcurrency)
+		if !legacyWarmup(a) && !legacyWarmup(b) {
+			add(f+"warmup", la.Warmup, lb.Warmup)
+		}
 	}
 	return d
 }

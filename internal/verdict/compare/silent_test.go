@@ -3,8 +3,10 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spate-dev/spate/internal/verdict/resilience"
 	"github.com/spate-dev/spate/result"
@@ -274,5 +276,70 @@ func TestRunsOverlapNoVerdict(t *testing.T) {
 		if r := row(t, rep, "main", "e2e_p99_ms"); r.Verdict != tc.want || r.Method != "welch+block-bootstrap" {
 			t.Errorf("%s: e2e_p99 %s by %s (%+.3f, p %.2g) %q, want %s", tc.name, r.Verdict, r.Method, r.Change, r.P, r.Warnings, tc.want)
 		}
+	}
+}
+
+// TestStageWarmupLeftOut: each stage's windows start after its own
+// warm-up. A second stage with a 20 s warm-up whose first 20 s are ten
+// times slower in the new runs (a cold cache) is no regression; cut at the
+// first stage's warm-up (none), as compare once did, it was. A result
+// from before stages recorded their warm-up keeps its config's for every
+// stage; a stage warm-up that differs is a different load.
+func TestStageWarmupLeftOut(t *testing.T) {
+	twoStages := func(seed uint64, sut string, cold float64) *result.Result {
+		r := baseModel.result(seed, sut)
+		peak := r.Scenarios[0]
+		peak.Name, peak.Load.Warmup = "peak", "20s"
+		s := peak.Series
+		for _, col := range []*[]float64{&s.TTFTp50ms, &s.TTFTp99ms, &s.TTFTMeanMS, &s.E2Ep50ms, &s.E2Ep99ms, &s.E2EMeanMS} {
+			c := slices.Clone(*col)
+			for i := range 20 {
+				c[i] *= cold
+			}
+			*col = c
+		}
+		peak.Series = s
+		r.Scenarios = append(r.Scenarios, peak)
+		return r
+	}
+	sides := Sides{Base: []Input{{"b", twoStages(1, "v1", 1)}}, New: []Input{{"n", twoStages(2, "v2", 10)}}}
+	rep, err := Compare(sides, Config{Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"ttft_p99_ms", "e2e_p99_ms"} {
+		// Old: change +155 % (11 windows, "~" only as they were autocorrelated).
+		if r := row(t, rep, "peak", m); r.Verdict == Regressed || math.Abs(r.Change) > 0.1 {
+			t.Errorf("peak %s: %s (change %+.2f): the warm-up's seconds were compared", m, r.Verdict, r.Change)
+		}
+	}
+
+	for _, tc := range []struct {
+		name          string
+		config, first string
+		second, want  string
+	}{
+		{"each stage its own", "", "", "20s", "20s"},
+		{"first stage's own", "5s", "5s", "", ""},
+		{"before stages recorded theirs", "5s", "", "", "5s"},
+	} {
+		r := baseModel.result(1, "v1")
+		r.Config.Warmup = tc.config
+		r.Scenarios[0].Load.Warmup = tc.first
+		r.Scenarios = append(r.Scenarios, r.Scenarios[0])
+		r.Scenarios[1].Load.Warmup = tc.second
+		want := 2
+		if d, _ := time.ParseDuration(tc.want); d > 0 {
+			want += int(d.Seconds())
+		}
+		if got := span(r, &r.Scenarios[1], Config{Settle: 2}).Skip; got != want {
+			t.Errorf("%s: second stage skips %d s, want %d", tc.name, got, want)
+		}
+	}
+
+	a, b := twoStages(1, "v1", 1), twoStages(2, "v1", 1)
+	b.Scenarios[1].Load.Warmup = "5s"
+	if d := differences(a, b, false); len(d) != 1 || !strings.Contains(d[0], "scenarios[peak].load.warmup") {
+		t.Errorf("stage warm-ups 20s and 5s: differences %q", d)
 	}
 }
