@@ -175,3 +175,47 @@ func TestWatchOutcomes(t *testing.T) {
 		t.Errorf("rel value %v, want 2", o.Value)
 	}
 }
+
+// TestWatchUnknownSteps: a step whose figure could not be measured (an
+// empty window: nothing completed in it) neither breaks a hold nor counts
+// toward one. Bad windows with empty ones between them fire (they passed,
+// as each empty one restarted the hold); a stretch where the figure was
+// missing that, had it held, would have fired is no pass but no verdict;
+// empty windows before the stage's first figures are no evaluation.
+func TestWatchUnknownSteps(t *testing.T) {
+	tr, _ := ParseTrigger("p95(e2e) > 1s for 4s and error_rate >= 5%")
+	steps := map[byte]src{
+		'B': {"e2e": 3000, "error_rate": 0.5},        // bad: holds
+		'G': {"e2e": 100, "error_rate": 0.5},         // good: does not hold
+		'U': {"e2e": math.NaN(), "error_rate": 0.5},  // e2e missing, errors high
+		'N': {"e2e": math.NaN(), "error_rate": 0.01}, // e2e missing, errors low: does not hold
+	}
+	for _, tc := range []struct {
+		name, seq string // one step a second from 0 s
+		firedAt   int    // -1: did not fire
+		pass      bool
+		err       string
+	}{
+		{"bad with empty windows between", "BBUBBUBBU", 4, false, ""},
+		{"outage: no answer for 10 s", "GGGUUUUUUUUUUGGG", -1, false, "had they held, it would have fired"},
+		{"empty windows, errors low", "GGGNNNNNNNNNNGGG", -1, true, ""},
+		{"empty windows shorter than the hold", "GGGBUUGGGUUBGGG", -1, true, ""},
+		{"empty windows at the start", "UUUUUUGGGGG", -1, true, ""},
+		{"good throughout", "GGGGGGGGG", -1, true, ""},
+		{"bad throughout", "BBBBBBB", 4, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Watch{Trigger: tr}
+			fired := -1
+			for i := range len(tc.seq) {
+				if w.Step(time.Duration(i)*time.Second, steps[tc.seq[i]], nil) && fired < 0 {
+					fired = i
+				}
+			}
+			o := w.Outcome()
+			if fired != tc.firedAt || o.Pass != tc.pass || (tc.err == "") != (o.Err == "") || !strings.Contains(o.Err, tc.err) {
+				t.Errorf("%s: fired at %d, outcome %+v; want fired at %d, pass %v, err %q", tc.seq, fired, o, tc.firedAt, tc.pass, tc.err)
+			}
+		})
+	}
+}
