@@ -141,6 +141,12 @@ type ThresholdOutcome struct {
 	// Err says why the threshold could not be checked: the figure is
 	// missing, not a finite number, or the threshold itself is invalid.
 	Err string `json:"error,omitempty"`
+	// Unjudged marks an outcome with no verdict: its figure was not
+	// measured (no samples, no fault to recover from, a trigger whose
+	// figures were missing where it might have fired). It is not a pass,
+	// but not a failure either: alone, it makes the run's verdict
+	// "cannot judge" (exit 4), and any failed threshold wins over it.
+	Unjudged bool `json:"unjudged,omitempty"`
 
 	// Trigger marks a trigger (delta(p95(e2e)) > 300ms for 2m and ...):
 	// watched while the stage ran, it fails when it fired. Fired counts

@@ -153,6 +153,34 @@ func TestThresholdFailureExitsThree(t *testing.T) {
 	}
 }
 
+// TestUnmeasuredThresholdExitsFour: a threshold on a figure the run did
+// not measure (msr with no fault) cannot judge: exit 4, never a pass, and
+// --allow-invalid does not accept it; a failed threshold beside it wins
+// (exit 3). It exited 3, a red the server had no part in.
+func TestUnmeasuredThresholdExitsFour(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: 5 * time.Millisecond, ITL: time.Millisecond, Tokens: 3})
+	defer srv.Close()
+	for _, tc := range []struct {
+		extra []string
+		code  int
+		line  string
+	}{
+		{nil, exitInvalid, "thresholds: CANNOT JUDGE (1 could not be measured"},
+		{[]string{"--threshold", "p50(ttft) < 1us"}, exitThreshold, "thresholds: FAIL"},
+	} {
+		out := filepath.Join(t.TempDir(), "r.json")
+		args := append([]string{"run", "--target", srv.BaseURL(), "--model", "x", "--concurrency", "2", "--requests", "6",
+			"--threshold", "msr >= 0.9", "--allow-invalid", "--out", out}, tc.extra...)
+		code, stdout, stderr := cli(t, context.Background(), args...)
+		if code != tc.code || !strings.Contains(stdout, tc.line) || !strings.Contains(stdout, "? msr >= 0.9 (msr was not measured in this run)") {
+			t.Fatalf("%v: exit %d, want %d and %q\n%s\n%s", tc.extra, code, tc.code, tc.line, stdout, stderr)
+		}
+		if r := readResult(t, out); r.Verdict != map[int]string{exitInvalid: "invalid", exitThreshold: "fail"}[tc.code] || !r.Scenarios[0].Thresholds[0].Unjudged {
+			t.Fatalf("%v: verdict %q, thresholds %+v", tc.extra, r.Verdict, r.Scenarios[0].Thresholds)
+		}
+	}
+}
+
 // TestCapBacklogMarksRunInvalid: a cap that delays sends makes the run
 // invalid: exit 4 with the cause on the summary's last line and verdict
 // invalid in the result (exit 0 with --allow-invalid), the requests the cap

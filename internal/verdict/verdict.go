@@ -38,17 +38,55 @@ var ErrThresholdsFailed = errors.New("thresholds failed")
 var ErrUntrustworthy = errors.New("no trustworthy verdict")
 
 // Of is the verdict of a finished run; runErr is its own error (not the
-// outcome of its thresholds), if any.
+// outcome of its thresholds), if any. Thresholds that could not be judged,
+// with none failed, make it Invalid: no trustworthy verdict.
 func Of(r *result.Result, runErr error) string {
 	switch {
 	case runErr != nil || r == nil || r.Interrupted:
 		return Error
-	case !r.ThresholdsPassed:
+	case Failed(r):
 		return Fail
-	case len(InvalidStages(r)) > 0:
+	case !r.ThresholdsPassed || len(InvalidStages(r)) > 0:
 		return Invalid
 	}
 	return Pass
+}
+
+// Failed says whether r's thresholds failed: one whose figure was
+// measured missed its limit, the run was stopped by one (r.Aborted), or
+// they did not pass and none says it could not be judged. Thresholds that
+// could not be judged (Unjudged), with none failed, are not a failure.
+func Failed(r *result.Result) bool {
+	if r.ThresholdsPassed {
+		return false
+	}
+	if r.Aborted != "" {
+		return true
+	}
+	unjudged := false
+	for _, sc := range r.Scenarios {
+		for _, o := range sc.Thresholds {
+			if !o.Pass && !o.Unjudged {
+				return true
+			}
+			unjudged = unjudged || o.Unjudged
+		}
+	}
+	return !unjudged
+}
+
+// Unjudged lists r's thresholds that could not be judged, with why:
+// "stage main: msr >= 0.9 (msr was not measured in this run)".
+func Unjudged(r *result.Result) []string {
+	var out []string
+	for _, sc := range r.Scenarios {
+		for _, o := range sc.Thresholds {
+			if o.Unjudged {
+				out = append(out, fmt.Sprintf("stage %s: %s (%s)", sc.Name, o.Expr, o.Err))
+			}
+		}
+	}
+	return out
 }
 
 // InvalidStages are the measured stages of r whose measurement was not
@@ -64,12 +102,18 @@ func InvalidStages(r *result.Result) []*result.Scenario {
 }
 
 // Outcome is the error a completed run (one that produced r without an
-// error of its own) ends with: nil, ErrThresholdsFailed, or, when a stage
-// was invalid and allowInvalid is false, an ErrUntrustworthy naming the
-// stages and causes. Failed thresholds win over an invalid measurement.
+// error of its own) ends with: nil, ErrThresholdsFailed, or an
+// ErrUntrustworthy naming the thresholds that could not be judged or, when
+// allowInvalid is false, the invalid stages and their causes. Failed
+// thresholds win over both.
 func Outcome(r *result.Result, allowInvalid bool) error {
-	if !r.ThresholdsPassed {
+	if Failed(r) {
 		return ErrThresholdsFailed
+	}
+	if !r.ThresholdsPassed {
+		// allowInvalid accepts an invalid measurement, never a threshold
+		// with no figure to judge.
+		return fmt.Errorf("%w: thresholds could not be judged: %s", ErrUntrustworthy, strings.Join(Unjudged(r), "; "))
 	}
 	bad := InvalidStages(r)
 	if len(bad) == 0 || allowInvalid {

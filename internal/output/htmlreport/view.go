@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -13,7 +14,7 @@ import (
 type runView struct {
 	Label      string
 	Res        *result.Result
-	Verdict    string // PASS, FAIL or NONE (no thresholds)
+	Verdict    string // PASS, FAIL, INCONCLUSIVE or NONE (no thresholds)
 	Invalid    int    // stages whose measurement is not valid
 	Notes      []string
 	Stages     []stageView
@@ -95,9 +96,13 @@ func newRunView(r run) runView {
 		v.Breakdowns = append(v.Breakdowns, breakdowns(sc)...)
 	}
 	if n > 0 {
-		v.Verdict = "FAIL"
-		if res.ThresholdsPassed {
+		switch {
+		case res.ThresholdsPassed:
 			v.Verdict = "PASS"
+		case verdict.Failed(res):
+			v.Verdict = "FAIL"
+		default:
+			v.Verdict = "INCONCLUSIVE" // thresholds that could not be judged, none failed
 		}
 	}
 	if res.Interrupted {

@@ -65,11 +65,15 @@ func Console(w io.Writer, r *result.Result) error {
 		n += len(sc.Thresholds)
 	}
 	if n > 0 {
-		verdict := "PASS"
-		if !r.ThresholdsPassed {
-			verdict = "FAIL"
+		v := "PASS"
+		switch {
+		case r.ThresholdsPassed:
+		case verdict.Failed(r):
+			v = "FAIL"
+		default:
+			v = fmt.Sprintf("CANNOT JUDGE (%d could not be measured: no trustworthy verdict)", len(verdict.Unjudged(r)))
 		}
-		fmt.Fprintf(&b, "thresholds: %s\n", verdict)
+		fmt.Fprintf(&b, "thresholds: %s\n", v)
 	}
 	measurement(&b, r)
 	_, err := io.WriteString(w, b.String())
@@ -219,7 +223,10 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 	validity(b, l)
 	for _, th := range sc.Thresholds {
 		mark := "✓"
-		if !th.Pass {
+		switch {
+		case th.Unjudged:
+			mark = "?"
+		case !th.Pass:
 			mark = "✗"
 		}
 		from := ""

@@ -4,6 +4,7 @@ import (
 	"github.com/spate-dev/spate/internal/golden"
 
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/spate-dev/spate/internal/verdict/threshold"
@@ -158,4 +159,36 @@ func TestConsoleEscapesServerText(t *testing.T) {
 		t.Errorf("a control character reached the console:\n%q", b.String())
 	}
 	golden.Check(t, "console-escapes.golden", b.Bytes())
+}
+
+// TestThresholdsCannotJudge: a threshold whose figure was not measured is
+// marked "?" and, with none failed, the verdict line says no verdict, in
+// the console and in Markdown; a failed one beside it makes it FAIL.
+func TestThresholdsCannotJudge(t *testing.T) {
+	unjudged := result.ThresholdOutcome{Expr: "msr >= 0.9", Err: "msr was not measured in this run", Unjudged: true}
+	failed := result.ThresholdOutcome{Expr: "p99(ttft) < 1s", Value: 1200}
+	for _, tc := range []struct {
+		name     string
+		outs     []result.ThresholdOutcome
+		console  string
+		markdown string
+	}{
+		{"unjudged only", []result.ThresholdOutcome{unjudged}, "thresholds: CANNOT JUDGE (1 could not be measured: no trustworthy verdict)", "❔ CANNOT JUDGE (1 of 1 threshold could not be measured)"},
+		{"unjudged and failed", []result.ThresholdOutcome{unjudged, failed}, "thresholds: FAIL", "❌ FAIL (1 of 2 thresholds failed)"},
+	} {
+		r := &result.Result{Schema: result.Schema, Scenarios: []result.Scenario{{Name: "main", Load: result.Load{Mode: "closed", Valid: true}, Thresholds: tc.outs}}}
+		var c, m bytes.Buffer
+		if err := Console(&c, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := Markdown(&m, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(c.String(), tc.console+"\n") || !strings.Contains(c.String(), "  ? msr >= 0.9 (msr was not measured in this run)") {
+			t.Errorf("%s: console\n%s", tc.name, c.String())
+		}
+		if !strings.Contains(m.String(), tc.markdown) || !strings.Contains(m.String(), "❔ cannot judge") {
+			t.Errorf("%s: markdown\n%s", tc.name, m.String())
+		}
+	}
 }

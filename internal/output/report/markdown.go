@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -19,7 +20,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 	for _, sc := range r.Scenarios {
 		for _, o := range sc.Thresholds {
 			n++
-			if !o.Pass {
+			if !o.Pass && !o.Unjudged {
 				failed++
 			}
 		}
@@ -29,6 +30,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		b.WriteString("### spate: no thresholds")
 	case r.ThresholdsPassed:
 		fmt.Fprintf(&b, "### spate: ✅ PASS (%d threshold%s)", n, plural(n))
+	case !verdict.Failed(r):
+		k := len(verdict.Unjudged(r))
+		fmt.Fprintf(&b, "### spate: ❔ CANNOT JUDGE (%d of %d threshold%s could not be measured)", k, n, plural(n))
 	default:
 		fmt.Fprintf(&b, "### spate: ❌ FAIL (%d of %d threshold%s failed)", failed, n, plural(n))
 	}
@@ -65,6 +69,8 @@ func Markdown(w io.Writer, r *result.Result) error {
 			for _, o := range sc.Thresholds {
 				val, res := fmt.Sprintf("%.4g", o.Value), "✅ pass"
 				switch {
+				case o.Unjudged:
+					val, res = cell(o.Err), "❔ cannot judge"
 				case o.Err != "":
 					val, res = cell(o.Err), "⚠️ error"
 				case !o.Pass:

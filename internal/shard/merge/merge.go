@@ -582,6 +582,7 @@ func triggers(exprs []string, stage string, in []Input) ([]threshold.Outcome, bo
 		}
 		if len(fired) == 0 {
 			o.Err = "a trigger is watched while each shard runs, on its part of the load: no shard's fired, but the merged load was not watched as a whole (see the shards' results)"
+			o.Unjudged = true
 		}
 		pass = false // fired, or no verdict on the whole load
 		outs = append(outs, o)

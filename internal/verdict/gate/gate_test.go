@@ -17,6 +17,16 @@ import (
 	"github.com/spate-dev/spate/result"
 )
 
+func unjudged(sc result.Scenario) result.Scenario {
+	sc.Thresholds = []result.ThresholdOutcome{{Expr: "msr >= 0.9", Err: "msr was not measured in this run", Unjudged: true}}
+	return sc
+}
+
+func failed(sc result.Scenario) result.Scenario {
+	sc.Thresholds = []result.ThresholdOutcome{{Expr: "p99(ttft) < 1s", Value: 1200}}
+	return sc
+}
+
 func TestVerdict(t *testing.T) {
 	valid := result.Scenario{Name: "a", Load: result.Load{Valid: true}}
 	invalid := result.Scenario{Name: "b"}
@@ -29,6 +39,11 @@ func TestVerdict(t *testing.T) {
 		{&result.Result{ThresholdsPassed: false, Scenarios: []result.Scenario{valid}}, nil, Fail},
 		{&result.Result{ThresholdsPassed: true, Scenarios: []result.Scenario{valid, invalid}}, nil, Invalid},
 		{&result.Result{ThresholdsPassed: false, Scenarios: []result.Scenario{invalid}}, nil, Fail},
+		// A threshold that could not be judged, none failed: no verdict.
+		{&result.Result{ThresholdsPassed: false, Scenarios: []result.Scenario{unjudged(valid)}}, nil, Invalid},
+		// A failed one wins over it.
+		{&result.Result{ThresholdsPassed: false, Scenarios: []result.Scenario{unjudged(valid), failed(valid)}}, nil, Fail},
+		{&result.Result{ThresholdsPassed: false, Aborted: "stage a: stopped", Scenarios: []result.Scenario{unjudged(valid)}}, nil, Fail},
 		{&result.Result{ThresholdsPassed: true, Interrupted: true}, nil, Error},
 		{&result.Result{ThresholdsPassed: true}, errors.New("no request succeeded"), Error},
 		{nil, nil, Error},

@@ -22,9 +22,11 @@ type Source interface {
 type Outcome = result.ThresholdOutcome
 
 // Eval checks t against the value src observes. A figure src does not have,
-// or one that is NaN or infinite, fails with Err saying why, so a gate never
-// passes on a figure it could not see; Value is then 0 (JSON cannot hold NaN
-// or ±Inf). == and != compare exactly.
+// or one that is NaN, is no pass and no failure: Err says why and Unjudged
+// marks it (the run cannot judge), so a gate never passes on a figure it
+// could not see. An infinite figure (a recovery that never came) fails,
+// with Err saying so. Value is 0 with Err (JSON cannot hold NaN or ±Inf).
+// == and != compare exactly.
 func (t Threshold) Eval(src Source) Outcome {
 	out := Outcome{Expr: t.Expr}
 	if out.Expr == "" {
@@ -50,7 +52,7 @@ func (t Threshold) Eval(src Source) Outcome {
 		if _, _, known := lookupMetric(t.Metric); !known {
 			out.Err = fmt.Sprintf("unknown metric %q; known %s", t.Metric, knownList())
 		} else {
-			out.Err = fmt.Sprintf("%s was not measured in this run", subject)
+			out.Err, out.Unjudged = fmt.Sprintf("%s was not measured in this run", subject), true
 		}
 	case math.IsNaN(v):
 		if why, ok := noValue[t.Metric]; ok {
@@ -58,6 +60,7 @@ func (t Threshold) Eval(src Source) Outcome {
 		} else {
 			out.Err = fmt.Sprintf("observed %s is NaN (no samples?)", subject)
 		}
+		out.Unjudged = true
 	case math.IsInf(v, 0):
 		out.Err = fmt.Sprintf("observed %s is %v", subject, v)
 	default:

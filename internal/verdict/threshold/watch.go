@@ -131,6 +131,7 @@ func (w *Watch) mayStep(at time.Duration, unknown bool, err string) {
 
 // endMay ends the hold in which unknown steps are taken as holding.
 func (w *Watch) endMay() { w.mayOpen = false }
+
 // Fired is how many times the trigger fired.
 func (w *Watch) Fired() int { return w.fired }
 
@@ -160,5 +161,6 @@ func (w *Watch) Outcome() Outcome {
 	default:
 		out.Value, out.Pass = w.lastValue, true
 	}
+	out.Unjudged = out.Err != ""
 	return out
 }
