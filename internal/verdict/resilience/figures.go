@@ -38,6 +38,11 @@ const (
 	MinBaselineSeconds = 2
 )
 
+// MaxErrorRise is how far over the error rate before a stage's first fault
+// (0 when there is none to take) a window after a fault may be and count as
+// recovered: one percentage point.
+const MaxErrorRise = 0.01
+
 // Figures computes a stage's resilience figures from its series and SLOs
 // (slo, in ms, keyed "ttft", "e2e" as in result.Goodput.SLOms). It returns
 // nil when the series is too short for a single slope window.
@@ -115,6 +120,17 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 		return r // no SLO and no fault: no recovery time
 	}
 	r.RecoveryWindowS = o.RecoveryWindow
+	// After a fault, a window whose error rate is over the stage's before
+	// its first fault by more than MaxErrorRise has not recovered, as in
+	// the chaos section's recovery.
+	errs := &Errors{Done: cutInts(s.CompletedPerS, n), Failed: cutInts(s.ErrorsPerS, n), Max: MaxErrorRise}
+	var done, failed int
+	for i := 0; i < firstOnset && !o.AfterFaults; i++ {
+		done, failed = done+at(s.CompletedPerS, i), failed+at(s.ErrorsPerS, i)
+	}
+	if done > 0 {
+		errs.Max += float64(failed) / float64(done)
+	}
 	// nextOnset is the first fault onset after second at (n if none).
 	nextOnset := func(at int) int {
 		next := n
@@ -127,10 +143,10 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 	}
 	switch {
 	case o.AfterFaults:
-		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "fault_end", 0, nextOnset(0), o.RecoveryWindow, r.SLOms))
+		r.Recoveries = append(r.Recoveries, recovery(p99, weights, errs, "fault_end", 0, nextOnset(0), o.RecoveryWindow, r.SLOms))
 	case firstOnset > 0:
 		// The load step's recovery, judged before any fault began.
-		r.Recoveries = append(r.Recoveries, recovery(p99, weights, "load_step", 0, firstOnset, o.RecoveryWindow, r.SLOms))
+		r.Recoveries = append(r.Recoveries, recovery(p99, weights, nil, "load_step", 0, firstOnset, o.RecoveryWindow, r.SLOms))
 	}
 	for _, end := range o.FaultEnds {
 		// Judged from the first whole second after the window's end (10 ms
@@ -139,7 +155,7 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 		if at >= n {
 			continue
 		}
-		rec := recovery(p99, weights, "fault_end", at, nextOnset(at), o.RecoveryWindow, r.SLOms)
+		rec := recovery(p99, weights, errs, "fault_end", at, nextOnset(at), o.RecoveryWindow, r.SLOms)
 		rec.AtS, rec.RecoveryS = math.Round(1000*end)/1000, math.Round(1000*(rec.RecoveryS+float64(at)-end))/1000
 		r.Recoveries = append(r.Recoveries, rec)
 	}
@@ -147,11 +163,11 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 }
 
 // recovery is the recovery from second at, judged on the seconds before
-// end.
-func recovery(p99 []float64, weights []int, event string, at, end, w int, slo float64) result.Recovery {
+// end (and, with errs, on their error rate).
+func recovery(p99 []float64, weights []int, errs *Errors, event string, at, end, w int, slo float64) result.Recovery {
 	rec := result.Recovery{Event: event, AtS: float64(at)}
 	end = min(end, len(p99))
-	if s, ok := Recovery(p99[:end], cutInts(weights, end), at, w, slo); ok {
+	if s, ok := Recovery(p99[:end], cutInts(weights, end), errs, at, w, slo); ok {
 		rec.Recovered, rec.RecoveryS = true, float64(s)
 	} else {
 		rec.RecoveryS = float64(max(end-at, 0))

@@ -79,25 +79,53 @@ func Windowed(p99 []float64, weights []int, a, w int) (float64, bool) {
 	return sum / n, true
 }
 
+// Errors are the failures a recovery is judged on beside the P99: the
+// requests completed and failed each second, and the error rate (a
+// fraction) over which a window has not recovered whatever its P99.
+type Errors struct {
+	Done, Failed []int
+	Max          float64
+}
+
+// rate is the error rate of the window of w seconds from a; ok is false
+// when nothing completed in it.
+func (e *Errors) rate(a, w int) (float64, bool) {
+	if e == nil {
+		return 0, false
+	}
+	var done, failed int
+	for i := max(a, 0); i < a+w; i++ {
+		done += at(e.Done, i)
+		failed += at(e.Failed, i)
+	}
+	if done == 0 {
+		return 0, false
+	}
+	return float64(failed) / float64(done), true
+}
+
 // Recovery is the time, in whole seconds from second event, until the
 // windowed P99 (windows of w seconds, see Windowed) is back under slo and
 // stays there: the smallest r ≥ 0 such that every window starting at
-// event+r or later that holds values is ≤ slo. It is 0 when P99 was never
-// over the SLO after the event; ok is false when the last window is still
-// over the SLO (not recovered by the end of the series) or no window after
-// the event holds values.
-func Recovery(p99 []float64, weights []int, event, w int, slo float64) (seconds int, ok bool) {
+// event+r or later that holds values is ≤ slo. With errs, a window whose
+// error rate is over errs.Max is over too, even with no P99 (every
+// request in it failed): a service that fails fast has not recovered. It
+// is 0 when the window was never over after the event; ok is false when
+// the last window is still over (not recovered by the end of the series)
+// or no window after the event holds values.
+func Recovery(p99 []float64, weights []int, errs *Errors, event, w int, slo float64) (seconds int, ok bool) {
 	if w < 1 || event < 0 {
 		return 0, false
 	}
 	lastOver, any := -1, false
 	for a := event; a+w <= len(p99); a++ {
 		v, has := Windowed(p99, weights, a, w)
-		if !has {
+		e, hasErr := errs.rate(a, w)
+		if !has && !hasErr {
 			continue
 		}
 		any = true
-		if v > slo {
+		if (has && v > slo) || (hasErr && e > errs.Max) {
 			lastOver = a
 		}
 	}
@@ -110,7 +138,8 @@ func Recovery(p99 []float64, weights []int, event, w int, slo float64) (seconds 
 	// Recovered at the first window after the last one over the SLO, if
 	// there is one.
 	for a := lastOver + 1; a+w <= len(p99); a++ {
-		if _, has := Windowed(p99, weights, a, w); has {
+		_, has := Windowed(p99, weights, a, w)
+		if _, hasErr := errs.rate(a, w); has || hasErr {
 			return a - event, true
 		}
 	}

@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/spate-dev/spate/result"
@@ -90,7 +91,7 @@ func TestRecovery(t *testing.T) {
 		// recovery after it: the last window over starts at 14.
 		{"relapse", relapse, nil, 0, 15, true},
 	} {
-		got, ok := Recovery(c.p99, c.weights, c.event, 5, 500)
+		got, ok := Recovery(c.p99, c.weights, nil, c.event, 5, 500)
 		if got != c.want || ok != c.ok {
 			t.Errorf("%s: Recovery = %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
 		}
@@ -152,7 +153,7 @@ func FuzzSlope(f *testing.F) {
 		if v, _, ok := Slope(p, nil, w%64); ok && (math.IsNaN(v) || math.IsInf(v, 0)) {
 			t.Fatalf("slope %v", v)
 		}
-		if s, ok := Recovery(p, nil, 0, w%64, 100); ok && s < 0 {
+		if s, ok := Recovery(p, nil, nil, 0, w%64, 100); ok && s < 0 {
 			t.Fatalf("recovery %d", s)
 		}
 	})
@@ -176,10 +177,19 @@ func TestErrorRateSlopeAndBaseline(t *testing.T) {
 		s.SentPerS, s.CompletedPerS, s.ErrorsPerS = append(s.SentPerS, done), append(s.CompletedPerS, done), append(s.ErrorsPerS, errs)
 		s.TTFTp99ms, s.E2Ep99ms = append(s.TTFTp99ms, 100), append(s.E2Ep99ms, e2e)
 	}
-	r := Figures(s, nil, Options{SlopeWindow: 10, RecoveryWindow: 1, FaultStarts: []float64{20}, FaultEnds: []float64{24.5}})
+	opts := Options{SlopeWindow: 10, RecoveryWindow: 1, FaultStarts: []float64{20}, FaultEnds: []float64{24.5}}
+	r := Figures(s, nil, opts)
 	if r.ErrorRateSlopePPPerMin == nil || math.Abs(*r.ErrorRateSlopePPPerMin-15) > 1 {
 		t.Errorf("error-rate slope %v, want ≈ 15 pp/min", r.ErrorRateSlopePPPerMin)
 	}
+	// Errors of 6–10 % after the fault against 2.4 % before it: not
+	// recovered, however fast the latency came back.
+	if got := r.Recoveries[1]; got.Event != "fault_end" || got.Recovered {
+		t.Errorf("fault_end recovery %+v with the error rate 4–8 points over the one before the fault, want not recovered", got)
+	}
+	// With a steady 1 % of errors, the latency decides.
+	s.ErrorsPerS = slices.Repeat([]int{1}, len(s.ErrorsPerS))
+	r = Figures(s, nil, opts)
 	// Baseline: 400 ms before the fault → bound 600 ms; from second 25
 	// (the first after the end at 24.5) 800 ms for 3 s: recovered at 28,
 	// 3.5 s after the end.
@@ -212,5 +222,41 @@ func TestErrorRateSlopeAndBaseline(t *testing.T) {
 	r = Figures(s, nil, Options{SlopeWindow: 10, FaultStarts: []float64{0}, FaultEnds: []float64{24.5}})
 	if r.Recoveries != nil || len(r.Warnings) == 0 {
 		t.Errorf("no baseline: %+v", r)
+	}
+}
+
+// TestRecoveryCountsFailures: a fault from 5 s to 10 s, after which every
+// request fails fast for 20 s, then the service is back. Recovery is at
+// 30 s (20 s after the end) whatever the SLO: the failures have no
+// latency, and with only successes weighed it was 0 s, recovered.
+func TestRecoveryCountsFailures(t *testing.T) {
+	s := &result.Series{}
+	for i := range 51 {
+		done, failed, p99 := 10, 0, 300.0
+		if i >= 10 && i < 30 {
+			failed, p99 = 10, 0 // all failed: no latency that second
+		}
+		s.SentPerS, s.CompletedPerS, s.ErrorsPerS = append(s.SentPerS, done), append(s.CompletedPerS, done), append(s.ErrorsPerS, failed)
+		s.TTFTp99ms, s.E2Ep99ms = append(s.TTFTp99ms, p99/3), append(s.E2Ep99ms, p99)
+	}
+	for _, slo := range []map[string]float64{{"ttft": 500}, {"e2e": 2000}, nil} {
+		r := Figures(s, slo, Options{SlopeWindow: 10, RecoveryWindow: 5, FaultStarts: []float64{5}, FaultEnds: []float64{10}})
+		var got *result.Recovery
+		for i := range r.Recoveries {
+			if r.Recoveries[i].Event == "fault_end" {
+				got = &r.Recoveries[i]
+			}
+		}
+		if got == nil || !got.Recovered || got.RecoveryS != 20 {
+			t.Errorf("SLO %v: recovery %+v, want recovered 20 s after the fault's end", slo, got)
+		}
+	}
+	// Never back: not recovered, recovery_time +Inf.
+	for i := 30; i < len(s.ErrorsPerS); i++ {
+		s.ErrorsPerS[i], s.E2Ep99ms[i], s.TTFTp99ms[i] = 10, 0, 0
+	}
+	r := Figures(s, map[string]float64{"e2e": 2000}, Options{SlopeWindow: 10, RecoveryWindow: 5, FaultStarts: []float64{5}, FaultEnds: []float64{10}})
+	if v, ok := Scalar(&result.Scenario{Resilience: r}, RecoveryName); !ok || !math.IsInf(v, 1) {
+		t.Errorf("failing to the end: recovery_time %v %v, want +Inf", v, ok)
 	}
 }
