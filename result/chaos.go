@@ -27,10 +27,10 @@ type Chaos struct {
 	Attempts  int      `json:"attempts"`
 	RetriedOK int      `json:"retried_ok"`
 	RRetry    *float64 `json:"r_retry,omitempty"`
-	// FailoverMS is the first failing window's failover time that
-	// completed: from its onset to the first token of the first successful
-	// response among the requests it reached (sent in it, with a failed
-	// attempt).
+	// FailoverMS is the slowest failover time of the failing windows
+	// whose failover completed: from a window's onset to the first token of
+	// the first successful response among the requests it reached (sent in
+	// it, with a failed attempt).
 	FailoverMS *float64 `json:"failover_ms,omitempty"`
 	// TMaxMS is T_max of MSR (800 ms by default).
 	TMaxMS float64 `json:"t_max_ms"`
@@ -41,9 +41,10 @@ type Chaos struct {
 	// MSRReason says why there is no MSR (no failing window, no failover
 	// needed, no retries), or why it is 0 (the failover did not complete).
 	MSRReason string `json:"msr_reason,omitempty"`
-	// RecoveryMS is the first failing window's recovery time: from the
-	// fault's end to the first bin of RecoveryBinMS whose requests are
-	// back to the baseline error rate and E2E p99 (see docs/chaos.md).
+	// RecoveryMS is the slowest recovery time of the failing windows: from
+	// a fault's end to the first bin of RecoveryBinMS whose requests are
+	// back to the baseline error rate and E2E p99 (see docs/chaos.md);
+	// none when a window never recovered.
 	RecoveryMS    *float64 `json:"recovery_ms,omitempty"`
 	RecoveryBinMS float64  `json:"recovery_bin_ms,omitempty"`
 	// Upstreams counts measured requests by the upstream that gave the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/llmtest"
+	"github.com/spate-dev/spate/sim"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while a command writes it.
@@ -104,6 +105,43 @@ func TestChaosUsageErrors(t *testing.T) {
 	} {
 		if code, _, stderr := cli(t, context.Background(), args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, code, stderr)
+		}
+	}
+}
+
+// TestChaosNeverOnRefused: a fault rule that begins after the load it
+// applies to has been sent would never take effect; the run measured the
+// service without it and passed (exit 0). Refused before any load (exit
+// 2), for --chaos over the run and for a stage's own faults; a rule inside
+// the run is accepted.
+func TestChaosNeverOnRefused(t *testing.T) {
+	_, target := startSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 2))
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "late.yaml")
+	os.WriteFile(exp, []byte(`apiVersion: spate/v1
+kind: Experiment
+stages:
+  - {name: calm, rate: 5, duration: 1s}
+  - name: chaos
+    rate: 5
+    warmup: 1s
+    duration: 2s
+    faults: {url: /admin/faults, set: {schedule: [{from: 3s, until: 4s, error_rate: 1}]}}
+`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"run", "--target", target, "--model", sim.DefaultModel, "--rate", "5", "--duration", "2s", "--warmup", "1s",
+			"--chaos", "error_rate=1,from=3s,until=4s"}, 2, "--chaos: rule 1 begins at from=3s, but the load it applies to is sent in 3s"},
+		{[]string{"run", exp, "--target", target, "--model", sim.DefaultModel, "--chaos-proxy"}, 2, "stage chaos faults: rule 1 begins at from=3s, but the load it applies to is sent in 3s"},
+		{[]string{"run", "--target", target, "--model", sim.DefaultModel, "--rate", "5", "--duration", "1s",
+			"--chaos", "error_rate=1,from=500ms,until=4s", "--allow-invalid"}, 0, ""},
+	} {
+		args := append(tc.args, "--quiet", "--out", filepath.Join(dir, "r.json"))
+		if code, _, stderr := cli(t, context.Background(), args...); code != tc.code || !strings.Contains(stderr, tc.err) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s", tc.args, code, tc.code, tc.err, stderr)
 		}
 	}
 }

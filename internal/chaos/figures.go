@@ -114,7 +114,7 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 		bound = time.Duration(1.5 * base.E2EP99MS * float64(time.Millisecond))
 	}
 
-	failing, failovers, unfinished := 0, 0, 0
+	failing, failovers, unfinished, unrecovered := 0, 0, 0, 0
 	for i, w := range windows {
 		sp := spans[i]
 		var inside, outside []Sample
@@ -148,13 +148,15 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 				if r, ok := recovery(samples, w.End, o.End, o.RecoveryBin, base.ErrorRate, bound); ok {
 					cw.RecoveryMS = ptr(ms(r))
 				} else {
+					unrecovered++
 					c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: not recovered by the end of the stage (error rate ≤ %.3f and E2E p99 ≤ %v per %v bin)", i, base.ErrorRate+0.01, bound, o.RecoveryBin))
 				}
 			}
-			if c.FailoverMS == nil && cw.FailoverMS != nil {
+			// The stage's figures are its slowest window's.
+			if cw.FailoverMS != nil && (c.FailoverMS == nil || *cw.FailoverMS > *c.FailoverMS) {
 				c.FailoverMS = cw.FailoverMS
 			}
-			if c.RecoveryMS == nil && cw.RecoveryMS != nil {
+			if cw.RecoveryMS != nil && (c.RecoveryMS == nil || *cw.RecoveryMS > *c.RecoveryMS) {
 				c.RecoveryMS = cw.RecoveryMS
 			}
 		}
@@ -197,17 +199,24 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 		c.MSRReason = "no request sent during the fault windows failed an attempt: no failover was needed"
 	case c.RRetry == nil:
 		c.MSRReason = "no request was retried or failed over: MSR needs R_retry (run with --retries, or --targets with --policy failover)"
-	case c.FailoverMS == nil:
-		// The fault reached requests and none that was retried succeeded:
-		// T_failover is past the stage, its factor 0.
+	case unfinished > 0:
+		// A window's fault reached requests and none that was retried
+		// succeeded: its T_failover is past the stage, its factor 0, and
+		// the stage's MSR is its worst window's.
 		c.MSR, c.MSRGrade = ptr(0.0), Grade(0)
 		c.MSRReason = "the failover did not complete within the stage: MSR 0"
+		if failing > 1 {
+			c.MSRReason = fmt.Sprintf("the failover did not complete within the stage in %d of its %d failing windows: MSR 0", unfinished, failing)
+		}
 	default:
 		m := MSR(time.Duration(*c.FailoverMS*float64(time.Millisecond)), o.TMax, *c.RRetry)
 		c.MSR, c.MSRGrade = ptr(m), Grade(m)
 	}
 	if c.MSR == nil {
 		c.Warnings = append(c.Warnings, "no MSR: "+c.MSRReason)
+	}
+	if unrecovered > 0 {
+		c.RecoveryMS = nil // a window never recovered: no recovery time
 	}
 	return c
 }

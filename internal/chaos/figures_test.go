@@ -189,3 +189,45 @@ func TestMSRGrade(t *testing.T) {
 		}
 	}
 }
+
+// TestMSRWorstWindow: a stage's failover, recovery and MSR are its worst
+// window's. With two failing windows, one whose failover never completed
+// makes MSR 0 (the first whose did gave 0.944, "high"); with both
+// complete, the slower failover (400 ms, not 50 ms) is the stage's.
+func TestMSRWorstWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	stage := func(firstFails bool) ([]Sample, []Window) {
+		var ss []Sample
+		for i := range 100 {
+			sent := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+			s := Sample{Sent: sent, End: sent.Add(20 * time.Millisecond), Attempts: 1}
+			switch {
+			case i >= 20 && i < 30 && firstFails:
+				s.End, s.Failed, s.Attempts = sent.Add(300*time.Millisecond), true, 2
+			case i >= 20 && i < 30: // first success sent 200 ms in, answered 200 ms later
+				if i < 22 {
+					s.End, s.Failed, s.Attempts = sent.Add(300*time.Millisecond), true, 2
+				} else {
+					s.End, s.Attempts = sent.Add(200*time.Millisecond), 2
+				}
+			case i >= 60 && i < 70: // retried at once: 50 ms
+				s.End, s.Attempts = sent.Add(50*time.Millisecond), 2
+			}
+			ss = append(ss, s)
+		}
+		return ss, []Window{
+			{Faults: `{"blackhole_rate":1}`, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Failing: true},
+			{Faults: `{"blackhole_rate":1}`, Start: t0.Add(6 * time.Second), End: t0.Add(7 * time.Second), Failing: true},
+		}
+	}
+	ss, ws := stage(true)
+	c := Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(10 * time.Second)})
+	if c.MSR == nil || *c.MSR != 0 || !strings.Contains(c.MSRReason, "in 1 of its 2 failing windows") || *c.FailoverMS != 50 {
+		t.Errorf("first window's failover never completed: msr %v reason %q failover %v", c.MSR, c.MSRReason, c.FailoverMS)
+	}
+	ss, ws = stage(false)
+	c = Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(10 * time.Second)})
+	if c.FailoverMS == nil || *c.FailoverMS != 400 || c.MSR == nil || math.Abs(*c.MSR-(1-400.0/800)*float64(c.RetriedOK)/float64(c.RetryAttempts)) > 1e-12 {
+		t.Errorf("both complete: failover %v msr %v, want the slower window's 400 ms", c.FailoverMS, c.MSR)
+	}
+}

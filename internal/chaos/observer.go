@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ type Observer struct {
 	Stats func(ctx context.Context) (Stats, error)
 	// TMax and RecoveryBin: see FigureOptions.
 	TMax, RecoveryBin time.Duration
+	// Proxied says the stage's load is meant to go through the proxy
+	// Stats reads: a stage whose requests it never saw is invalid
+	// (CauseNotApplied), its faults having reached nothing.
+	Proxied bool
 
 	mu      sync.Mutex
 	samples []Sample
@@ -31,6 +36,11 @@ type Observer struct {
 }
 
 var _ runner.Observer = (*Observer)(nil)
+
+// CauseNotApplied is the invalid cause (result.Load.InvalidCause) of a
+// stage whose load the chaos proxy never saw: the faults asked for did not
+// reach it, and its figures are of a service without them.
+const CauseNotApplied = "faults_not_applied"
 
 // LocalStats returns the Stats func of an in-process proxy.
 func LocalStats(p *Proxy) func(context.Context) (Stats, error) {
@@ -114,4 +124,13 @@ func (o *Observer) StageEnd(st runner.Stage, sc *result.Scenario) {
 		Start: o.start, End: end, TMax: o.TMax, RecoveryBin: o.RecoveryBin, P99Bound: st.SLO.E2E,
 		Injected: inj, Failing: after.Failing - o.before.Failing,
 	})
+	if seen := after.Requests - o.before.Requests; o.Proxied && seen == 0 && len(o.samples) > 0 {
+		why := fmt.Sprintf("the chaos proxy saw none of the stage's %d requests: its faults reached nothing, and the figures are of the service without them (is --target the proxy whose --chaos-stats are read?)", len(o.samples))
+		sc.Chaos.Warnings = append(sc.Chaos.Warnings, why)
+		if sc.Load.Valid {
+			sc.Load.InvalidCause = CauseNotApplied
+		}
+		sc.Load.Valid = false
+		sc.Load.InvalidReason = strings.TrimPrefix(sc.Load.InvalidReason+"; "+why, "; ")
+	}
 }

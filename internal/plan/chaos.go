@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,6 +69,51 @@ func (f *chaosFeature) check(x *experiment.Experiment) error {
 			return invalidf("--chaos: %v", err)
 		}
 	}
+	for _, st := range x.Stages {
+		if st.Faults == nil {
+			continue
+		}
+		// A set the chaos proxy reads (another server's may differ: then
+		// it is its own to check).
+		b, err := json.Marshal(st.Faults.Set)
+		if err != nil {
+			continue
+		}
+		if set, err := chaos.DecodeSet(b); err == nil {
+			if err := neverOn(set.Rules(), loadSpan([]experiment.Stage{st}), "stage "+st.Name+" faults"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadSpan is how long stages send load, warm-up included, when each is
+// bound by its duration alone (0: not known before the run).
+func loadSpan(stages []experiment.Stage) time.Duration {
+	var span time.Duration
+	for _, st := range stages {
+		if st.Duration <= 0 || st.Requests > 0 {
+			return 0
+		}
+		span += st.Warmup + st.Duration
+	}
+	return span
+}
+
+// neverOn refuses a rule that begins only once the span of load it is
+// applied to (counted from when it is applied) has been sent: it would
+// never take effect, and the run would measure a service without the
+// fault asked for. span 0 checks nothing.
+func neverOn(rules []chaos.Rule, span time.Duration, what string) error {
+	if span <= 0 {
+		return nil
+	}
+	for i, r := range rules {
+		if from := time.Duration(r.From); from >= span {
+			return invalidf("%s: rule %d begins at from=%v, but the load it applies to is sent in %v: it would never take effect (start it earlier or send load for longer)", what, i+1, from, span)
+		}
+	}
 	return nil
 }
 
@@ -100,6 +146,10 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	}
 	if err := set.Validate(); err != nil {
 		return invalidf("--chaos: %v", err)
+	}
+	// Applied as the first stage starts: its rules count from there.
+	if err := neverOn(set.Rules(), loadSpan(x.Stages), "--chaos"); err != nil {
+		return err
 	}
 	f.set = set
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -242,7 +292,8 @@ func (f *chaosFeature) apply(_ context.Context, r *Run) error {
 		}
 		p.Observers = append(p.Observers, &applyOnStart{proxy: f.proxy, set: f.set})
 	}
-	p.Observers = append(p.Observers, &chaos.Observer{Stats: stats, TMax: x.Chaos.TMax, RecoveryBin: x.Chaos.RecoveryBin})
+	p.Observers = append(p.Observers, &chaos.Observer{Stats: stats, TMax: x.Chaos.TMax, RecoveryBin: x.Chaos.RecoveryBin,
+		Proxied: f.proxy != nil || x.Chaos.Stats != ""})
 	return nil
 }
 
