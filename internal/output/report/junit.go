@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
 	"github.com/spate-dev/spate/result"
 )
@@ -92,6 +93,12 @@ func JUnit(w io.Writer, r *result.Result) error {
 		root.Errors += s.Errors
 		root.Suites = append(root.Suites, s)
 	}
+	if s, ok := runSuite(r); ok {
+		root.Tests += s.Tests
+		root.Failures += s.Failures
+		root.Errors += s.Errors
+		root.Suites = append(root.Suites, s)
+	}
 	root.Time = secs(total)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("writing JUnit XML: %w", err)
@@ -105,6 +112,36 @@ func JUnit(w io.Writer, r *result.Result) error {
 		return fmt.Errorf("writing JUnit XML: %w", err)
 	}
 	return nil
+}
+
+// runSuite is the run's own suite, when the run did not end as its stages'
+// thresholds say: stopped by a threshold during the run (a merged run's
+// shard whose abort its merged figures do not show) is a failure; a run
+// that did not complete (interrupted, an error, a stage in which nothing
+// succeeded) an error. A CI reading the XML must not see a pass then.
+func runSuite(r *result.Result) (junitSuite, bool) {
+	s := junitSuite{Name: "spate.run", Time: "0"}
+	if r.Aborted != "" {
+		msg := "stopped during the run: " + r.Aborted
+		s.Cases = append(s.Cases, junitCase{Classname: "spate.run", Name: "not stopped by a threshold", Time: "0",
+			Failure: &junitProblem{Type: "aborted", Message: msg, Text: msg}})
+		s.Tests++
+		s.Failures++
+	}
+	if r.Interrupted || r.Error != "" || r.Verdict == verdict.Error {
+		msg := "the run did not complete"
+		switch {
+		case r.Interrupted:
+			msg += ": interrupted (the result holds what was measured until then)"
+		case r.Error != "":
+			msg += ": " + r.Error
+		}
+		s.Cases = append(s.Cases, junitCase{Classname: "spate.run", Name: "run completed", Time: "0",
+			Error: &junitProblem{Type: "run_error", Message: msg, Text: msg}})
+		s.Tests++
+		s.Errors++
+	}
+	return s, s.Tests > 0
 }
 
 // failureMessage says what a failed threshold observed against its limit:

@@ -1,14 +1,14 @@
 package report
 
 import (
-	"github.com/spate-dev/spate/internal/golden"
-
 	"bytes"
 	"encoding/xml"
 	"strings"
 	"testing"
 
+	"github.com/spate-dev/spate/internal/golden"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
+	"github.com/spate-dev/spate/result"
 )
 
 func TestJUnitGolden(t *testing.T) {
@@ -75,6 +75,48 @@ func TestJUnitInvalidIsNotGreen(t *testing.T) {
 	for _, c := range acc.Cases {
 		if c.Name == "measurement valid" {
 			t.Errorf("accepted (--allow-invalid): a measurement case %+v", c)
+		}
+	}
+}
+
+// TestJUnitRunNotGreen: a run stopped by a threshold (a merged run whose
+// shard aborted, its merged thresholds passing) has a failure, and a run
+// that did not complete an error, in a suite of the run's own: the XML
+// had neither, a CI reading it saw green while the exit code was 3 or 1.
+// Markdown's headline says the same.
+func TestJUnitRunNotGreen(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		edit     func(r *result.Result)
+		failures int
+		errors   int
+		headline string
+	}{
+		{"shard aborted", func(r *result.Result) {
+			r.ThresholdsPassed, r.Aborted = false, "shard 1: stage peak: p99(ttft) < 1s failed during the run (1200): stopped"
+		}, 1, 0, "· stopped: shard 1: stage peak"},
+		{"interrupted", func(r *result.Result) { r.Interrupted = true }, 0, 1, "⚠️ INCOMPLETE"},
+		{"nothing succeeded", func(r *result.Result) { r.Verdict = "error" }, 0, 1, "⚠️ INCOMPLETE"},
+	} {
+		r := &result.Result{Schema: result.Schema, ThresholdsPassed: true, Verdict: "pass", Scenarios: []result.Scenario{{Name: "peak",
+			Load: result.Load{Mode: "closed", Valid: true}, Thresholds: []result.ThresholdOutcome{{Expr: "error_rate < 5%", Value: 0.01, Pass: true}}}}}
+		tc.edit(r)
+		var b, m bytes.Buffer
+		if err := JUnit(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := Markdown(&m, r); err != nil {
+			t.Fatal(err)
+		}
+		var got junitSuites
+		if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatalf("not XML: %v", err)
+		}
+		if got.Failures != tc.failures || got.Errors != tc.errors || got.Suites[len(got.Suites)-1].Name != "spate.run" {
+			t.Errorf("%s: %d failures, %d errors, want %d and %d in suite spate.run\n%s", tc.name, got.Failures, got.Errors, tc.failures, tc.errors, b.String())
+		}
+		if head, _, _ := strings.Cut(m.String(), "\n"); !strings.Contains(head, tc.headline) {
+			t.Errorf("%s: markdown headline %q, want %q", tc.name, head, tc.headline)
 		}
 	}
 }

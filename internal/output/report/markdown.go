@@ -26,6 +26,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		}
 	}
 	switch {
+	case r.Interrupted || r.Verdict == verdict.Error:
+		// Whatever its thresholds say, the run did not complete (exit 1).
+		b.WriteString("### spate: ⚠️ INCOMPLETE (the run did not complete)")
 	case n == 0:
 		b.WriteString("### spate: no thresholds")
 	case r.ThresholdsPassed:
@@ -35,6 +38,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		fmt.Fprintf(&b, "### spate: ❔ CANNOT JUDGE (%d of %d threshold%s could not be measured)", k, n, plural(n))
 	default:
 		fmt.Fprintf(&b, "### spate: ❌ FAIL (%d of %d threshold%s failed)", failed, n, plural(n))
+		if r.Aborted != "" {
+			fmt.Fprintf(&b, " · stopped: %s", cell(r.Aborted))
+		}
 	}
 	// A verdict on a measurement the generator could not keep is not to
 	// be trusted: say so where it is read first.
