@@ -12,6 +12,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -39,8 +40,9 @@ var _ runner.Observer = (*Observer)(nil)
 
 // CauseNotApplied is the invalid cause (result.Load.InvalidCause) of a
 // stage whose load the chaos proxy never saw: the faults asked for did not
-// reach it, and its figures are of a service without them.
-const CauseNotApplied = "faults_not_applied"
+// reach it, and its figures are of a service without them. No
+// --allow-invalid accepts it.
+const CauseNotApplied = verdict.CauseNotApplied
 
 // LocalStats returns the Stats func of an in-process proxy.
 func LocalStats(p *Proxy) func(context.Context) (Stats, error) {
@@ -127,10 +129,7 @@ func (o *Observer) StageEnd(st runner.Stage, sc *result.Scenario) {
 	if seen := after.Requests - o.before.Requests; o.Proxied && seen == 0 && len(o.samples) > 0 {
 		why := fmt.Sprintf("the chaos proxy saw none of the stage's %d requests: its faults reached nothing, and the figures are of the service without them (is --target the proxy whose --chaos-stats are read?)", len(o.samples))
 		sc.Chaos.Warnings = append(sc.Chaos.Warnings, why)
-		if sc.Load.Valid {
-			sc.Load.InvalidCause = CauseNotApplied
-		}
-		sc.Load.Valid = false
+		sc.Load.Valid, sc.Load.InvalidCause = false, CauseNotApplied // wins: no --allow-invalid accepts it
 		sc.Load.InvalidReason = strings.TrimPrefix(sc.Load.InvalidReason+"; "+why, "; ")
 	}
 }

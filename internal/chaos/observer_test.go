@@ -8,14 +8,16 @@ import (
 
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/runner"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
 // TestObserverProxyNeverSawTheLoad: a stage whose requests the chaos proxy
 // (read through --chaos-stats) never saw is invalid, faults_not_applied:
 // its load went straight to the service, and the figures are of a service
-// without the faults (it passed, exit 0). A proxy that saw them, or a run
-// with no proxy to see them, leaves the stage valid.
+// without the faults (it passed, exit 0), and no --allow-invalid accepts
+// it. A proxy that saw them, or a run with no proxy to see them, leaves the
+// stage valid.
 func TestObserverProxyNeverSawTheLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -45,6 +47,10 @@ func TestObserverProxyNeverSawTheLoad(t *testing.T) {
 		o.StageEnd(runner.Stage{Name: "main"}, sc)
 		if sc.Load.Valid != tc.valid || (!tc.valid && (sc.Load.InvalidCause != CauseNotApplied || !strings.Contains(sc.Load.InvalidReason, "saw none of the stage's 24 requests"))) {
 			t.Errorf("%s: load %+v", tc.name, sc.Load)
+		}
+		r := &result.Result{ThresholdsPassed: true, Scenarios: []result.Scenario{*sc}}
+		if err := verdict.Outcome(r, true); (err == nil) != tc.valid {
+			t.Errorf("%s: outcome with --allow-invalid: %v", tc.name, err)
 		}
 	}
 }

@@ -99,6 +99,7 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 	}
 	outs := gate.Run(context.WithoutCancel(ctx), x.Actions[res.Verdict], gate.Payload{
 		Verdict: res.Verdict, Experiment: x.Path, Fingerprint: res.Fingerprint, Result: out, Failed: gate.FailedThresholds(res),
+		Unjudged: verdict.Unjudged(res),
 	})
 	failed := r.recordGate(res, res.Verdict, outs)
 	if err := write(); err != nil {

@@ -89,6 +89,19 @@ func Unjudged(r *result.Result) []string {
 	return out
 }
 
+// CauseNotApplied is the invalid cause (result.Load.InvalidCause) of a
+// stage whose load the chaos proxy never saw: the faults asked for reached
+// nothing. No allowInvalid accepts it: the run did not measure what it was
+// asked to (see Accepted).
+const CauseNotApplied = "faults_not_applied"
+
+// Accepted says whether allowInvalid accepts sc's measurement: a valid
+// one always, an invalid one when allowInvalid is set, unless the stage
+// did not measure what it was asked to (CauseNotApplied).
+func Accepted(sc *result.Scenario, allowInvalid bool) bool {
+	return sc.Load.Valid || (allowInvalid && sc.Load.InvalidCause != CauseNotApplied)
+}
+
 // InvalidStages are the measured stages of r whose measurement was not
 // valid.
 func InvalidStages(r *result.Result) []*result.Scenario {
@@ -115,8 +128,13 @@ func Outcome(r *result.Result, allowInvalid bool) error {
 		// with no figure to judge.
 		return fmt.Errorf("%w: thresholds could not be judged: %s", ErrUntrustworthy, strings.Join(Unjudged(r), "; "))
 	}
-	bad := InvalidStages(r)
-	if len(bad) == 0 || allowInvalid {
+	var bad []*result.Scenario
+	for _, sc := range InvalidStages(r) {
+		if !Accepted(sc, allowInvalid) {
+			bad = append(bad, sc)
+		}
+	}
+	if len(bad) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %s (see load.invalid_reason in the result; --allow-invalid accepts it)", ErrUntrustworthy, Causes(bad))

@@ -91,9 +91,11 @@ func measurement(b *strings.Builder, r *result.Result) {
 		b.WriteString("measurement: valid\n")
 		return
 	}
-	note := ": no trustworthy verdict"
-	if r.Config.AllowInvalid {
-		note = ", accepted by allowInvalid (exit 0)"
+	note := ", accepted by allowInvalid (exit 0)"
+	for _, sc := range bad {
+		if !verdict.Accepted(sc, r.Config.AllowInvalid) {
+			note = ": no trustworthy verdict"
+		}
 	}
 	fmt.Fprintf(b, "measurement: INVALID (%s)%s\n", verdict.Causes(bad), note)
 }

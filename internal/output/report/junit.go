@@ -79,7 +79,7 @@ func JUnit(w io.Writer, r *result.Result) error {
 			s.Tests++
 			s.Cases = append(s.Cases, c)
 		}
-		if !sc.Load.Valid && !r.Config.AllowInvalid {
+		if !verdict.Accepted(&sc, r.Config.AllowInvalid) {
 			// No verdict to trust (exit 4): a CI reading the XML must not
 			// see a pass.
 			msg := fmt.Sprintf("the measurement is not valid (%s): %s", sc.Load.InvalidCause, sc.Load.InvalidReason)

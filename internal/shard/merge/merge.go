@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/internal/verdict/threshold"
 	"github.com/spate-dev/spate/result"
 )
@@ -370,8 +371,8 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		sc.Load.LagBoundMS = max(sc.Load.LagBoundMS, l.LagBoundMS)
 		if !l.Valid {
 			sc.Load.Valid = false
-			if sc.Load.InvalidCause == "" {
-				sc.Load.InvalidCause = l.InvalidCause
+			if sc.Load.InvalidCause == "" || l.InvalidCause == verdict.CauseNotApplied {
+				sc.Load.InvalidCause = l.InvalidCause // no --allow-invalid accepts that one: it wins
 			}
 			invalid = append(invalid, fmt.Sprintf("shard %d: %s", p.shard, l.InvalidReason))
 		}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	runverdict "github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -299,7 +300,7 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	if err := checkSides(s, cfg, rep); err != nil {
 		return nil, err
 	}
-	var invalid []string
+	var invalid, notApplied []string // notApplied: no --allow-invalid accepts it
 	for _, in := range slices.Concat(s.Base, s.New, s.BaseRef, s.NewRef) {
 		why := ""
 		switch r := in.Result; {
@@ -341,7 +342,11 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 			if sc != nil && !sc.Load.Valid {
 				msg := fmt.Sprintf("%s: stage %s is not a valid measurement: %s", in.Path, name, sc.Load.InvalidReason)
 				rep.Warnings = append(rep.Warnings, msg)
-				invalid = append(invalid, msg)
+				if runverdict.Accepted(sc, true) {
+					invalid = append(invalid, msg)
+				} else {
+					notApplied = append(notApplied, msg)
+				}
 			}
 		}
 		for _, in := range slices.Concat(s.Base, s.New) {
@@ -385,7 +390,7 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	if cfg.AllowInvalid {
 		invalid = nil
 	}
-	rep.Inconclusive = inconclusive(rep, invalid)
+	rep.Inconclusive = inconclusive(rep, append(invalid, notApplied...))
 	return rep, nil
 }
 

@@ -44,6 +44,9 @@ type Payload struct {
 	Fingerprint string   `json:"fingerprint,omitempty"`
 	Result      string   `json:"result,omitempty"` // path of the result file
 	Failed      []string `json:"failed_thresholds,omitempty"`
+	// Unjudged lists the thresholds that could not be judged (their
+	// figure was not measured), per stage, with why.
+	Unjudged []string `json:"unjudged_thresholds,omitempty"`
 }
 
 // Outcome is how one action went.
@@ -130,12 +133,13 @@ func tail(b []byte, n int) string {
 	return string(b)
 }
 
-// FailedThresholds lists the expressions of failed thresholds, per stage.
+// FailedThresholds lists the expressions of failed thresholds, per stage
+// (not those that could not be judged: verdict.Unjudged lists them).
 func FailedThresholds(r *result.Result) []string {
 	var out []string
 	for _, sc := range r.Scenarios {
 		for _, t := range sc.Thresholds {
-			if !t.Pass {
+			if !t.Pass && !t.Unjudged {
 				out = append(out, sc.Name+": "+t.Expr)
 			}
 		}

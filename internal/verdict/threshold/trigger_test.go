@@ -177,11 +177,12 @@ func TestWatchOutcomes(t *testing.T) {
 }
 
 // TestWatchUnknownSteps: a step whose figure could not be measured (an
-// empty window: nothing completed in it) neither breaks a hold nor counts
-// toward one. Bad windows with empty ones between them fire (they passed,
+// empty window: nothing completed in it) does not break a hold and cannot
+// fire one. Bad windows with empty ones between them fire (they passed,
 // as each empty one restarted the hold); a stretch where the figure was
-// missing that, had it held, would have fired is no pass but no verdict;
-// empty windows before the stage's first figures are no evaluation.
+// missing that, had it held, would have fired is no pass but no verdict,
+// at the stage's start too, and with no for; windows before the stage's
+// first figure of any kind are no evaluation.
 func TestWatchUnknownSteps(t *testing.T) {
 	tr, _ := ParseTrigger("p95(e2e) > 1s for 4s and error_rate >= 5%")
 	steps := map[byte]src{
@@ -189,7 +190,9 @@ func TestWatchUnknownSteps(t *testing.T) {
 		'G': {"e2e": 100, "error_rate": 0.5},         // good: does not hold
 		'U': {"e2e": math.NaN(), "error_rate": 0.5},  // e2e missing, errors high
 		'N': {"e2e": math.NaN(), "error_rate": 0.01}, // e2e missing, errors low: does not hold
+		'E': {"e2e": math.NaN(), "error_rate": math.NaN()}, // nothing completed
 	}
+	noFor, _ := ParseTrigger("p95(e2e) > 1s and error_rate >= 5%")
 	for _, tc := range []struct {
 		name, seq string // one step a second from 0 s
 		firedAt   int    // -1: did not fire
@@ -200,12 +203,18 @@ func TestWatchUnknownSteps(t *testing.T) {
 		{"outage: no answer for 10 s", "GGGUUUUUUUUUUGGG", -1, false, "had they held, it would have fired"},
 		{"empty windows, errors low", "GGGNNNNNNNNNNGGG", -1, true, ""},
 		{"empty windows shorter than the hold", "GGGBUUGGGUUBGGG", -1, true, ""},
-		{"empty windows at the start", "UUUUUUGGGGG", -1, true, ""},
+		{"nothing completed at the start", "EEEEEEGGGGG", -1, true, ""},
+		{"outage from the start", "UUUUUUGGGGG", -1, false, "had they held, it would have fired"},
 		{"good throughout", "GGGGGGGGG", -1, true, ""},
 		{"bad throughout", "BBBBBBB", 4, false, ""},
+		{"no for: one bad second unmeasured", "GGGUGGG", -1, false, "had they held, it would have fired"},
+		{"no for: bad at once", "GGBGG", 2, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &Watch{Trigger: tr}
+			if strings.HasPrefix(tc.name, "no for") {
+				w.Trigger = noFor
+			}
 			fired := -1
 			for i := range len(tc.seq) {
 				if w.Step(time.Duration(i)*time.Second, steps[tc.seq[i]], nil) && fired < 0 {

@@ -9,10 +9,12 @@ import (
 // while every condition holds, fires once it has held for the trigger's
 // Hold, and is armed again only once a condition stops holding (so a
 // lasting bad state fires it once). A step where a figure could not be
-// measured (an empty window) is unknown: it neither breaks a hold nor
-// counts toward one, and a stretch of unknown steps that, had they held,
+// measured (an empty window) and no condition failed is unknown: it does
+// not break a hold (which spans from its first holding step to its last),
+// it cannot fire one, and a stretch of unknown steps that, had they held,
 // would have made the trigger fire leaves it unable to judge (Outcome) —
-// never a pass. It is not safe for concurrent use.
+// never a pass. Steps before the stage's first figure (nothing completed
+// yet) are not evaluations. It is not safe for concurrent use.
 type Watch struct {
 	Trigger Trigger
 
@@ -32,10 +34,10 @@ type Watch struct {
 	// step, mayFired whether it fired. mayHeld is the longest such hold
 	// that had an unknown step and did not fire, mayAt where it began,
 	// mayErr why its figures were missing.
-	mayOpen, mayUnknown, mayFired bool
-	maySince, mayHeld, mayAt      time.Duration
-	mayErr                        string
-	figures                       bool // a step had figures
+	mayOpen, mayUnknown, mayFired, mayWas bool // mayWas: mayHeld is set
+	maySince, mayHeld, mayAt              time.Duration
+	mayErr                                string
+	figures                               bool // a step had a figure
 }
 
 // step states.
@@ -53,7 +55,7 @@ const (
 // makes the step false however many figures are missing; otherwise a
 // missing figure makes it unknown (see Watch).
 func (w *Watch) Step(at time.Duration, now Source, bases []Source) bool {
-	state, unknownErr := stepTrue, ""
+	state, unknownErr, measured := stepTrue, "", false
 	for i, c := range w.Trigger.Conds {
 		var base Source
 		if i < len(bases) {
@@ -72,6 +74,7 @@ func (w *Watch) Step(at time.Duration, now Source, bases []Source) bool {
 			}
 			continue
 		}
+		measured = true
 		if i == 0 {
 			w.lastValue = v
 		}
@@ -79,13 +82,14 @@ func (w *Watch) Step(at time.Duration, now Source, bases []Source) bool {
 			state = stepFalse
 		}
 	}
-	if state == stepUnknown && !w.figures {
-		// No figures yet in this stage (nothing completed): not an
-		// evaluation.
+	if !measured && !w.figures {
+		// No figure at all yet in this stage (nothing completed): not
+		// an evaluation. A step with one (errors while the latency has
+		// none) is.
 		w.lastErr = unknownErr
 		return false
 	}
-	w.figures = true
+	w.figures = w.figures || measured
 	if w.evaluated == 0 {
 		w.first = at
 	}
@@ -124,8 +128,8 @@ func (w *Watch) mayStep(at time.Duration, unknown bool, err string) {
 	if unknown {
 		w.mayUnknown, w.mayErr = true, err
 	}
-	if w.mayUnknown && !w.mayFired && at-w.maySince >= w.Trigger.Hold && at-w.maySince > w.mayHeld {
-		w.mayHeld, w.mayAt = at-w.maySince, w.maySince
+	if held := at - w.maySince; w.mayUnknown && !w.mayFired && held >= w.Trigger.Hold && (!w.mayWas || held > w.mayHeld) {
+		w.mayHeld, w.mayAt, w.mayWas = held, w.maySince, true
 	}
 }
 
@@ -154,7 +158,7 @@ func (w *Watch) Outcome() Outcome {
 		if w.lastErr != "" {
 			out.Err += ": " + w.lastErr
 		}
-	case w.mayHeld > 0:
+	case w.mayWas:
 		out.Err = fmt.Sprintf("from %s into the stage, for %s, it held or its figures could not be measured (%s): had they held, it would have fired", w.mayAt, w.mayHeld, w.mayErr)
 	case w.last-w.first < w.Trigger.Hold:
 		out.Err = fmt.Sprintf("the trigger was watched for %s, less than its for %s: it could not have fired", w.last-w.first, w.Trigger.Hold)
