@@ -39,9 +39,14 @@ const (
 )
 
 // MaxErrorRise is how far over the error rate before a stage's first fault
-// (0 when there is none to take) a window after a fault may be and count as
-// recovered: one percentage point.
-const MaxErrorRise = 0.01
+// a window after a fault may surely be and count as recovered: one
+// percentage point. MaxErrorRateUnknown is the error rate it may surely be
+// when no second before a fault gives that rate (the stage after a fault
+// stage, a fault from the start): 5 %.
+const (
+	MaxErrorRise        = 0.02
+	MaxErrorRateUnknown = 0.05
+)
 
 // Figures computes a stage's resilience figures from its series and SLOs
 // (slo, in ms, keyed "ttft", "e2e" as in result.Goodput.SLOms). It returns
@@ -120,16 +125,17 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 		return r // no SLO and no fault: no recovery time
 	}
 	r.RecoveryWindowS = o.RecoveryWindow
-	// After a fault, a window whose error rate is over the stage's before
-	// its first fault by more than MaxErrorRise has not recovered, as in
-	// the chaos section's recovery.
-	errs := &Errors{Done: cutInts(s.CompletedPerS, n), Failed: cutInts(s.ErrorsPerS, n), Max: MaxErrorRise}
+	// After a fault, a window whose error rate is surely over the stage's
+	// before its first fault by more than MaxErrorRise has not recovered
+	// (as in the chaos section's recovery); with no seconds before a fault
+	// to take it from, over MaxErrorRateUnknown.
+	errs := &Errors{Done: cutInts(s.CompletedPerS, n), Failed: cutInts(s.ErrorsPerS, n), Max: MaxErrorRateUnknown}
 	var done, failed int
 	for i := 0; i < firstOnset && !o.AfterFaults; i++ {
 		done, failed = done+at(s.CompletedPerS, i), failed+at(s.ErrorsPerS, i)
 	}
 	if done > 0 {
-		errs.Max += float64(failed) / float64(done)
+		errs.Max = float64(failed)/float64(done) + MaxErrorRise
 	}
 	// nextOnset is the first fault onset after second at (n if none).
 	nextOnset := func(at int) int {

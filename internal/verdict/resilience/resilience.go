@@ -81,17 +81,23 @@ func Windowed(p99 []float64, weights []int, a, w int) (float64, bool) {
 
 // Errors are the failures a recovery is judged on beside the P99: the
 // requests completed and failed each second, and the error rate (a
-// fraction) over which a window has not recovered whatever its P99.
+// fraction) a window must be surely over to have not recovered whatever
+// its P99: surely, as the lower end of its 99 % Wilson interval, so that
+// the chance errors of a healthy service do not hold a recovery back.
 type Errors struct {
 	Done, Failed []int
 	Max          float64
 }
 
-// rate is the error rate of the window of w seconds from a; ok is false
-// when nothing completed in it.
-func (e *Errors) rate(a, w int) (float64, bool) {
+// wilsonZ is the normal quantile of the Wilson interval the error rate of
+// a window is judged with (99 %, two-sided).
+const wilsonZ = 2.576
+
+// over says whether the window of w seconds from a has surely more errors
+// than e.Max; has is false when nothing completed in it.
+func (e *Errors) over(a, w int) (over, has bool) {
 	if e == nil {
-		return 0, false
+		return false, false
 	}
 	var done, failed int
 	for i := max(a, 0); i < a+w; i++ {
@@ -99,16 +105,18 @@ func (e *Errors) rate(a, w int) (float64, bool) {
 		failed += at(e.Failed, i)
 	}
 	if done == 0 {
-		return 0, false
+		return false, false
 	}
-	return float64(failed) / float64(done), true
+	n, p, z := float64(done), float64(failed)/float64(done), wilsonZ
+	lo := (p + z*z/(2*n) - z*math.Sqrt(p*(1-p)/n+z*z/(4*n*n))) / (1 + z*z/n)
+	return lo > e.Max, true
 }
 
 // Recovery is the time, in whole seconds from second event, until the
 // windowed P99 (windows of w seconds, see Windowed) is back under slo and
 // stays there: the smallest r ≥ 0 such that every window starting at
 // event+r or later that holds values is ≤ slo. With errs, a window whose
-// error rate is over errs.Max is over too, even with no P99 (every
+// error rate is surely over errs.Max (see Errors) is over too, even with no P99 (every
 // request in it failed): a service that fails fast has not recovered. It
 // is 0 when the window was never over after the event; ok is false when
 // the last window is still over (not recovered by the end of the series)
@@ -120,12 +128,12 @@ func Recovery(p99 []float64, weights []int, errs *Errors, event, w int, slo floa
 	lastOver, any := -1, false
 	for a := event; a+w <= len(p99); a++ {
 		v, has := Windowed(p99, weights, a, w)
-		e, hasErr := errs.rate(a, w)
+		failing, hasErr := errs.over(a, w)
 		if !has && !hasErr {
 			continue
 		}
 		any = true
-		if (has && v > slo) || (hasErr && e > errs.Max) {
+		if (has && v > slo) || failing {
 			lastOver = a
 		}
 	}
@@ -139,7 +147,7 @@ func Recovery(p99 []float64, weights []int, errs *Errors, event, w int, slo floa
 	// there is one.
 	for a := lastOver + 1; a+w <= len(p99); a++ {
 		_, has := Windowed(p99, weights, a, w)
-		if _, hasErr := errs.rate(a, w); has || hasErr {
+		if _, hasErr := errs.over(a, w); has || hasErr {
 			return a - event, true
 		}
 	}
