@@ -186,10 +186,10 @@ func TestWatchOutcomes(t *testing.T) {
 func TestWatchUnknownSteps(t *testing.T) {
 	tr, _ := ParseTrigger("p95(e2e) > 1s for 4s and error_rate >= 5%")
 	steps := map[byte]src{
-		'B': {"e2e": 3000, "error_rate": 0.5},        // bad: holds
-		'G': {"e2e": 100, "error_rate": 0.5},         // good: does not hold
-		'U': {"e2e": math.NaN(), "error_rate": 0.5},  // e2e missing, errors high
-		'N': {"e2e": math.NaN(), "error_rate": 0.01}, // e2e missing, errors low: does not hold
+		'B': {"e2e": 3000, "error_rate": 0.5},              // bad: holds
+		'G': {"e2e": 100, "error_rate": 0.5},               // good: does not hold
+		'U': {"e2e": math.NaN(), "error_rate": 0.5},        // e2e missing, errors high
+		'N': {"e2e": math.NaN(), "error_rate": 0.01},       // e2e missing, errors low: does not hold
 		'E': {"e2e": math.NaN(), "error_rate": math.NaN()}, // nothing completed
 	}
 	noFor, _ := ParseTrigger("p95(e2e) > 1s and error_rate >= 5%")
