@@ -91,6 +91,15 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 			if spec.Window != 0 && spec.Window%time.Second != 0 {
 				at(p, "trigger %q: the window is whole seconds (e.g. 10s)", tr.Expr)
 			}
+			// A stage shorter than the trigger's delay and for could
+			// never fire it: no verdict (exit 4) after a whole run.
+			for _, st := range x.Stages {
+				if (tr.Stage == "" || tr.Stage == st.Name) && st.Duration > 0 && st.Requests == 0 && tr.Hold > 0 &&
+					spec.Delay+tr.Hold >= st.Warmup+st.Duration {
+					at(p, "trigger %q: stage %s sends load for %v, no longer than the trigger's for %v after its delay of %v: it could never fire there, and could not judge (limit it to the stages it fits with {stage:NAME}, or shorten its for)",
+						tr.Expr, st.Name, st.Warmup+st.Duration, tr.Hold, spec.Delay)
+				}
+			}
 			continue
 		}
 		t, err := threshold.Parse(spec.Expr)

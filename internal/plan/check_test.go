@@ -37,6 +37,10 @@ func TestCheckNamesLineAndColumn(t *testing.T) {
 		{"prompt over the limit", head + "workload: {inputTokens: 1e8}\nstages: [{name: a, rate: 1, duration: 1s}]\n", "x.yaml:4:25: inputTokens 1e8: 100000000 tokens is over the promptTokens limit"},
 		{"prompt limit raised", head + "limits: {promptTokens: 200000000}\nworkload: {inputTokens: 1e8}\nstages: [{name: a, rate: 1, duration: 1s}]\n", ""},
 		{"fine", head + "stages: [{name: a, rate: 1, duration: 1s}]\n", ""},
+		// It ran and could not judge (exit 4; before, exit 3 on a healthy server).
+		{"trigger longer than its stage", head + "stages: [{name: a, rate: 1, duration: 8s}, {name: b, rate: 1, duration: 60s}]\nthresholds: [\"error_rate > 5% for 20s\"]\n",
+			"x.yaml:5:14: trigger \"error_rate > 5% for 20s\": stage a sends load for 8s, no longer than the trigger's for 20s"},
+		{"trigger on the stage it fits", head + "stages: [{name: a, rate: 1, duration: 8s}, {name: b, rate: 1, duration: 60s}]\nthresholds: [\"error_rate{stage:b} > 5% for 20s\"]\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
