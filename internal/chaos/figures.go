@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spate-dev/spate/internal/binomial"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -303,7 +304,8 @@ func side(ss []Sample) result.ChaosSide {
 	}
 	if s.Requests > 0 {
 		s.ErrorRate = float64(s.Errors) / float64(s.Requests)
-		s.ErrorRateCI95 = wilson(s.Errors, s.Requests)
+		lo, hi := binomial.Wilson(s.Errors, s.Requests, 0.95)
+		s.ErrorRateCI95 = [2]float64{lo, hi}
 	}
 	if len(e2e) > 0 {
 		slices.Sort(e2e)
@@ -316,16 +318,6 @@ func side(ss []Sample) result.ChaosSide {
 func rank(sorted []float64, q float64) float64 {
 	i := int(math.Ceil(q*float64(len(sorted)))) - 1
 	return sorted[max(min(i, len(sorted)-1), 0)]
-}
-
-// wilson is the Wilson score 95 % interval of k successes in n trials.
-func wilson(k, n int) [2]float64 {
-	const z = 1.959963984540054
-	p, nf := float64(k)/float64(n), float64(n)
-	d := 1 + z*z/nf
-	c := (p + z*z/(2*nf)) / d
-	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
-	return [2]float64{math.Max(0, c-h), math.Min(1, c+h)}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -26,7 +26,7 @@ type Observer struct {
 	TMax, RecoveryBin time.Duration
 	// Proxied says the stage's load is meant to go through the proxy
 	// Stats reads: a stage whose requests it never saw is invalid
-	// (CauseNotApplied), its faults having reached nothing.
+	// (verdict.CauseNotApplied), its faults having reached nothing.
 	Proxied bool
 
 	mu      sync.Mutex
@@ -37,12 +37,6 @@ type Observer struct {
 }
 
 var _ runner.Observer = (*Observer)(nil)
-
-// CauseNotApplied is the invalid cause (result.Load.InvalidCause) of a
-// stage whose load the chaos proxy never saw: the faults asked for did not
-// reach it, and its figures are of a service without them. No
-// --allow-invalid accepts it.
-const CauseNotApplied = verdict.CauseNotApplied
 
 // LocalStats returns the Stats func of an in-process proxy.
 func LocalStats(p *Proxy) func(context.Context) (Stats, error) {
@@ -129,7 +123,7 @@ func (o *Observer) StageEnd(st runner.Stage, sc *result.Scenario) {
 	if seen := after.Requests - o.before.Requests; o.Proxied && seen == 0 && len(o.samples) > 0 {
 		why := fmt.Sprintf("the chaos proxy saw none of the stage's %d requests: its faults reached nothing, and the figures are of the service without them (is --target the proxy whose --chaos-stats are read?)", len(o.samples))
 		sc.Chaos.Warnings = append(sc.Chaos.Warnings, why)
-		sc.Load.Valid, sc.Load.InvalidCause = false, CauseNotApplied // wins: no --allow-invalid accepts it
+		sc.Load.Valid, sc.Load.InvalidCause = false, verdict.CauseNotApplied // wins: no --allow-invalid accepts it
 		sc.Load.InvalidReason = strings.TrimPrefix(sc.Load.InvalidReason+"; "+why, "; ")
 	}
 }

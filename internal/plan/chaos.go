@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -69,22 +68,6 @@ func (f *chaosFeature) check(x *experiment.Experiment) error {
 			return invalidf("--chaos: %v", err)
 		}
 	}
-	for _, st := range x.Stages {
-		if st.Faults == nil {
-			continue
-		}
-		// A set the chaos proxy reads (another server's may differ: then
-		// it is its own to check).
-		b, err := json.Marshal(st.Faults.Set)
-		if err != nil {
-			continue
-		}
-		if set, err := chaos.DecodeSet(b); err == nil {
-			if err := neverOn(set.Rules(), loadSpan([]experiment.Stage{st}), "stage "+st.Name+" faults"); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }
 
@@ -101,17 +84,17 @@ func loadSpan(stages []experiment.Stage) time.Duration {
 	return span
 }
 
-// neverOn refuses a rule that begins only once the span of load it is
+// neverOn reports a rule that begins only once the span of load it is
 // applied to (counted from when it is applied) has been sent: it would
 // never take effect, and the run would measure a service without the
 // fault asked for. span 0 checks nothing.
-func neverOn(rules []chaos.Rule, span time.Duration, what string) error {
+func neverOn(rules []chaos.Rule, span time.Duration) error {
 	if span <= 0 {
 		return nil
 	}
 	for i, r := range rules {
 		if from := time.Duration(r.From); from >= span {
-			return invalidf("%s: rule %d begins at from=%v, but the load it applies to is sent in %v: it would never take effect (start it earlier or send load for longer)", what, i+1, from, span)
+			return fmt.Errorf("rule %d begins at from=%v, but the load it applies to is sent in %v: it would never take effect (start it earlier or send load for longer)", i+1, from, span)
 		}
 	}
 	return nil
@@ -148,8 +131,8 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 		return invalidf("--chaos: %v", err)
 	}
 	// Applied as the first stage starts: its rules count from there.
-	if err := neverOn(set.Rules(), loadSpan(x.Stages), "--chaos"); err != nil {
-		return err
+	if err := neverOn(set.Rules(), loadSpan(x.Stages)); err != nil {
+		return invalidf("--chaos: %v", err)
 	}
 	f.set = set
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -100,7 +100,8 @@ func countNodes(v any, limit int) (int, error) {
 
 // faultSetProblems checks each stage's faults.set as a run would send it:
 // within the node limit, and a fault set the injector takes (the chaos
-// proxy's when the run starts one, else the simulator's or the proxy's).
+// proxy's when the run starts one, else the simulator's or the proxy's),
+// none of whose rules begins after the stage's load (neverOn).
 func faultSetProblems(x *experiment.Experiment, at func(path, format string, a ...any)) {
 	limit := x.Limits.Or(limitDefaults()).FaultSetNodes
 	for i, s := range x.Stages {
@@ -117,7 +118,13 @@ func faultSetProblems(x *experiment.Experiment, at func(path, format string, a .
 			at(p, "stage %q: faults.set is not JSON: %v", s.Name, err)
 			continue
 		}
-		_, perr := chaos.DecodeSet(b)
+		set, perr := chaos.DecodeSet(b)
+		if perr == nil {
+			if err := neverOn(set.Rules(), loadSpan([]experiment.Stage{s})); err != nil {
+				at(p, "stage %s faults: %v", s.Name, err)
+				continue
+			}
+		}
 		if proxyOn(x.Chaos) {
 			if perr != nil {
 				at(p, "stage %q: faults.set is not a fault set of the chaos proxy: %v", s.Name, perr)

@@ -116,9 +116,9 @@ func InvalidStages(r *result.Result) []*result.Scenario {
 
 // Outcome is the error a completed run (one that produced r without an
 // error of its own) ends with: nil, ErrThresholdsFailed, or an
-// ErrUntrustworthy naming the thresholds that could not be judged or, when
-// allowInvalid is false, the invalid stages and their causes. Failed
-// thresholds win over both.
+// ErrUntrustworthy naming the thresholds that could not be judged or the
+// invalid stages allowInvalid does not accept (Accepted) and their causes.
+// Failed thresholds win over both.
 func Outcome(r *result.Result, allowInvalid bool) error {
 	if Failed(r) {
 		return ErrThresholdsFailed
@@ -129,15 +129,19 @@ func Outcome(r *result.Result, allowInvalid bool) error {
 		return fmt.Errorf("%w: thresholds could not be judged: %s", ErrUntrustworthy, strings.Join(Unjudged(r), "; "))
 	}
 	var bad []*result.Scenario
+	hint := "--allow-invalid accepts it"
 	for _, sc := range InvalidStages(r) {
 		if !Accepted(sc, allowInvalid) {
 			bad = append(bad, sc)
+		}
+		if !Accepted(sc, true) {
+			hint = "no --allow-invalid accepts " + CauseNotApplied
 		}
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s (see load.invalid_reason in the result; --allow-invalid accepts it)", ErrUntrustworthy, Causes(bad))
+	return fmt.Errorf("%w: %s (see load.invalid_reason in the result; %s)", ErrUntrustworthy, Causes(bad), hint)
 }
 
 // Causes names invalid stages and their causes: "stage main: missed_sends".

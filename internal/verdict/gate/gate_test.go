@@ -101,3 +101,15 @@ func TestCheckAndFailed(t *testing.T) {
 		t.Errorf("%v", f)
 	}
 }
+
+// TestFailedThresholdsLeaveOutUnjudged: a webhook's failed_thresholds name
+// the thresholds that failed, not those that could not be judged
+// (verdict.Unjudged, unjudged_thresholds).
+func TestFailedThresholdsLeaveOutUnjudged(t *testing.T) {
+	valid := result.Scenario{Name: "a", Load: result.Load{Valid: true}}
+	sc := unjudged(valid)
+	sc.Thresholds = append(sc.Thresholds, failed(valid).Thresholds...)
+	if got := FailedThresholds(&result.Result{Scenarios: []result.Scenario{sc}}); len(got) != 1 || got[0] != "a: p99(ttft) < 1s" {
+		t.Errorf("failed thresholds %q, want only a: p99(ttft) < 1s", got)
+	}
+}

@@ -39,8 +39,8 @@ const (
 )
 
 // MaxErrorRise is how far over the error rate before a stage's first fault
-// a window after a fault may surely be and count as recovered: one
-// percentage point. MaxErrorRateUnknown is the error rate it may surely be
+// a window after a fault may surely be and count as recovered: two
+// percentage points. MaxErrorRateUnknown is the error rate it may surely be
 // when no second before a fault gives that rate (the stage after a fault
 // stage, a fault from the start): 5 %.
 const (

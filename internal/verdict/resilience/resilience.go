@@ -13,6 +13,8 @@ package resilience
 import (
 	"math"
 	"slices"
+
+	"github.com/spate-dev/spate/internal/binomial"
 )
 
 // Slope is the resilience slope of a per-second P99 series, in the
@@ -89,9 +91,10 @@ type Errors struct {
 	Max          float64
 }
 
-// wilsonZ is the normal quantile of the Wilson interval the error rate of
-// a window is judged with (99 %, two-sided).
-const wilsonZ = 2.576
+// errorConfidence is the level of the Wilson interval a window's error
+// rate is judged with (two-sided: its lower end is surely under the rate
+// 99.5 % of the time).
+const errorConfidence = 0.99
 
 // over says whether the window of w seconds from a has surely more errors
 // than e.Max; has is false when nothing completed in it.
@@ -107,8 +110,7 @@ func (e *Errors) over(a, w int) (over, has bool) {
 	if done == 0 {
 		return false, false
 	}
-	n, p, z := float64(done), float64(failed)/float64(done), wilsonZ
-	lo := (p + z*z/(2*n) - z*math.Sqrt(p*(1-p)/n+z*z/(4*n*n))) / (1 + z*z/n)
+	lo, _ := binomial.Wilson(failed, done, errorConfidence)
 	return lo > e.Max, true
 }
 
