@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/llmtest"
 	"github.com/spate-dev/spate/result"
+	"github.com/spate-dev/spate/sim"
 )
 
 // burnEnv makes the test binary a CPU burner (TestBurnHelper) for the
@@ -101,6 +101,44 @@ func TestValidUnderCPUBurners(t *testing.T) {
 	}
 }
 
+// TestREADMERunUnderSixteenBurners: the README's first run (20 req/s of
+// Poisson arrivals for 10 s against a server at TTFT 80 ms and ITL 12 ms,
+// p99(ttft) < 800ms and goodput >= 95%) while sixteen CPU-burning
+// processes share the machine, as on a busy CI runner, passes in each of
+// three tries: a late read can make a latency look some ms too high, it
+// cannot turn 100 ms into 800 ms, so the verdict stands (exit 0) with the
+// measurement error beside it. Before, every try exited 4 (reader_lag).
+func TestREADMERunUnderSixteenBurners(t *testing.T) {
+	longtest.Skip(t)
+	if testing.Short() {
+		t.Skip("sends three runs of 10 s beside sixteen CPU burners")
+	}
+	s, err := sim.Start(sim.Deterministic(80*time.Millisecond, 12*time.Millisecond, 0), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	burners(t, 16, 90*time.Second)
+	for try := range 3 {
+		res, err := spate.Run(context.Background(), &experiment.Experiment{
+			Target:     experiment.Target{URL: s.URL, Model: sim.DefaultModel},
+			Workload:   experiment.Workload{InputTokens: "512:64", OutputTokens: "128"},
+			SLO:        map[string]time.Duration{"ttft": 500 * time.Millisecond, "tpot": 50 * time.Millisecond},
+			Stages:     []experiment.Stage{{Name: "main", Rate: 20, Duration: 10 * time.Second}},
+			Thresholds: []experiment.ThresholdSpec{{Expr: "p99(ttft) < 800ms"}, {Expr: "goodput >= 95%"}},
+		})
+		if res == nil {
+			t.Fatal(err)
+		}
+		sc := res.Scenarios[0]
+		t.Logf("try %d: exit %d, verdict %s, TTFT p99 %.1f ms, valid %v (%s), thresholds %+v, error %+v", try+1, spate.ExitCode(err), res.Verdict,
+			sc.Metrics[metrics.TTFT].P99, sc.Load.Valid, sc.Load.InvalidReason, sc.Thresholds, sc.MeasurementError)
+		if err != nil || res.Verdict != "pass" {
+			t.Errorf("try %d: exit %d (%v), verdict %q: want 0, pass", try+1, spate.ExitCode(err), err, res.Verdict)
+		}
+	}
+}
+
 // TestSaturatedGeneratorIsInvalid: a streaming run at a rate no machine
 // can send is invalid, exits 4 (0 with allowInvalid), counts what it could
 // not send as missed and still ends on time. The two runs go side by side,
@@ -149,16 +187,18 @@ func TestSaturatedGeneratorIsInvalid(t *testing.T) {
 	}
 }
 
-// TestLateReadsMakeRunInvalid: a run whose reactor reads late is judged
-// invalid, end to end, and for the right reason. The reactor is made to
-// sleep 8 ms after every wake-up (rawhttp.SetWakeStall), against a server
-// that writes a token a millisecond: each stream's first token then
-// shares a read with the next several, whose kernel receive time is the
-// last one's, so the TTFT spate measures is some 8 ms long. That must not
-// pass as a measurement: the stage is invalid (check late_events, most
-// first tokens counted late) and the run exits 4. Not parallel: the stall
-// holds every reactor of the test binary.
-func TestLateReadsMakeRunInvalid(t *testing.T) {
+// TestLateReadsBoundTheVerdict: a run whose reactor reads late keeps a
+// valid measurement (the server saw the load it was sent) and judges each
+// threshold at both ends of its figure's measurement error, end to end.
+// The reactor is made to sleep 8 ms after every wake-up
+// (rawhttp.SetWakeStall), against a server that writes a token a
+// millisecond: each stream's first token then shares a read with the next
+// several, whose kernel receive time is the last one's, so the TTFT spate
+// measures is some 8 ms long. The TTFT range must hold the server's 5 ms;
+// a limit far above the range passes, one inside it cannot be judged (exit
+// 4), one below it fails (exit 3). Not parallel: the stall holds every
+// reactor of the test binary.
+func TestLateReadsBoundTheVerdict(t *testing.T) {
 	if !rawhttp.Available() {
 		t.Skip("the reactor reads streams only on Linux")
 	}
@@ -169,33 +209,55 @@ func TestLateReadsMakeRunInvalid(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: ttft, ITL: time.Millisecond, Tokens: 16})
 	defer srv.Close()
 	defer rawhttp.SetWakeStall(stall)()
-	x := &experiment.Experiment{
-		Target: experiment.Target{URL: srv.BaseURL(), Model: "m"},
-		Stages: []experiment.Stage{{Name: "main", Rate: 40, Arrival: "constant", Duration: time.Second}},
+	run := func(thresholds ...string) (*result.Result, error) {
+		x := &experiment.Experiment{
+			Target: experiment.Target{URL: srv.BaseURL(), Model: "m"},
+			Stages: []experiment.Stage{{Name: "main", Rate: 40, Arrival: "constant", Duration: time.Second}},
+		}
+		for _, e := range thresholds {
+			x.Thresholds = append(x.Thresholds, experiment.ThresholdSpec{Expr: e})
+		}
+		res, err := spate.Run(context.Background(), x)
+		if res == nil {
+			t.Fatal(err)
+		}
+		return res, err
 	}
-	res, err := spate.Run(context.Background(), x)
-	if res == nil {
-		t.Fatal(err)
-	}
+	res, err := run("p50(ttft) < 1s", "p50(ttft) < 10ms")
 	sc := res.Scenarios[0]
 	l := sc.Load
-	lateFirst := -1.0
-	if l.LateFirstTokens != nil {
-		lateFirst = *l.LateFirstTokens
-	}
 	ttftP50 := sc.Metrics[metrics.TTFT].P50
-	t.Logf("%d requests, TTFT p50 %.2f ms (server %v), late first tokens %.2f, valid %v (%s): %s", sc.Requests.Total, ttftP50, ttft, lateFirst, l.Valid, l.InvalidCause, l.InvalidReason)
+	t.Logf("%d requests, TTFT p50 %.2f ms (server %v), valid %v (%s), error %+v, thresholds %+v", sc.Requests.Total, ttftP50, ttft, l.Valid, l.InvalidReason, sc.MeasurementError, sc.Thresholds)
 	// The stall did move the stamps: the verdict has something to catch.
-	if ttftP50 < float64(ttft+stall/2)/float64(time.Millisecond) {
-		t.Fatalf("TTFT p50 %.2f ms: the stall of %v did not delay the first tokens' stamps", ttftP50, stall)
+	if ttftP50 < 10.5 {
+		t.Fatalf("TTFT p50 %.2f ms: the stall of %v did not delay the first tokens' stamps past 10 ms", ttftP50, stall)
 	}
-	if l.Valid || res.Verdict != "invalid" || spate.ExitCode(err) != spate.ExitUntrustworthy {
-		t.Fatalf("valid %v, verdict %q, exit %d (err %v): a run whose TTFT stamps are %v late must be invalid, exit %d", l.Valid, res.Verdict, spate.ExitCode(err), err, stall, spate.ExitUntrustworthy)
+	if !l.Valid {
+		t.Fatalf("invalid (%s): late reads do not change the load the server saw", l.InvalidReason)
 	}
-	if l.Validity == nil || !slices.Contains(l.Validity.Failed, metrics.CheckReadLag) {
-		t.Fatalf("validity %+v: want check %s failed", l.Validity, metrics.CheckReadLag)
+	me := sc.MeasurementError
+	if me == nil || me.Figures[metrics.TTFT].Late == 0 {
+		t.Fatalf("measurement error %+v: want late first tokens", me)
 	}
-	if lateFirst < 0.5 {
-		t.Fatalf("late first tokens %.2f: want most (every stream's first token shared a late read)", lateFirst)
+	// The range holds the truth: the server's 5 ms, a little more for
+	// the loopback and the server's own timer.
+	if r := me.Figures[metrics.TTFT].P50; r.Low > 5.5 || r.High < ttftP50-0.01 {
+		t.Fatalf("TTFT p50 range [%.2f, %.2f] ms: want it to hold the server's 5 ms and the measured %.2f", r.Low, r.High, ttftP50)
+	}
+	pass, inside := sc.Thresholds[0], sc.Thresholds[1]
+	if !pass.Pass || pass.Unjudged || !inside.Unjudged || inside.Pass {
+		t.Fatalf("thresholds %+v: want the first passed, the second unjudged", sc.Thresholds)
+	}
+	if res.Verdict != "invalid" || spate.ExitCode(err) != spate.ExitUntrustworthy {
+		t.Fatalf("verdict %q, exit %d (err %v): a limit inside the error's range cannot be judged (exit %d)", res.Verdict, spate.ExitCode(err), err, spate.ExitUntrustworthy)
+	}
+	// Far from the range both ways: the verdict stands.
+	res, err = run("p50(ttft) < 1s")
+	if res.Verdict != "pass" || err != nil {
+		t.Fatalf("verdict %q (err %v): want pass, whatever the late reads", res.Verdict, err)
+	}
+	res, err = run("p50(ttft) > 1s")
+	if res.Verdict != "fail" || spate.ExitCode(err) != spate.ExitThresholds {
+		t.Fatalf("verdict %q, exit %d (err %v): want fail, exit %d", res.Verdict, spate.ExitCode(err), err, spate.ExitThresholds)
 	}
 }

@@ -159,6 +159,12 @@ type ThresholdOutcome struct {
 	// send time (the default for ttft, e2e and goodput in an open-loop
 	// stage: measurement.sloFrom).
 	From string `json:"from,omitempty"`
+	// Low and High, when set, are the range the figure's true value lies
+	// in given the stage's measurement error (Scenario.MeasurementError):
+	// the outcome is the same at both ends (else it is Unjudged and Err
+	// says so).
+	Low  *float64 `json:"low,omitempty"`
+	High *float64 `json:"high,omitempty"`
 }
 
 // Scenario is the measurement of one stage.
@@ -175,6 +181,10 @@ type Scenario struct {
 	Thresholds []ThresholdOutcome `json:"thresholds"`
 	Series     Series             `json:"series"`
 	Warnings   []string           `json:"warnings,omitempty"`
+	// MeasurementError is how far the load generator's own lateness in
+	// reading responses may have moved the figures (see error.go); nil
+	// when it moved none by over 1 ms, or was not measured.
+	MeasurementError *MeasurementError `json:"measurement_error,omitempty"`
 
 	// Breakdown holds the figures per label value: Breakdown["intent"]["faq"]
 	// (see breakdown.go).

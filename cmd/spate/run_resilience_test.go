@@ -98,7 +98,7 @@ thresholds:
 		"--allow-invalid") // an invalid measurement on a busy machine is accepted; an unjudged threshold never is
 	t.Logf("%s", stdout)
 	if code != exitInvalid || !strings.Contains(stderr, "thresholds could not be judged: stage spike: msr >= 0.5 (msr was not measured") ||
-		!strings.Contains(stdout, "thresholds: CANNOT JUDGE (1 could not be measured") {
+		!strings.Contains(stdout, "thresholds: CANNOT JUDGE (1 could not be judged") {
 		t.Fatalf("exit %d, want 4 (msr not measured: no verdict, the others passed)\n%s", code, stderr)
 	}
 	sc := readResult(t, out).Scenarios[0]

@@ -165,7 +165,7 @@ func TestUnmeasuredThresholdExitsFour(t *testing.T) {
 		code  int
 		line  string
 	}{
-		{nil, exitInvalid, "thresholds: CANNOT JUDGE (1 could not be measured"},
+		{nil, exitInvalid, "thresholds: CANNOT JUDGE (1 could not be judged"},
 		{[]string{"--threshold", "p50(ttft) < 1us"}, exitThreshold, "thresholds: FAIL"},
 	} {
 		out := filepath.Join(t.TempDir(), "r.json")

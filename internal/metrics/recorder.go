@@ -42,63 +42,32 @@ const (
 	TTFTEarly = "ttft_early_ms"
 )
 
-// MaxTTFTShift is how far late first tokens may move TTFT's figures before
-// the late-read check fails: the 1 ms the timestamps are promised to.
-const MaxTTFTShift = 1.0 // ms
-
 // DefaultLagBound is the floor of the validity rule's lag bound: a lag
 // under it never makes a stage invalid (see validity.go).
 const DefaultLagBound = 10 * time.Millisecond
 
-// LateEventBound is the fraction of late events (record.Record.LateEvents:
-// content events whose timestamp may be off by over 1 ms), late first
-// tokens or late gaps above which a run's timestamps are not trusted, as
-// their p99 error is then over 1 ms (when more than MinLateSends are).
-const LateEventBound = 0.01
-
-// JudgeLateReads sets l's late shares (LateEvents, LateFirstTokens,
-// LateGaps) from v's counts and returns, in words, why the stamps are not
-// trusted ("" when they are). A share counts when it is over
-// LateEventBound and more than MinLateSends stamps (a few late stamps in a
-// small stage are not a share, as with late sends). Each figure has its own
-// share: the first tokens (TTFT) and the gaps (ITL) can be over the bound
-// while the events' share is not (one first token in a stream of many).
-// Beside the shares, however few the late first tokens, they must not be
-// able to move TTFT's figures by over MaxTTFTShift (v.TTFTShiftMS): a
-// handful of them is the whole of a small stage's p99. v without events (no
-// read lag measured) sets and returns nothing. Used by the recorder and by
-// merge, on the shards' counts and histograms added up.
-func JudgeLateReads(l *result.Load, v *result.Validity) string {
+// LateReadShares sets l's late shares (LateEvents, LateFirstTokens,
+// LateGaps) from v's counts, for reading: late reads do not change the
+// load the server saw, so they do not make a stage invalid; what they may
+// have moved is the stage's measurement error (see error.go), and every
+// verdict is judged at both ends of it. v without events (no read lag
+// measured) sets nothing. Used by the recorder and by merge, on the
+// shards' counts added up.
+func LateReadShares(l *result.Load, v *result.Validity) {
 	if v.Events <= 0 {
-		return ""
+		return
 	}
-	var late []string
-	share := func(k, n int, what string) *float64 {
+	share := func(k, n int) *float64 {
 		f := float64(k) / float64(n)
-		if k > MinLateSends && f > LateEventBound {
-			late = append(late, fmt.Sprintf("%.1f %% of %s", 100*f, what))
-		}
 		return &f
 	}
-	l.LateEvents = share(v.LateEvents, v.Events, "token timestamps")
+	l.LateEvents = share(v.LateEvents, v.Events)
 	if v.FirstTokens > 0 {
-		l.LateFirstTokens = share(v.LateFirstTokens, v.FirstTokens, "first-token times (TTFT)")
+		l.LateFirstTokens = share(v.LateFirstTokens, v.FirstTokens)
 	}
 	if v.Gaps > 0 {
-		l.LateGaps = share(v.LateGaps, v.Gaps, "inter-token gaps (ITL)")
+		l.LateGaps = share(v.LateGaps, v.Gaps)
 	}
-	var problems []string
-	if len(late) > 0 {
-		problems = append(problems, fmt.Sprintf("%s may be off by over 1 ms (read late), over %.0f %%", strings.Join(late, ", "), 100*LateEventBound))
-	}
-	if v.TTFTShiftMS > MaxTTFTShift {
-		what := "first tokens"
-		if v.LateFirstTokens == 1 {
-			what = "first token"
-		}
-		problems = append(problems, fmt.Sprintf("TTFT's %s may be up to %.1f ms high (%d %s read late), over %.0f ms", v.TTFTShiftAt, v.TTFTShiftMS, v.LateFirstTokens, what, MaxTTFTShift))
-	}
-	return strings.Join(problems, "; ")
 }
 
 // TTFTShift is how much TTFT's figures (its percentiles p50 to p99.9 and its
@@ -202,6 +171,7 @@ type Recorder struct {
 	paced tokenPace
 	out   *outputAgg
 	ice   iceAgg
+	errs  errorAgg // the measurement error (see error.go)
 }
 
 // New returns a Recorder for one scenario.
@@ -222,6 +192,7 @@ func New(cfg Config) *Recorder {
 		readLag:      newLatencyHist(),
 		ttftEarly:    newLatencyHist(),
 		out:          newOutputAgg(),
+		errs:         newErrorAgg(),
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -455,14 +426,16 @@ func (r *Recorder) Record(rec *record.Record) {
 	if hasTPOT {
 		r.hists[TPOT].recordDuration(tpot)
 	}
-	good := r.meetsSLO(rec, ttft, hasTTFT)
+	m := measured(rec, ttft, hasTTFT)
+	good := m.met(r.cfg.SLO, 0)
 	if good {
 		r.good++
 		// From the intended time, TTFT and E2E grow by the lag.
-		if slo := r.cfg.SLO; (slo.TTFT == 0 || ttft+lag <= slo.TTFT) && (slo.E2E == 0 || e2e+lag <= slo.E2E) {
+		if m.met(r.cfg.SLO, lag) {
 			r.goodIntended++
 		}
 	}
+	r.errs.add(rec, m, lag, r.cfg.SLO)
 	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
 	if TaskDone(rec) {
 		r.tasks++
@@ -532,6 +505,15 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 			return sc, nil, err
 		}
 		enc[TTFTEarly] = e
+		for k, h := range r.errs.early {
+			if h.h.TotalCount() == 0 {
+				continue
+			}
+			if e, err = h.Encode(); err != nil {
+				return sc, nil, err
+			}
+			enc[k] = e
+		}
 	}
 	// The measurement window runs from the first measured send to the last
 	// measured completion.
@@ -555,6 +537,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 		sc.Goodput.Fraction = float64(r.good) / float64(done)
 		sc.Goodput.IntendedFraction = float64(r.goodIntended) / float64(done)
 	}
+	sc.MeasurementError = r.errs.result(r.succeeded+r.failed, &sc, enc)
 	sc.Breakdown = r.groups.result(window)
 	if r.checked > 0 {
 		sc.Checks = &result.Checks{CheckFigures: *checkFigures(r.checked, r.passed, window), ByCheck: map[string]result.CheckCount{}}
@@ -638,7 +621,6 @@ const (
 	CauseBackpressure = "server_backpressure"
 	CauseMissed       = "missed_sends"
 	CauseGenerator    = "generator_saturated"
-	CauseReadLag      = "reader_lag"
 )
 
 // load works out whether the generator delivered the load it was asked
@@ -666,7 +648,6 @@ func (r *Recorder) load() result.Load {
 		lat = r.hists[E2E].Summary().P50
 	}
 	j := judge(&r.lags, judgeFacts{open: open, floorMS: float64(r.cfg.LagBound) / float64(time.Millisecond), missed: r.missed, latencyP50MS: lat})
-	lateEvents := false
 	if r.readLag.h.TotalCount() > 0 && r.events > 0 {
 		d := r.readLag.Summary()
 		l.ReadLagMS = &d
@@ -677,12 +658,7 @@ func (r *Recorder) load() result.Load {
 		if r.lateFirsts > 0 {
 			v.TTFTShiftMS, v.TTFTShiftAt = TTFTShift(r.hists[TTFT].Summary(), r.ttftEarly.Summary())
 		}
-		if p := JudgeLateReads(&l, v); p != "" {
-			lateEvents = true
-			j.valid = false
-			v.Failed = append(v.Failed, CheckReadLag)
-			j.problems = append(j.problems, p)
-		}
+		LateReadShares(&l, v)
 	}
 	l.Validity, l.LagBoundMS = &j.validity, j.validity.BoundMS
 	if j.valid {
@@ -693,9 +669,6 @@ func (r *Recorder) load() result.Load {
 	gen := l.ScheduleLagMS.P99 - slot
 	var lead string
 	switch {
-	case lateEvents && len(j.validity.Failed) == 1:
-		l.InvalidCause = CauseReadLag
-		lead = "the load generator read responses late (CPU bound), so its token timestamps are not trusted: lower the load or shard it; "
 	case !open:
 		l.InvalidCause = CauseGenerator
 		lead = "the load generator was slow to send each worker's next request (CPU or scheduler bound), so the concurrency was not held: lower it or shard the load; "
@@ -934,14 +907,15 @@ func (r *Recorder) secondOK(rec *record.Record, ttft time.Duration, hasTTFT bool
 
 // meetsSLO says whether a successful request met every SLO.
 func (r *Recorder) meetsSLO(rec *record.Record, ttft time.Duration, hasTTFT bool) bool {
-	slo := r.cfg.SLO
-	var maxGap time.Duration
+	return measured(rec, ttft, hasTTFT).met(r.cfg.SLO, 0)
+}
+
+// measured are a successful request's latencies as measured.
+func measured(rec *record.Record, ttft time.Duration, hasTTFT bool) latencies {
+	m := latencies{ttft: ttft, hasTTFT: hasTTFT, e2e: rec.E2E()}
 	for _, g := range rec.Gaps {
-		maxGap = max(maxGap, g)
+		m.maxGap = max(m.maxGap, g)
 	}
-	tpot, hasTPOT := rec.TPOT()
-	return (slo.TTFT == 0 || (hasTTFT && ttft <= slo.TTFT)) &&
-		(slo.TPOT == 0 || !hasTPOT || tpot <= slo.TPOT) &&
-		(slo.ITL == 0 || maxGap <= slo.ITL) &&
-		(slo.E2E == 0 || rec.E2E() <= slo.E2E)
+	m.tpot, m.hasTPOT = rec.TPOT()
+	return m
 }

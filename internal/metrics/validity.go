@@ -60,10 +60,6 @@ const (
 	CheckLagLarge   = "lag_large"
 	CheckLagGrowing = "lag_growing"
 	CheckTurnaround = "turnaround_large"
-	// CheckReadLag fails when over LateEventBound of the content events
-	// were read late (record.Record.LateEvents), so their timestamps are
-	// not trusted (the client measures it; see recorder.go).
-	CheckReadLag = "late_events"
 )
 
 // lagSampleMax bounds the sends a stage keeps for the rule: past it, a

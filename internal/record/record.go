@@ -134,6 +134,12 @@ type Record struct {
 	// first content event's bytes may have come (the read's bound): the
 	// request's true TTFT lies between TTFT minus FirstBound and TTFT.
 	FirstBound time.Duration
+	// EndBound, when over 0, is how much earlier than End the response's
+	// last bytes may have come: its read was late and had no kernel
+	// receive time, so the true E2E lies between E2E minus EndBound and
+	// E2E. A kernel-stamped end is exact (the last bytes of a read carry
+	// the read's stamp).
+	EndBound time.Duration
 
 	InputTokens     int
 	OutputTokens    int

@@ -158,7 +158,7 @@ type Plan struct {
 // judge evaluates a stage's thresholds, ttft, e2e and goodput from the
 // intended send time in an open-loop stage unless p.SLOFromSent.
 func judge(p Plan, sc *result.Scenario, hist map[string]string) ([]threshold.Outcome, bool) {
-	return threshold.EvalStage(p.Thresholds, sc.Name, sc.Load.Mode == "open", p.SLOFromSent, source{sc, hist})
+	return threshold.EvalStage(p.Thresholds, sc.Name, sc.Load.Mode == "open", p.SLOFromSent, metrics.Source{Scenario: sc, Hists: hist})
 }
 
 // ProgressFunc receives a stage's progress: the time since it began, the
@@ -239,7 +239,7 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 				res.ThresholdsPassed = false
 				res.Aborted = fmt.Sprintf("stage %s: %s failed during the run (%.4g): stopped", sc.Name, aborted.Expr, aborted.Value)
 			}
-			prev = source{sc, hist}
+			prev = metrics.Source{Scenario: sc, Hists: hist}
 			res.Scenarios = append(res.Scenarios, *sc)
 			res.Histograms[sc.Name] = hist
 		}
@@ -325,16 +325,6 @@ func CheckThresholds(stages []Stage, ts []threshold.Threshold, fromSent bool) er
 func Fingerprint(model, sutVersion, workloadSHA256 string) string {
 	sum := sha3.Sum256([]byte(model + "|" + sutVersion + "|" + workloadSHA256))
 	return hex.EncodeToString(sum[:])[:16]
-}
-
-// source adapts a scenario to threshold.Source.
-type source struct {
-	sc   *result.Scenario
-	hist map[string]string
-}
-
-func (s source) Lookup(agg string, pct float64, metric string) (float64, bool) {
-	return metrics.Lookup(s.sc, s.hist, agg, pct, metric)
 }
 
 // sink tees records to the recorder, the records file and the observers.

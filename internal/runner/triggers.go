@@ -128,7 +128,7 @@ func (tw *triggerWatch) step(now, start time.Time, warmup time.Duration, rec *me
 				continue
 			}
 			if sc, hist, ok := rec.WindowSpan(now, from, to); ok {
-				tw.bases[i][j] = source{&sc, hist}
+				tw.bases[i][j] = metrics.Source{Scenario: &sc, Hists: hist}
 			}
 		}
 		if at < t.Delay {
@@ -142,7 +142,7 @@ func (tw *triggerWatch) step(now, start time.Time, warmup time.Duration, rec *me
 		if !ok {
 			continue
 		}
-		if tw.watches[i].Step(at, source{&sc, hist}, tw.bases[i]) && t.AbortOnFail {
+		if tw.watches[i].Step(at, metrics.Source{Scenario: &sc, Hists: hist}, tw.bases[i]) && t.AbortOnFail {
 			o := tw.watches[i].Outcome()
 			return &o
 		}

@@ -231,10 +231,14 @@ type stream struct {
 	// and chunk (see Body).
 	lastLate, lastLate2 bool
 	lastRead, lastChunk int
-	c                   *Client
-	emit                func(*sse.Event) error
-	skim                chunkSkim
-	trace               *httptrace.ClientTrace // the request context's hooks
+	// lastBound is how much earlier than last2 the last read's bytes may
+	// have come, when that stamp is the read's own and not the kernel's
+	// (0 otherwise): rec.EndBound when the response ends with that read.
+	lastBound time.Duration
+	c         *Client
+	emit      func(*sse.Event) error
+	skim      chunkSkim
+	trace     *httptrace.ClientTrace // the request context's hooks
 	// retryAfter and location are header fields of the reactor path's
 	// response (see Field).
 	retryAfter string

@@ -145,7 +145,10 @@ func (st *stream) Body(p []byte, rd rawhttp.Read) error {
 	if st.done {
 		return nil // what follows [DONE] is not read by the other path either
 	}
-	st.last2 = rd.At
+	st.last2, st.lastBound = rd.At, 0
+	if !rd.Kernel && rd.Bound > rawhttp.LateRead {
+		st.lastBound = rd.Bound
+	}
 	before := st.rec.Chunks
 	err := st.push.Feed(p, rd.At, st.emit)
 	for e := before; e < st.rec.Chunks; e++ {
@@ -177,7 +180,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		c.pool.Put(st)
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
-	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk = false, false, 0, 0
+	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound = false, false, 0, 0, 0
 	st.retryAfter, st.location = "", false
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
@@ -227,6 +230,9 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		return true
 	}
 	c.finish(ctx, st, req, rec)
+	if !rec.Failed() && rec.End.Equal(st.last2) {
+		rec.EndBound = st.lastBound
+	}
 	return true
 }
 

@@ -74,7 +74,12 @@ func newRunView(r run) runView {
 		v.Stages = append(v.Stages, newStageView(sc))
 		for _, o := range sc.Thresholds {
 			t := thresholdView{Stage: sc.Name, Expr: o.Expr, Value: fmt.Sprintf("%.4g", o.Value), Status: "pass"}
+			if o.Low != nil && o.High != nil {
+				t.Value += fmt.Sprintf(" (true value in [%.4g, %.4g])", *o.Low, *o.High)
+			}
 			switch {
+			case o.Unjudged:
+				t.Value, t.Status = o.Err, "unjudged"
 			case o.Err != "":
 				t.Value, t.Status = o.Err, "error"
 			case !o.Pass:
@@ -89,6 +94,9 @@ func newRunView(r run) runView {
 				reason = sc.Load.InvalidCause
 			}
 			v.Notes = append(v.Notes, fmt.Sprintf("stage %s: measurement not valid: %s", sc.Name, reason))
+		}
+		if t := metrics.ErrorText(sc.MeasurementError); t != "" {
+			v.Notes = append(v.Notes, fmt.Sprintf("stage %s: measurement error: %s; every threshold judged at both ends", sc.Name, t))
 		}
 		for _, w := range sc.Warnings {
 			v.Notes = append(v.Notes, fmt.Sprintf("stage %s: %s", sc.Name, w))

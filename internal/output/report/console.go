@@ -71,7 +71,7 @@ func Console(w io.Writer, r *result.Result) error {
 		case verdict.Failed(r):
 			v = "FAIL"
 		default:
-			v = fmt.Sprintf("CANNOT JUDGE (%d could not be measured: no trustworthy verdict)", len(verdict.Unjudged(r)))
+			v = fmt.Sprintf("CANNOT JUDGE (%d could not be judged: no trustworthy verdict)", len(verdict.Unjudged(r)))
 		}
 		fmt.Fprintf(&b, "thresholds: %s\n", v)
 	}
@@ -88,7 +88,11 @@ func measurement(b *strings.Builder, r *result.Result) {
 	}
 	bad := verdict.InvalidStages(r)
 	if len(bad) == 0 {
-		b.WriteString("measurement: valid\n")
+		b.WriteString("measurement: valid")
+		if w, what := widestError(r); w > 0 {
+			fmt.Fprintf(b, ", imprecise by up to %.1f ms (%s, responses read late; every verdict judged at both ends)", w, what)
+		}
+		b.WriteString("\n")
 		return
 	}
 	note := ", accepted by allowInvalid (exit 0)"
@@ -223,6 +227,7 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 	server(b, sc.Server)
 	resilience(b, sc.Resilience)
 	validity(b, l)
+	measurementError(b, sc.MeasurementError)
 	for _, th := range sc.Thresholds {
 		mark := "✓"
 		switch {
@@ -240,6 +245,8 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 			fmt.Fprintf(b, "  %s %s (%s)\n", mark, th.Expr, th.Err)
 		case th.Trigger && th.FiredAtS != nil:
 			fmt.Fprintf(b, "  %s %s (fired at %.0f s: %.4g%s)\n", mark, th.Expr, *th.FiredAtS, th.Value, from)
+		case th.Low != nil && th.High != nil:
+			fmt.Fprintf(b, "  %s %s (%.4g%s; true value in [%.4g, %.4g], the same verdict at both ends)\n", mark, th.Expr, th.Value, from, *th.Low, *th.High)
 		default:
 			fmt.Fprintf(b, "  %s %s (%.4g%s)\n", mark, th.Expr, th.Value, from)
 		}
@@ -263,6 +270,33 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 // DiscrepancyShown is the usage-vs-tokenizer discrepancy over which the
 // console mentions it.
 const DiscrepancyShown = 0.05
+
+// measurementError writes a stage's measurement error line
+// (metrics.ErrorText).
+func measurementError(b *strings.Builder, me *result.MeasurementError) {
+	if t := metrics.ErrorText(me); t != "" {
+		fmt.Fprintf(b, "error      %s\n", t)
+	}
+}
+
+// widestError is the widest p99 range of r's measurement errors, in ms,
+// and which figure of which stage it is (0 when none).
+func widestError(r *result.Result) (float64, string) {
+	var w float64
+	var what string
+	for _, sc := range r.Scenarios {
+		if sc.MeasurementError == nil {
+			continue
+		}
+		for _, row := range metrics.ErrorRows {
+			fe, ok := sc.MeasurementError.Figures[row.Key]
+			if d := fe.P99.High - fe.P99.Low; ok && d > w {
+				w, what = d, fmt.Sprintf("%s p99 of stage %s", row.Name, sc.Name)
+			}
+		}
+	}
+	return w, what
+}
 
 // validity writes a stage's validity line: the figures the rule judged.
 func validity(b *strings.Builder, l result.Load) {

@@ -173,7 +173,7 @@ func TestThresholdsCannotJudge(t *testing.T) {
 		console  string
 		markdown string
 	}{
-		{"unjudged only", []result.ThresholdOutcome{unjudged}, "thresholds: CANNOT JUDGE (1 could not be measured: no trustworthy verdict)", "❔ CANNOT JUDGE (1 of 1 threshold could not be measured)"},
+		{"unjudged only", []result.ThresholdOutcome{unjudged}, "thresholds: CANNOT JUDGE (1 could not be judged: no trustworthy verdict)", "❔ CANNOT JUDGE (1 of 1 threshold could not be judged)"},
 		{"unjudged and failed", []result.ThresholdOutcome{unjudged, failed}, "thresholds: FAIL", "❌ FAIL (1 of 2 thresholds failed)"},
 	} {
 		r := &result.Result{Schema: result.Schema, Scenarios: []result.Scenario{{Name: "main", Load: result.Load{Mode: "closed", Valid: true}, Thresholds: tc.outs}}}
@@ -189,6 +189,43 @@ func TestThresholdsCannotJudge(t *testing.T) {
 		}
 		if !strings.Contains(m.String(), tc.markdown) || !strings.Contains(m.String(), "❔ cannot judge") {
 			t.Errorf("%s: markdown\n%s", tc.name, m.String())
+		}
+	}
+}
+
+// TestMeasurementErrorShown: a stage whose responses were read late shows
+// its error line, a threshold judged at both ends shows its range, and the
+// last line says the run was valid but by how much imprecise; Markdown
+// shows the same.
+func TestMeasurementErrorShown(t *testing.T) {
+	lo, hi := 151.8, 164.6
+	r := &result.Result{Schema: result.Schema, ThresholdsPassed: true, Scenarios: []result.Scenario{{
+		Name: "main", Load: result.Load{Mode: "closed", Valid: true},
+		Thresholds: []result.ThresholdOutcome{{Expr: "p99(ttft) < 800ms", Value: 164.6, Pass: true, Low: &lo, High: &hi}},
+		MeasurementError: &result.MeasurementError{
+			Figures: map[string]result.FigureError{"ttft_ms": {Late: 6, Count: 195, BoundMS: 29.6, HighOnly: true, P99: result.Range{Low: 151.8, High: 164.6}}},
+			Goodput: result.Range{Low: 0.97, High: 1},
+		},
+	}}}
+	var c, m bytes.Buffer
+	if err := Console(&c, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := Markdown(&m, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"error      responses read late (a busy machine), so the true TTFT p99 in [151.8, 164.6] ms (6 of 195 read late, by up to 29.6 ms), goodput in [97.0 %, 100.0 %]\n",
+		"  ✓ p99(ttft) < 800ms (164.6; true value in [151.8, 164.6], the same verdict at both ends)\n",
+		"measurement: valid, imprecise by up to 12.8 ms (TTFT p99 of stage main, responses read late; every verdict judged at both ends)\n",
+	} {
+		if !strings.Contains(c.String(), want) {
+			t.Errorf("console lacks %q:\n%s", want, c.String())
+		}
+	}
+	for _, want := range []string{"164.6 (true value in [151.8, 164.6])", "stage main: measurement error: responses read late"} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, m.String())
 		}
 	}
 }

@@ -35,7 +35,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 		fmt.Fprintf(&b, "### spate: ✅ PASS (%d threshold%s)", n, plural(n))
 	case !verdict.Failed(r):
 		k := len(verdict.Unjudged(r))
-		fmt.Fprintf(&b, "### spate: ❔ CANNOT JUDGE (%d of %d threshold%s could not be measured)", k, n, plural(n))
+		fmt.Fprintf(&b, "### spate: ❔ CANNOT JUDGE (%d of %d threshold%s could not be judged)", k, n, plural(n))
 	default:
 		fmt.Fprintf(&b, "### spate: ❌ FAIL (%d of %d threshold%s failed)", failed, n, plural(n))
 		if r.Aborted != "" {
@@ -74,6 +74,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		for _, sc := range r.Scenarios {
 			for _, o := range sc.Thresholds {
 				val, res := fmt.Sprintf("%.4g", o.Value), "✅ pass"
+				if o.Low != nil && o.High != nil {
+					val += fmt.Sprintf(" (true value in [%.4g, %.4g])", *o.Low, *o.High)
+				}
 				switch {
 				case o.Unjudged:
 					val, res = cell(o.Err), "❔ cannot judge"
@@ -90,6 +93,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 	for _, sc := range r.Scenarios {
 		if !sc.Load.Valid {
 			notes = append(notes, fmt.Sprintf("stage %s: measurement not valid: %s", sc.Name, orDash(sc.Load.InvalidReason)))
+		}
+		if t := metrics.ErrorText(sc.MeasurementError); t != "" {
+			notes = append(notes, fmt.Sprintf("stage %s: measurement error: %s; every threshold judged at both ends", sc.Name, t))
 		}
 		errs := make([]string, 0, len(sc.Requests.Errors))
 		for k, v := range sc.Requests.Errors {

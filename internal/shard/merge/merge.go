@@ -173,7 +173,7 @@ func Merge(in []Input, opt Options) (*result.Result, error) {
 		}
 		// As the shards' own runs judge them: from the intended send
 		// time in an open loop.
-		outs, pass := threshold.EvalStage(ths, name, sc.Load.Mode == "open", first.Config.SLOFrom == "sent", source{sc, hist})
+		outs, pass := threshold.EvalStage(ths, name, sc.Load.Mode == "open", first.Config.SLOFrom == "sent", metrics.Source{Scenario: sc, Hists: hist})
 		trig, trigPass := triggers(first.Config.Thresholds, name, in)
 		outs, pass = append(outs, trig...), pass && trigPass
 		sc.Thresholds = outs
@@ -334,6 +334,9 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	var outputs []*result.Output
 	var invalid []string
 	var reads result.Validity // the shards' late-read counts, added up
+	var errs result.MeasurementError
+	errs.Figures = map[string]result.FigureError{}
+	var goodLo, goodHi, goodIntLo, goodIntHi float64
 	sc.Load = result.Load{Mode: f.Load.Mode, Arrival: f.Load.Arrival, Warmup: f.Load.Warmup, LagBoundMS: f.Load.LagBoundMS, Valid: true}
 	for _, p := range parts {
 		s := p.sc
@@ -356,6 +359,24 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		good += math.Round(s.Goodput.Fraction * n)
 		goodIntended += math.Round(s.Goodput.IntendedFraction * n)
 		done += n
+		if me := s.MeasurementError; me != nil {
+			for k, fe := range me.Figures {
+				m := errs.Figures[k]
+				m.Late += fe.Late
+				m.BoundMS = max(m.BoundMS, fe.BoundMS)
+				m.HighOnly = fe.HighOnly
+				errs.Figures[k] = m
+			}
+			goodLo += math.Round(me.Goodput.Low * n)
+			goodHi += math.Round(me.Goodput.High * n)
+			goodIntLo += math.Round(me.GoodputIntended.Low * n)
+			goodIntHi += math.Round(me.GoodputIntended.High * n)
+		} else {
+			goodLo += math.Round(s.Goodput.Fraction * n)
+			goodHi += math.Round(s.Goodput.Fraction * n)
+			goodIntLo += math.Round(s.Goodput.IntendedFraction * n)
+			goodIntHi += math.Round(s.Goodput.IntendedFraction * n)
+		}
 		sc.Goodput.RequestsPerS += s.Goodput.RequestsPerS
 		sc.Goodput.IntendedRequestsPerS += s.Goodput.IntendedRequestsPerS
 		l := s.Load
@@ -422,23 +443,20 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			sc.Load.ReadLagMS = &d
 		case metrics.TTFTEarly: // judged below
 		default:
+			if metrics.IsEarly(k) {
+				continue // the measurement error's (below)
+			}
 			sc.Metrics[k] = d
 		}
 	}
-	// The late reads are judged again on the whole load: shards each
-	// under the rule's floor of late stamps can be over it together, and
-	// late first tokens each too few to move a shard's TTFT can move the
-	// merged one.
+	// The late reads' shares and TTFT's shift are worked out again on the
+	// whole load (late first tokens each too few to move a shard's TTFT
+	// can move the merged one); they are for reading: the measurement
+	// error below is what verdicts are judged with.
 	if t, e := merged[metrics.TTFT], merged[metrics.TTFTEarly]; reads.LateFirstTokens > 0 && t != nil && e != nil && t.TotalCount() == e.TotalCount() {
 		reads.TTFTShiftMS, reads.TTFTShiftAt = metrics.TTFTShift(metrics.Summarize(t, scaleOf(metrics.TTFT)), metrics.Summarize(e, scaleOf(metrics.TTFTEarly)))
 	}
-	if p := metrics.JudgeLateReads(&sc.Load, &reads); p != "" {
-		if sc.Load.Valid {
-			sc.Load.InvalidCause = metrics.CauseReadLag
-		}
-		sc.Load.Valid = false
-		invalid = append(invalid, "merged: "+p)
-	}
+	metrics.LateReadShares(&sc.Load, &reads)
 	sc.Load.InvalidReason = strings.Join(invalid, "; ")
 	if o, ok := metrics.MergeOutput(outputs, merged); ok {
 		sc.Output = o
@@ -447,6 +465,18 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 	enc, err := encodeHists(merged)
 	if err != nil {
 		return nil, nil, fmt.Errorf("merging stage %s: %w", name, err)
+	}
+	if done > 0 {
+		errs.Goodput = result.Range{Low: goodLo / done, High: goodHi / done}
+		errs.GoodputIntended = result.Range{Low: goodIntLo / done, High: goodIntHi / done}
+	}
+	if len(errs.Figures) > 0 || goodLo != goodHi || goodIntLo != goodIntHi {
+		for k, fe := range errs.Figures {
+			fe.Count = sc.Metrics[k].Count
+			errs.Figures[k] = fe
+		}
+		sc.MeasurementError = &errs
+		metrics.FillErrorRanges(sc.MeasurementError, sc, enc)
 	}
 	var skew time.Duration
 	sc.Series, skew = mergeSeries(series, sc.StartedAt)
@@ -589,16 +619,6 @@ func triggers(exprs []string, stage string, in []Input) ([]threshold.Outcome, bo
 		outs = append(outs, o)
 	}
 	return outs, pass
-}
-
-// source adapts a merged scenario to threshold.Source, as the runner does.
-type source struct {
-	sc   *result.Scenario
-	hist map[string]string
-}
-
-func (s source) Lookup(agg string, pct float64, metric string) (float64, bool) {
-	return metrics.Lookup(s.sc, s.hist, agg, pct, metric)
 }
 
 func ints(xs []int) string {

@@ -60,7 +60,7 @@ func (s *searcher) confirm(ctx context.Context, lo, hi float64) error {
 	// contradict is no capacity.
 	k, n := 0, 0
 	for _, tr := range c.Trials {
-		if tr.RateRPS == passed && tr.Concurrency == 0 && tr.Reason != ReasonInvalid && tr.Reason != ReasonTooShort {
+		if tr.RateRPS == passed && tr.Concurrency == 0 && tr.Reason != ReasonInvalid && tr.Reason != ReasonImprecise && tr.Reason != ReasonTooShort {
 			n++
 			if tr.Pass {
 				k++

@@ -17,6 +17,9 @@ func WriteTrial(w io.Writer, n int, l Load, sc *result.Scenario, a Assessment) e
 		verdict = "closed loop: the top of the sweep"
 	case a.CannotTell:
 		verdict = "CANNOT TELL (" + a.Reason + ")"
+	case a.Reason == ReasonImprecise:
+		g := sc.MeasurementError.Goodput
+		verdict = fmt.Sprintf("RUN AGAIN (imprecise: responses read late put goodput anywhere in [%.1f, %.1f] %%)", 100*g.Low, 100*g.High)
 	case !a.Pass:
 		verdict = "FAIL (" + a.Reason + ")"
 	}

@@ -31,6 +31,10 @@ const (
 	ReasonQueueGrowing  = "queue_growing"  // requests in flight grew through the trial
 	ReasonTTFTGrowing   = "ttft_growing"   // TTFT grew through the trial: a queue without bound
 	ReasonClosedLoop    = "closed_loop"    // a sweep's closed-loop measurement, not judged
+	// ReasonImprecise marks a trial whose goodput verdict responses read
+	// late could turn (result.MeasurementError: the target lies inside the
+	// goodput's range): run again, as an invalid one is.
+	ReasonImprecise = "imprecise"
 	// ReasonTooShort marks a trial that cannot tell: too few whole seconds
 	// of steady completions (the trial is short beside its requests).
 	ReasonTooShort = "too_short"
@@ -167,11 +171,27 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 	switch {
 	case growing(sc, c.MaxTTFTGrowth):
 		return fail(ReasonTTFTGrowing)
+	case imprecise(sc, c.Goodput):
+		return fail(ReasonImprecise)
 	case sc.Goodput.Fraction < c.Goodput:
 		return fail(ReasonGoodput)
 	}
 	a.Pass = true
 	return a
+}
+
+// imprecise says whether the goodput target lies inside the range the
+// trial's true goodput lies in (its measurement error): at one end of it
+// the trial passes, at the other it fails.
+func imprecise(sc *result.Scenario, target float64) bool {
+	me := sc.MeasurementError
+	return me != nil && me.Goodput.Low < target && me.Goodput.High >= target
+}
+
+// Rerun says whether a trial judged a must be run again before its rate
+// is judged: its measurement was invalid or too imprecise to decide.
+func Rerun(a Assessment) bool {
+	return a.Reason == ReasonInvalid || a.Reason == ReasonImprecise
 }
 
 // delivery fills the delivery figures of an open-loop trial from its

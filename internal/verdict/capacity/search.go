@@ -96,8 +96,8 @@ type searcher struct {
 }
 
 // probe runs cfg.Repeats trials at a rate and says whether most passed.
-// A trial whose measurement is invalid is run again, up to
-// MaxInvalidRetries times; one that cannot tell ends the search
+// A trial whose measurement is invalid, or too imprecise to decide
+// (Rerun), is run again, up to MaxInvalidRetries times; one that cannot tell ends the search
 // (errCannotTell), as does a rate still invalid after its retries
 // (errInvalid).
 func (s *searcher) probe(ctx context.Context, load Load) (bool, error) {
@@ -107,7 +107,7 @@ func (s *searcher) probe(ctx context.Context, load Load) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		for retry := 0; a.Reason == ReasonInvalid && retry < MaxInvalidRetries; retry++ {
+		for retry := 0; Rerun(a) && retry < MaxInvalidRetries; retry++ {
 			if a, err = s.run(ctx, load, true); err != nil {
 				return false, err
 			}
@@ -115,7 +115,7 @@ func (s *searcher) probe(ctx context.Context, load Load) (bool, error) {
 		switch {
 		case a.CannotTell:
 			return false, errCannotTell
-		case a.Reason == ReasonInvalid:
+		case Rerun(a):
 			return false, errInvalid
 		}
 		if a.Pass {
@@ -158,7 +158,7 @@ func (s *searcher) run(ctx context.Context, load Load, retry bool) (Assessment, 
 		CompletedRPS: a.CompletedRPS, Delivered: a.Delivered, SteadyS: a.SteadyS, Score: a.Score, Retry: retry, Confirm: s.confirming,
 	})
 	s.out.Scenarios = append(s.out.Scenarios, *sc)
-	if load.Rate > 0 && !a.CannotTell && a.Reason != ReasonInvalid {
+	if load.Rate > 0 && !a.CannotTell && !Rerun(a) {
 		s.goodputs[load.Rate] = append(s.goodputs[load.Rate], sc.Goodput.Fraction)
 		s.scores[load.Rate] = append(s.scores[load.Rate], a.Score)
 	}
@@ -285,7 +285,7 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 		c.Inconclusive += "): raise --trial-duration"
 		return nil
 	case errors.Is(err, errInvalid):
-		c.Inconclusive = fmt.Sprintf("the load generator could not keep the schedule of %s in %d tries (the measurement was invalid, see the trial's load.invalid_reason): ", describe(last), MaxInvalidRetries+1)
+		c.Inconclusive = fmt.Sprintf("the load generator could not keep the schedule of %s, or read its responses too late to tell its goodput from the target, in %d tries (see the trials' load.invalid_reason and measurement_error): ", describe(last), MaxInvalidRetries+1)
 		if lo > 0 {
 			c.Inconclusive += fmt.Sprintf("the capacity is at least %.4g req/s but could not be measured above", lo)
 		} else {

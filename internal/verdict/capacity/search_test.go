@@ -222,8 +222,43 @@ func TestInvalidRetried(t *testing.T) {
 	}
 	out, err = Search(context.Background(), always, Config{MinRate: 1, MaxRate: 100})
 	c = out.Capacity
-	if err != nil || !strings.Contains(c.Inconclusive, "could not keep the schedule of 8rps in 3 tries") || !strings.Contains(c.Inconclusive, "at least 4 req/s") {
+	if err != nil || !strings.Contains(c.Inconclusive, "could not keep the schedule of 8rps") || !strings.Contains(c.Inconclusive, "at least 4 req/s") {
 		t.Errorf("always invalid at 8: %v, %q", err, c.Inconclusive)
+	}
+}
+
+// TestImpreciseGoodputRetried: a trial whose goodput target lies inside
+// its goodput's measurement error (responses read late) is neither a pass
+// nor a failure of the server: it is run again, as an invalid one is, and
+// one whose whole range is on one side of the target is judged on it.
+func TestImpreciseGoodputRetried(t *testing.T) {
+	n := 0
+	once := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 7.3}).trial(ctx, l)
+		switch n++; n {
+		case 4: // the first trial at 8 req/s: goodput 0.5 measured, the target inside
+			sc.MeasurementError = &result.MeasurementError{Goodput: result.Range{Low: sc.Goodput.Fraction, High: 1}}
+		case 2: // at 2 req/s: a range wholly over the target decides nothing new
+			sc.MeasurementError = &result.MeasurementError{Goodput: result.Range{Low: 0.97, High: 1}}
+		}
+		return sc, err
+	}
+	out, err := Search(context.Background(), once, Config{MinRate: 1, MaxRate: 100, Resolution: 0.05, Confirm: -1})
+	c := out.Capacity
+	if err != nil || c.RateRPS != 7.25 || !c.Trials[1].Pass || c.Trials[3].Reason != ReasonImprecise || c.Trials[3].Pass || !c.Trials[4].Retry || c.Inconclusive != "" {
+		t.Errorf("an imprecise trial: %v, capacity %v, trials %+v, inconclusive %q", err, c.RateRPS, c.Trials, c.Inconclusive)
+	}
+	always := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 100}).trial(ctx, l)
+		if l.Rate >= 8 {
+			sc.MeasurementError = &result.MeasurementError{Goodput: result.Range{Low: 0.5, High: 1}}
+		}
+		return sc, err
+	}
+	out, err = Search(context.Background(), always, Config{MinRate: 1, MaxRate: 100})
+	c = out.Capacity
+	if err != nil || !strings.Contains(c.Inconclusive, "too late to tell its goodput from the target") || !strings.Contains(c.Inconclusive, "at least 4 req/s") {
+		t.Errorf("always imprecise at 8: %v, %q", err, c.Inconclusive)
 	}
 }
 

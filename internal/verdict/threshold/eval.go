@@ -3,6 +3,7 @@ package threshold
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/spate-dev/spate/result"
 )
@@ -14,6 +15,13 @@ import (
 // file. ok is false when the run has no such figure.
 type Source interface {
 	Lookup(agg string, percentile float64, metric string) (float64, bool)
+}
+
+// Bounder is a Source that knows how far its generator's own lateness
+// may have moved a figure: its true value lies in [lo, hi] (asked as
+// Lookup is); ok is false when the figure is exact.
+type Bounder interface {
+	Bounds(agg string, percentile float64, metric string) (lo, hi float64, ok bool)
 }
 
 // Outcome is the verdict on one threshold, as written to the result file's
@@ -66,8 +74,45 @@ func (t Threshold) Eval(src Source) Outcome {
 	default:
 		out.Value = v
 		out.Pass = cmp(v, t.Value)
+		if b, ok := src.(Bounder); ok {
+			if lo, hi, ok := b.Bounds(t.Agg, t.Percentile, t.LookupName()); ok && lo < hi {
+				judgeRange(&out, t, lo, hi)
+			}
+		}
 	}
 	return out
+}
+
+// judgeRange decides out (measured and judged on its value) again at both
+// ends of [lo, hi], the range its figure's true value lies in: the verdict
+// stands when it is the same at both, else the threshold is unjudged,
+// saying why. == and != hold across the range only when the limit is
+// outside it.
+func judgeRange(out *Outcome, t Threshold, lo, hi float64) {
+	out.Low, out.High = &lo, &hi
+	var atLo, atHi bool
+	switch t.Op {
+	case "==", "!=":
+		outside := t.Value < lo || t.Value > hi
+		atLo, atHi = outside == (t.Op == "!="), outside == (t.Op == "!=")
+		if !outside {
+			atLo = !atHi // the limit is inside: either can be true
+		}
+	default:
+		cmp := compare[t.Op]
+		atLo, atHi = cmp(lo, t.Value), cmp(hi, t.Value)
+	}
+	if atLo == atHi && atLo == out.Pass {
+		return
+	}
+	out.Pass, out.Unjudged = false, true
+	out.Err = fmt.Sprintf("measured %s, but responses read late (a busy machine) put the true value anywhere in [%s, %s], on both sides of the limit %s: lower the load on this machine, shard the load, or set the limit outside that range",
+		num(out.Value), num(lo), num(hi), num(t.Value))
+}
+
+// num formats a figure for a message: four significant digits.
+func num(v float64) string {
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
 // noValue says why a metric may have no value in a run, for the error of a

@@ -205,3 +205,53 @@ func TestOutcomeJSON(t *testing.T) {
 		}
 	}
 }
+
+// boundedSource is a fakeSource whose figures carry a measurement error:
+// the true value lies in [lo, hi].
+type boundedSource struct {
+	fakeSource
+	lo, hi float64
+}
+
+func (b *boundedSource) Bounds(string, float64, string) (float64, float64, bool) {
+	return b.lo, b.hi, true
+}
+
+// TestEvalJudgesBothEnds: a figure with a measurement error is judged at
+// both ends of its range: the same outcome at both stands (pass or fail,
+// with the range kept), a range on both sides of the limit cannot be
+// judged, and == or != hold only with the limit outside the range.
+func TestEvalJudgesBothEnds(t *testing.T) {
+	tests := []struct {
+		expr          string
+		v, lo, hi     float64
+		pass, unjudge bool
+	}{
+		{"p99(ttft) < 800ms", 105, 95, 105, true, false},   // a busy machine, far under the limit
+		{"p99(ttft) < 800ms", 812, 805, 812, false, false}, // over, whatever the error
+		{"p99(ttft) < 800ms", 812, 790, 812, false, true},  // the true value may be under
+		{"p99(ttft) < 800ms", 799, 790, 801, false, true},
+		{"p50(itl) > 10ms", 12, 9, 15, false, true},
+		{"p50(itl) >= 10ms", 12, 10, 15, true, false},
+		{"goodput >= 95%", 0.96, 0.94, 0.97, false, true},
+		{"goodput >= 95%", 0.99, 0.95, 1, true, false},
+		{"max(ttft) == 100ms", 100, 90, 100, false, true}, // the limit inside: either
+		{"max(ttft) == 100ms", 95, 90, 99, false, false},  // the limit outside: never equal
+		{"max(ttft) != 100ms", 95, 90, 99, true, false},
+		{"max(ttft) != 100ms", 95, 90, 100, false, true},
+	}
+	for _, tc := range tests {
+		th, err := Parse(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &boundedSource{fakeSource: fakeSource{vals: map[key]float64{{th.Agg, th.Percentile, th.Metric}: tc.v}}, lo: tc.lo, hi: tc.hi}
+		out := th.Eval(src)
+		if out.Pass != tc.pass || out.Unjudged != tc.unjudge || out.Low == nil || *out.Low != tc.lo || *out.High != tc.hi {
+			t.Errorf("%s measured %v in [%v, %v]: %+v, want pass %v, unjudged %v, the range kept", tc.expr, tc.v, tc.lo, tc.hi, out, tc.pass, tc.unjudge)
+		}
+		if tc.unjudge && !strings.Contains(out.Err, "on both sides of the limit") {
+			t.Errorf("%s: error %q does not say why it cannot judge", tc.expr, out.Err)
+		}
+	}
+}
