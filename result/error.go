@@ -43,3 +43,30 @@ type Range struct {
 	Low  float64 `json:"low"`
 	High float64 `json:"high"`
 }
+
+// Intervals are the sampling intervals of a stage's figures: the range
+// each figure's true value (the server's, over many such runs) lies in at
+// Level confidence, from the samples this run drew (docs/figures.md,
+// "Sampling intervals"). Kept apart from the measurement error, which is
+// what the load generator itself may have added.
+type Intervals struct {
+	// Level is the confidence, 0.95.
+	Level float64 `json:"level"`
+	// Metrics holds, by distribution key (ttft_ms, itl_ms, ...), the
+	// order-statistic intervals of p50, p90 and p99; a percentile with too
+	// few samples for an end at Level has none.
+	Metrics map[string]PercentileIntervals `json:"metrics"`
+	// Goodput and GoodputIntended are Wilson intervals of the goodput
+	// fractions, RequestsPerS the exact Poisson interval of the
+	// throughput's count over its window.
+	Goodput         *Range `json:"goodput,omitempty"`
+	GoodputIntended *Range `json:"goodput_intended,omitempty"`
+	RequestsPerS    *Range `json:"requests_per_s,omitempty"`
+}
+
+// PercentileIntervals are the intervals of a distribution's percentiles.
+type PercentileIntervals struct {
+	P50 *Range `json:"p50,omitempty"`
+	P90 *Range `json:"p90,omitempty"`
+	P99 *Range `json:"p99,omitempty"`
+}

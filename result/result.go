@@ -165,6 +165,9 @@ type ThresholdOutcome struct {
 	// says so).
 	Low  *float64 `json:"low,omitempty"`
 	High *float64 `json:"high,omitempty"`
+	// Interval is the figure's sampling interval (Intervals.Level), when
+	// it has one: how far a run of the same load might land from it.
+	Interval *Range `json:"interval,omitempty"`
 }
 
 // Scenario is the measurement of one stage.
@@ -185,6 +188,8 @@ type Scenario struct {
 	// reading responses may have moved the figures (see error.go); nil
 	// when it moved none by over 1 ms, or was not measured.
 	MeasurementError *MeasurementError `json:"measurement_error,omitempty"`
+	// Intervals are the sampling intervals of the figures (see error.go).
+	Intervals *Intervals `json:"intervals,omitempty"`
 
 	// Breakdown holds the figures per label value: Breakdown["intent"]["faq"]
 	// (see breakdown.go).

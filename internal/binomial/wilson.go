@@ -1,7 +1,9 @@
-// Package binomial holds the interval spate puts around a rate of k
-// events in n trials (errors, attack successes, refusals): the Wilson score
-// interval, which the probes, the chaos section and the resilience
-// figures share.
+// Package binomial holds the intervals that rest on the binomial
+// distribution: the Wilson score interval spate puts around a rate of k
+// events in n trials (errors, attack successes, refusals, goodput), which
+// the probes, the chaos section, the resilience figures and every stage's
+// goodput share, and the order-statistic ranks of a percentile's interval
+// (QuantileRanks).
 package binomial
 
 import (

@@ -538,6 +538,7 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 		sc.Goodput.IntendedFraction = float64(r.goodIntended) / float64(done)
 	}
 	sc.MeasurementError = r.errs.result(r.succeeded+r.failed, &sc, enc)
+	FillIntervals(&sc, enc)
 	sc.Breakdown = r.groups.result(window)
 	if r.checked > 0 {
 		sc.Checks = &result.Checks{CheckFigures: *checkFigures(r.checked, r.passed, window), ByCheck: map[string]result.CheckCount{}}

@@ -77,6 +77,9 @@ func newRunView(r run) runView {
 			if o.Low != nil && o.High != nil {
 				t.Value += fmt.Sprintf(" (true value in [%.4g, %.4g])", *o.Low, *o.High)
 			}
+			if o.Interval != nil {
+				t.Value += fmt.Sprintf(" · %.0f %% interval [%.4g, %.4g]", 100*metrics.IntervalLevel, o.Interval.Low, o.Interval.High)
+			}
 			switch {
 			case o.Unjudged:
 				t.Value, t.Status = o.Err, "unjudged"
@@ -94,6 +97,9 @@ func newRunView(r run) runView {
 				reason = sc.Load.InvalidCause
 			}
 			v.Notes = append(v.Notes, fmt.Sprintf("stage %s: measurement not valid: %s", sc.Name, reason))
+		}
+		if t := metrics.IntervalText(sc.Intervals); t != "" {
+			v.Notes = append(v.Notes, fmt.Sprintf("stage %s: sampling intervals, %s", sc.Name, t))
 		}
 		if t := metrics.ErrorText(sc.MeasurementError); t != "" {
 			v.Notes = append(v.Notes, fmt.Sprintf("stage %s: measurement error: %s; every threshold judged at both ends", sc.Name, t))

@@ -226,6 +226,9 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 	breakdown(b, sc)
 	server(b, sc.Server)
 	resilience(b, sc.Resilience)
+	if t := metrics.IntervalText(sc.Intervals); t != "" {
+		fmt.Fprintf(b, "interval   %s\n", t)
+	}
 	validity(b, l)
 	measurementError(b, sc.MeasurementError)
 	for _, th := range sc.Thresholds {
@@ -239,6 +242,9 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 		from := ""
 		if th.From != "" {
 			from = ", from the " + th.From + " send time"
+		}
+		if iv := th.Interval; iv != nil && th.Err == "" {
+			from += fmt.Sprintf(", %.0f %% interval [%.4g, %.4g]", 100*metrics.IntervalLevel, iv.Low, iv.High)
 		}
 		switch {
 		case th.Err != "":

@@ -206,6 +206,7 @@ func TestMeasurementErrorShown(t *testing.T) {
 			Figures: map[string]result.FigureError{"ttft_ms": {Late: 6, Count: 195, BoundMS: 29.6, HighOnly: true, P99: result.Range{Low: 151.8, High: 164.6}}},
 			Goodput: result.Range{Low: 0.97, High: 1},
 		},
+		Intervals: &result.Intervals{Level: 0.95, Metrics: map[string]result.PercentileIntervals{"ttft_ms": {P50: &result.Range{Low: 80.1, High: 80.9}}}},
 	}}}
 	var c, m bytes.Buffer
 	if err := Console(&c, r); err != nil {
@@ -218,6 +219,7 @@ func TestMeasurementErrorShown(t *testing.T) {
 		"error      responses read late (a busy machine), so the true TTFT p99 in [151.8, 164.6] ms (6 of 195 read late, by up to 29.6 ms), goodput in [97.0 %, 100.0 %]\n",
 		"  ✓ p99(ttft) < 800ms (164.6; true value in [151.8, 164.6], the same verdict at both ends)\n",
 		"measurement: valid, imprecise by up to 12.8 ms (TTFT p99 of stage main, responses read late; every verdict judged at both ends)\n",
+		"interval   95 % (ms): TTFT p50 [80.1, 80.9] p99 — (too few requests)\n",
 	} {
 		if !strings.Contains(c.String(), want) {
 			t.Errorf("console lacks %q:\n%s", want, c.String())

@@ -77,6 +77,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 				if o.Low != nil && o.High != nil {
 					val += fmt.Sprintf(" (true value in [%.4g, %.4g])", *o.Low, *o.High)
 				}
+				if o.Interval != nil {
+					val += fmt.Sprintf(" · %.0f %% interval [%.4g, %.4g]", 100*metrics.IntervalLevel, o.Interval.Low, o.Interval.High)
+				}
 				switch {
 				case o.Unjudged:
 					val, res = cell(o.Err), "❔ cannot judge"
@@ -96,6 +99,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		}
 		if t := metrics.ErrorText(sc.MeasurementError); t != "" {
 			notes = append(notes, fmt.Sprintf("stage %s: measurement error: %s; every threshold judged at both ends", sc.Name, t))
+		}
+		if t := metrics.IntervalText(sc.Intervals); t != "" {
+			notes = append(notes, fmt.Sprintf("stage %s: sampling intervals, %s", sc.Name, t))
 		}
 		errs := make([]string, 0, len(sc.Requests.Errors))
 		for k, v := range sc.Requests.Errors {

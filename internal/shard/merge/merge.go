@@ -478,6 +478,7 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		sc.MeasurementError = &errs
 		metrics.FillErrorRanges(sc.MeasurementError, sc, enc)
 	}
+	metrics.FillIntervals(sc, enc)
 	var skew time.Duration
 	sc.Series, skew = mergeSeries(series, sc.StartedAt)
 	if len(parts) > 1 {

@@ -24,6 +24,12 @@ type Bounder interface {
 	Bounds(agg string, percentile float64, metric string) (lo, hi float64, ok bool)
 }
 
+// Intervaler is a Source that knows a figure's sampling interval (asked
+// as Lookup is); ok is false when the figure has none.
+type Intervaler interface {
+	Interval(agg string, percentile float64, metric string) (lo, hi float64, ok bool)
+}
+
 // Outcome is the verdict on one threshold, as written to the result file's
 // thresholds[] (the type is the result package's, so that the result file's
 // types name no internal package).
@@ -74,6 +80,11 @@ func (t Threshold) Eval(src Source) Outcome {
 	default:
 		out.Value = v
 		out.Pass = cmp(v, t.Value)
+		if iv, ok := src.(Intervaler); ok {
+			if lo, hi, ok := iv.Interval(t.Agg, t.Percentile, t.LookupName()); ok {
+				out.Interval = &result.Range{Low: lo, High: hi}
+			}
+		}
 		if b, ok := src.(Bounder); ok {
 			if lo, hi, ok := b.Bounds(t.Agg, t.Percentile, t.LookupName()); ok && lo < hi {
 				judgeRange(&out, t, lo, hi)

@@ -255,3 +255,22 @@ func TestEvalJudgesBothEnds(t *testing.T) {
 		}
 	}
 }
+
+// intervalSource is a fakeSource whose figures have a sampling interval.
+type intervalSource struct{ fakeSource }
+
+func (intervalSource) Interval(string, float64, string) (float64, float64, bool) { return 790, 840, true }
+
+// TestEvalKeepsInterval: a threshold is judged on its figure, its sampling
+// interval kept beside it for the reader (812 fails < 800 ms although a
+// repeat might land under it).
+func TestEvalKeepsInterval(t *testing.T) {
+	th, err := Parse("p99(ttft) < 800ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := th.Eval(&intervalSource{fakeSource{vals: map[key]float64{{AggPercentile, 99, "ttft"}: 812}}})
+	if out.Pass || out.Unjudged || out.Interval == nil || out.Interval.Low != 790 || out.Interval.High != 840 {
+		t.Fatalf("%+v: want a failure with the interval [790, 840] kept", out)
+	}
+}
