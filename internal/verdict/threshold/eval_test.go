@@ -259,7 +259,9 @@ func TestEvalJudgesBothEnds(t *testing.T) {
 // intervalSource is a fakeSource whose figures have a sampling interval.
 type intervalSource struct{ fakeSource }
 
-func (intervalSource) Interval(string, float64, string) (float64, float64, bool) { return 790, 840, true }
+func (intervalSource) Interval(string, float64, string) (float64, float64, bool) {
+	return 790, 840, true
+}
 
 // TestEvalKeepsInterval: a threshold is judged on its figure, its sampling
 // interval kept beside it for the reader (812 fails < 800 ms although a
