@@ -44,6 +44,11 @@ type Recovery struct {
 	// the stage ended; RecoveryS is then how long was watched.
 	Recovered bool    `json:"recovered"`
 	RecoveryS float64 `json:"recovery_s"`
+	// Unmeasured, when not Recovered, says recovery could not be told:
+	// the seconds watched ended less than one recovery window after the
+	// last second over the SLO (the service may have recovered), or held
+	// no whole window. RecoveryS is then how long was watched.
+	Unmeasured bool `json:"unmeasured,omitempty"`
 }
 
 // Capacity is the outcome of spate capacity: the highest open-loop rate

@@ -197,6 +197,9 @@ func ms64(d time.Duration) float64 { return float64(d) / float64(time.Millisecon
 // sc's measurement error (asked as Lookup is); ok is false when the figure
 // is exact (to 1 ms) or has no value.
 func Bounds(sc *result.Scenario, hist map[string]string, agg string, percentile float64, metric string) (lo, hi float64, ok bool) {
+	if agg == "" && metric == "ice" {
+		return iceBounds(sc.ICE)
+	}
 	me := sc.MeasurementError
 	if me == nil {
 		return 0, 0, false
@@ -273,6 +276,20 @@ func Bounds(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		}
 	}
 	return max(lo, 0), hi, true
+}
+
+// iceBounds bounds ICE (the mean over conversations of the standard
+// deviation of a conversation's turn entropies): each turn's entropy is
+// estimated from the top logprobs, up to ErrorBound nats under the true
+// one, and moving each of n values by an amount in [0, b] moves their
+// sample standard deviation by at most b·√(n/(4(n−1))) ≤ b/√2, so each
+// conversation's ICE, and their mean, by at most b/√2.
+func iceBounds(ice *result.ICE) (lo, hi float64, ok bool) {
+	if ice == nil || ice.Conversations == 0 || ice.ErrorBound <= 0 {
+		return 0, 0, false
+	}
+	d := ice.ErrorBound / math.Sqrt2
+	return max(ice.Mean-d, 0), ice.Mean + d, true
 }
 
 // scalarBounds bounds the scalar figures late stamps can move: goodput.

@@ -170,3 +170,22 @@ func TestBoundsNarrowWithFewLate(t *testing.T) {
 		}
 	}
 }
+
+// TestICEBoundsJudgeBothEnds: ICE estimated from the top logprobs is a
+// bounded figure: the mean 0.544 with turns' entropies up to 0.8 nats low
+// lies in [0, 1.11], so `ice < 0.6` cannot pass on it (it passed, exit 0,
+// beside its own warning, where the true ICE was 1.059), and a limit
+// outside the range is judged.
+func TestICEBoundsJudgeBothEnds(t *testing.T) {
+	sc := &result.Scenario{ICE: &result.ICE{ICEFigures: result.ICEFigures{Conversations: 4, Mean: 0.544}, ErrorBound: 0.8}}
+	lo, hi, ok := Bounds(sc, nil, "", 0, "ice")
+	if !ok || lo != 0 || math.Abs(hi-(0.544+0.8/math.Sqrt2)) > 1e-9 {
+		t.Fatalf("ice bounds %v, %v, %v: want [0, %.4f]", lo, hi, ok, 0.544+0.8/math.Sqrt2)
+	}
+	if hi < 1.059 {
+		t.Fatalf("the range [%v, %v] misses the true ICE 1.059 of the issue's case", lo, hi)
+	}
+	if _, _, ok := Bounds(&result.Scenario{ICE: &result.ICE{ICEFigures: result.ICEFigures{Conversations: 4, Mean: 0.5}}}, nil, "", 0, "ice"); ok {
+		t.Fatal("an ICE with no tail (error bound 0) is exact")
+	}
+}

@@ -88,7 +88,10 @@ func writeResilience(w io.Writer, r *result.Resilience) error {
 }
 
 func recoveryText(rc result.Recovery) string {
-	if !rc.Recovered {
+	switch {
+	case rc.Unmeasured:
+		return fmt.Sprintf("cannot tell: the %.0f s watched end less than a window after the last second over", rc.RecoveryS)
+	case !rc.Recovered:
 		return fmt.Sprintf("not recovered within the %.0f s watched", rc.RecoveryS)
 	}
 	return fmt.Sprintf("%.0f s", rc.RecoveryS)

@@ -34,7 +34,10 @@ func resilience(b *strings.Builder, r *result.Resilience) {
 		var recs []string
 		for _, rec := range r.Recoveries {
 			s := fmt.Sprintf("%s at %g s: %g s", rec.Event, rec.AtS, rec.RecoveryS)
-			if !rec.Recovered {
+			switch {
+			case rec.Unmeasured:
+				s = fmt.Sprintf("%s at %g s: cannot tell (the %g s watched end less than a window after the last second over)", rec.Event, rec.AtS, rec.RecoveryS)
+			case !rec.Recovered:
 				s = fmt.Sprintf("%s at %g s: NOT recovered in %g s", rec.Event, rec.AtS, rec.RecoveryS)
 			}
 			recs = append(recs, s)

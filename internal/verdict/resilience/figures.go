@@ -173,10 +173,12 @@ func Figures(s *result.Series, slo map[string]float64, o Options) *result.Resili
 func recovery(p99 []float64, weights []int, errs *Errors, event string, at, end, w int, slo float64) result.Recovery {
 	rec := result.Recovery{Event: event, AtS: float64(at)}
 	end = min(end, len(p99))
-	if s, ok := Recovery(p99[:end], cutInts(weights, end), errs, at, w, slo); ok {
+	switch s, st := RecoveryStatus(p99[:end], cutInts(weights, end), errs, at, w, slo); st {
+	case Recovered:
 		rec.Recovered, rec.RecoveryS = true, float64(s)
-	} else {
+	default:
 		rec.RecoveryS = float64(max(end-at, 0))
+		rec.Unmeasured = st == Unmeasured
 	}
 	return rec
 }

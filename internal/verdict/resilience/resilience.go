@@ -121,11 +121,33 @@ func (e *Errors) over(a, w int) (over, has bool) {
 // error rate is surely over errs.Max (see Errors) is over too, even with no P99 (every
 // request in it failed): a service that fails fast has not recovered. It
 // is 0 when the window was never over after the event; ok is false when
-// the last window is still over (not recovered by the end of the series)
-// or no window after the event holds values.
+// it cannot be told (see RecoveryStatus).
 func Recovery(p99 []float64, weights []int, errs *Errors, event, w int, slo float64) (seconds int, ok bool) {
+	seconds, st := RecoveryStatus(p99, weights, errs, event, w, slo)
+	return seconds, st == Recovered
+}
+
+// Recovery outcomes (RecoveryStatus).
+const (
+	// Recovered: a whole window under the SLO came after the last one
+	// over it.
+	Recovered = iota
+	// NotRecovered: the last second with a figure was itself over the
+	// SLO (or failing): the service had not recovered when the series
+	// ended.
+	NotRecovered
+	// Unmeasured: the series ended less than one window after the last
+	// second over the SLO, with the seconds since under it, or held no
+	// whole window: too short to tell.
+	Unmeasured
+)
+
+// RecoveryStatus is Recovery with why it has no time: whether the
+// service had not recovered by the end of the series, or the series was
+// too short after its last bad second to tell.
+func RecoveryStatus(p99 []float64, weights []int, errs *Errors, event, w int, slo float64) (seconds, status int) {
 	if w < 1 || event < 0 {
-		return 0, false
+		return 0, Unmeasured
 	}
 	lastOver, any := -1, false
 	for a := event; a+w <= len(p99); a++ {
@@ -140,20 +162,33 @@ func Recovery(p99 []float64, weights []int, errs *Errors, event, w int, slo floa
 		}
 	}
 	if !any {
-		return 0, false
+		return 0, Unmeasured
 	}
 	if lastOver < 0 {
-		return 0, true
+		return 0, Recovered
 	}
 	// Recovered at the first window after the last one over the SLO, if
 	// there is one.
 	for a := lastOver + 1; a+w <= len(p99); a++ {
 		_, has := Windowed(p99, weights, a, w)
 		if _, hasErr := errs.over(a, w); has || hasErr {
-			return a - event, true
+			return a - event, Recovered
 		}
 	}
-	return 0, false
+	// No whole window after it: the last second with a figure tells
+	// whether the service was still over the SLO when the series ended.
+	for i := len(p99) - 1; i >= max(lastOver, event); i-- {
+		v, has := Windowed(p99, weights, i, 1)
+		failing, hasErr := errs.over(i, 1)
+		if !has && !hasErr {
+			continue
+		}
+		if (has && v > slo) || failing {
+			return 0, NotRecovered
+		}
+		return 0, Unmeasured
+	}
+	return 0, NotRecovered
 }
 
 func present(p99 []float64, has []bool, i int) bool {

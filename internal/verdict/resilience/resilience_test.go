@@ -308,3 +308,51 @@ func TestRecoveryHealthyErrorsNoFalseRed(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoveryTooShortToTell: a series that ends less than one window
+// after its last second over the SLO, with the seconds since under it,
+// cannot tell whether the service recovered (it was reported as never
+// recovering, +Inf, a false red); one whose last second is still over has
+// not recovered; and recovery_time is then NaN (no value: a threshold on
+// it cannot judge), not +Inf.
+func TestRecoveryTooShortToTell(t *testing.T) {
+	over := func(n, m int) []float64 {
+		var xs []float64
+		for range n {
+			xs = append(xs, 900)
+		}
+		for range m {
+			xs = append(xs, 300)
+		}
+		return xs
+	}
+	for _, c := range []struct {
+		name   string
+		p99    []float64
+		status int
+	}{
+		// Windows of 5 over 8 s: the last whole window (3..7) holds two
+		// seconds at 900, then three at 300 — back under, too soon to tell.
+		{"recovered at the end", over(5, 3), Unmeasured},
+		{"still over at the end", over(8, 0), NotRecovered},
+		{"no whole window", over(0, 3), Unmeasured},
+		{"recovered in time", over(5, 10), Recovered},
+	} {
+		if _, st := RecoveryStatus(c.p99, nil, nil, 0, 5, 500); st != c.status {
+			t.Errorf("%s: status %d, want %d", c.name, st, c.status)
+		}
+	}
+	r := &result.Resilience{Recoveries: []result.Recovery{{Event: "fault_end", AtS: 10, RecoveryS: 3, Unmeasured: true}}}
+	if v, ok := recoveryTime(r); !ok || !math.IsNaN(v) {
+		t.Errorf("recovery_time %v, %v: want NaN (cannot tell)", v, ok)
+	}
+	r.Recoveries = append(r.Recoveries, result.Recovery{Event: "fault_end", AtS: 20, Recovered: true, RecoveryS: 8})
+	if v, ok := recoveryTime(r); !ok || !math.IsNaN(v) {
+		t.Errorf("recovery_time %v, %v with one window too short: want NaN", v, ok)
+	}
+	r.Recoveries = append(r.Recoveries, result.Recovery{Event: "fault_end", AtS: 30, RecoveryS: 8})
+	r.Recoveries[2].Recovered = false
+	if v, _ := recoveryTime(r); !math.IsInf(v, 1) {
+		t.Errorf("recovery_time %v with a window never recovered: want +Inf (a failure whatever the others)", v)
+	}
+}

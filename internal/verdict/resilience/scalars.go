@@ -52,16 +52,24 @@ func recoveryTime(r *result.Resilience) (float64, bool) {
 	if r == nil {
 		return 0, false
 	}
-	worst, any := 0.0, false
+	worst, any, unmeasured := 0.0, false, false
 	for _, rec := range r.Recoveries {
 		if rec.Event != "fault_end" {
 			continue
 		}
 		any = true
-		if !rec.Recovered {
+		switch {
+		case rec.Unmeasured:
+			unmeasured = true
+		case !rec.Recovered:
 			return math.Inf(1), true
 		}
 		worst = max(worst, 1000*rec.RecoveryS)
+	}
+	if unmeasured {
+		// A recovery the stage ended too soon to tell: no value (the
+		// threshold cannot judge it), not a recovery that never came.
+		return math.NaN(), true
 	}
 	return worst, any
 }

@@ -117,8 +117,12 @@ func judgeRange(out *Outcome, t Threshold, lo, hi float64) {
 		return
 	}
 	out.Pass, out.Unjudged = false, true
-	out.Err = fmt.Sprintf("measured %s, but responses read late (a busy machine) put the true value anywhere in [%s, %s], on both sides of the limit %s: lower the load on this machine, shard the load, or set the limit outside that range",
-		num(out.Value), num(lo), num(hi), num(t.Value))
+	why, fix := "responses read late (a busy machine) put", "lower the load on this machine, shard the load, or set the limit outside that range"
+	if t.Metric == "ice" {
+		why, fix = "ICE is estimated from the top logprobs, which puts", "ask for more top logprobs (--logprobs), or set the limit outside that range"
+	}
+	out.Err = fmt.Sprintf("measured %s, but %s the true value anywhere in [%s, %s], on both sides of the limit %s: %s",
+		num(out.Value), why, num(lo), num(hi), num(t.Value), fix)
 }
 
 // num formats a figure for a message: four significant digits.
@@ -129,7 +133,8 @@ func num(v float64) string {
 // noValue says why a metric may have no value in a run, for the error of a
 // threshold that cannot judge it.
 var noValue = map[string]string{
-	"stps_checked": "no request had answer checks (stps counts every task done)",
+	"stps_checked":  "no request had answer checks (stps counts every task done)",
+	"recovery_time": "the stage ended less than one recovery window after the last second over the SLO, too soon to tell whether the service recovered (lengthen the stage after the fault)",
 }
 
 // compare maps each operator to its test of observed against limit.
