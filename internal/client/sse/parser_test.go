@@ -73,6 +73,12 @@ func FuzzParserMatchesReader(f *testing.F) {
 		"data: \xff\xfe\x00\n\n",
 		"retry: 10\nid: 7\ndata: z\n\n",
 		"data: a\r",
+		// CR-only and mixed line ends; a CR at the end of a read whose
+		// LF comes in the next.
+		"data: a\r\rdata: b\r\r",
+		"data: a\rdata: b\n\r\n\rdata: c\r\n\n",
+		"event: e\r\ndata: 1\r\rdata: 2\n\n",
+		"data: a\r\r\n\rdata: b\r",
 	} {
 		f.Add([]byte(s), []byte{0, 7, 63})
 	}
