@@ -222,6 +222,53 @@ func TestServerClosedIdleIsRetried(t *testing.T) {
 	}
 }
 
+// TestStrayBytesAfterResponse: a complete response followed, in the same
+// write, by bytes no request asked for (a CRLF, or garbage) is a success,
+// as net/http has it (it was ErrExtraData, "data after the end of the
+// response"); its connection is not reused.
+func TestStrayBytesAfterResponse(t *testing.T) {
+	for _, stray := range []string{"\r\n", "HTTP/1.1 200 OK\r\n\r\nunasked"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer nc.Close()
+					_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+					br := bufio.NewReader(nc)
+					for {
+						req, err := http.ReadRequest(br)
+						if err != nil {
+							return
+						}
+						io.Copy(io.Discard, req.Body)
+						io.WriteString(nc, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"+stray)
+					}
+				}()
+			}
+		}()
+		addr := ln.Addr().String()
+		c := newClient(t, "http://"+addr)
+		for i := range 2 {
+			h := &collect{}
+			res, err := c.Do(context.Background(), &Request{Raw: get("/", addr), Handler: h})
+			if err != nil || h.status != 200 || string(h.body) != "ok" {
+				t.Fatalf("stray %q, request %d: %v, %d %q", stray, i, err, h.status, h.body)
+			}
+			if res.Reused {
+				t.Errorf("stray %q, request %d: sent on the connection the stray bytes came on", stray, i)
+			}
+		}
+	}
+}
+
 func TestFailures(t *testing.T) {
 	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "first\n")

@@ -23,8 +23,12 @@ type Parser struct {
 	ev      Event
 	// cr says the last line ended with a CR that was the last byte of its
 	// batch: an LF that starts the next batch belongs to that line end.
-	cr bool
+	cr    bool
+	stray []byte // see Stray
 }
+
+// Stray returns the stream's lines that are no SSE field, as Reader.Stray.
+func (p *Parser) Stray() []byte { return p.stray }
 
 // Reset readies p for a new stream, keeping its buffers, with lines bounded
 // by maxLine bytes (DefaultMaxLine when maxLine <= 0).
@@ -38,6 +42,7 @@ func (p *Parser) Reset(maxLine int) {
 	p.name = p.name[:0]
 	p.hasData = false
 	p.cr = false
+	p.stray = p.stray[:0]
 }
 
 // Feed parses b, which arrived at at, calling fn for every event it
@@ -160,6 +165,10 @@ func (p *Parser) lineDone(line []byte, at time.Time, fn func(*Event) error) erro
 		p.hasData = true
 	case "event":
 		p.name = append(p.name[:0], value...)
+	case "id", "retry":
+		// Ignored: a benchmark client never reconnects.
+	default:
+		p.stray = keepStray(p.stray, line)
 	}
 	return nil
 }

@@ -72,6 +72,7 @@ type Reader struct {
 	// clean is how many of the buffered bytes are known to hold no CR;
 	// a CR at that index is known too.
 	clean int
+	stray []byte // see Stray
 }
 
 // NewReader returns a Reader of r that rejects lines longer than maxLine
@@ -101,6 +102,7 @@ func (rd *Reader) Reset(r io.Reader, maxLine int, now Clock) {
 	rd.name = rd.name[:0]
 	rd.hasData = false
 	rd.cr, rd.clean = false, 0
+	rd.stray = rd.stray[:0]
 }
 
 // bufSize is the size of a Reader's buffer: one read asks for up to that.
@@ -251,8 +253,11 @@ func (rd *Reader) Next(ev *Event) error {
 			rd.hasData = true
 		case "event":
 			rd.name = append(rd.name[:0], value...)
+		case "id", "retry":
+			// Ignored: a benchmark client never reconnects.
+		default:
+			rd.stray = keepStray(rd.stray, line)
 		}
-		// id and retry are ignored: a benchmark client never reconnects.
 	}
 }
 
@@ -260,6 +265,27 @@ func (rd *Reader) fill(ev *Event) {
 	ev.Name = rd.name
 	ev.Data = rd.data
 	ev.At = rd.src.last
+}
+
+// Stray returns the stream's lines that are no field of the SSE
+// specification (nor comments), which the specification has a reader
+// ignore: the first MaxStray bytes of them, joined by LFs. A server that
+// answers a stream request with a JSON error body, or ends a stream with
+// one, sends it in such lines. It is valid until the next Reset.
+func (rd *Reader) Stray() []byte { return rd.stray }
+
+// MaxStray bounds what Stray keeps of a stream's stray lines.
+const MaxStray = 2048
+
+// keepStray appends line to the stray lines kept, up to MaxStray bytes.
+func keepStray(kept, line []byte) []byte {
+	if len(kept) >= MaxStray {
+		return kept
+	}
+	if len(kept) > 0 {
+		kept = append(kept, '\n')
+	}
+	return append(kept, line[:min(len(line), MaxStray-len(kept))]...)
 }
 
 // LastRead is when the most recent read from the underlying stream returned.
