@@ -66,3 +66,22 @@ func TestCloseStopsTheClients(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetWithoutV1: a --target without the /v1 its server lists models
+// under fails the run's start with the /v1 to add, not "(or pass
+// --model)", which would have left every request a 404.
+func TestTargetWithoutV1(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Tokens: 2})
+	defer srv.Close()
+	r, err := Build(context.Background(), &experiment.Experiment{
+		Target: experiment.Target{URL: srv.URL, API: "chat"},
+		Stages: []experiment.Stage{{Name: "main", Concurrency: 1, Requests: 1}},
+	}, Env{})
+	if err == nil {
+		r.Close()
+		t.Fatal("the run started")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "did you mean --target "+srv.URL+"/v1?") || strings.Contains(msg, "pass --model") {
+		t.Errorf("error %q, want one saying did you mean --target %s/v1, not to pass --model", msg, srv.URL)
+	}
+}

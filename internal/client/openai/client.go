@@ -511,7 +511,7 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 	for {
 		if err := st.sse.Next(&st.ev); err != nil {
 			if err == io.EOF {
-				return endOfStream(c, st)
+				return endOfStream(c, st, st.sse.Stray())
 			}
 			return err
 		}
@@ -590,8 +590,8 @@ func (c *Client) parseEvent(st *stream, data []byte, rec *record.Record, keep bo
 	if err != nil {
 		return false, false, failure(record.BadResponse, "bad event data %s: %s", scrub.Text(string(data), 80), err)
 	}
-	if e := v.Get("error"); e != nil && e.Type() != fastjson.TypeNull {
-		return false, false, fmt.Errorf("error event: %s", scrub.Text(e.String(), 300))
+	if msg, ok := errorOf(v); ok {
+		return false, false, fmt.Errorf("error event: %s", msg)
 	}
 	if err := c.model(rec, v.GetStringBytes("model")); err != nil {
 		return false, false, err
@@ -686,6 +686,11 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 	}
 	if c.cfg.API == Responses {
 		return c.readResponsesWhole(st, v, rec, keep)
+	}
+	if msg, ok := errorOf(v); ok {
+		// An error where the answer was due, with a 200: the server's
+		// message, not "the response carried no generated content".
+		return failure(record.BadResponse, "the server answered with an error: %s", msg)
 	}
 	if err := c.model(rec, v.GetStringBytes("model")); err != nil {
 		return err

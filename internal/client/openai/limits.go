@@ -95,15 +95,29 @@ func readUsage(u *fastjson.Value, rec *record.Record) error {
 }
 
 // endOfStream is the error of a stream that ended without [DONE]: a
-// broken stream when it carried events, else not a stream at all.
-func endOfStream(c *Client, st *stream) error {
+// broken stream when it carried events, else not a stream at all. stray
+// are the stream's lines that were no SSE field: the server's message,
+// when they are a JSON error, is kept in the error, and the start of what
+// came instead of a stream.
+func endOfStream(c *Client, st *stream, stray []byte) error {
+	msg, isErr := strayError(&st.parser, stray)
 	if st.events == 0 {
+		if isErr {
+			return failure(record.BadResponse, "not a server-sent event stream: the server answered with an error: %s", msg)
+		}
+		if len(stray) > 0 {
+			return failure(record.BadResponse, "not a server-sent event stream: the response carried no event; it began %s", scrub.Text(string(stray), 80))
+		}
 		return failure(record.BadResponse, "not a server-sent event stream: the response carried no event")
 	}
+	end := errNoDone
 	if c.cfg.API == Responses {
-		return errNoCompleted
+		end = errNoCompleted
 	}
-	return errNoDone
+	if isErr {
+		return fmt.Errorf("%w; the server sent an error outside any event: %s", end, msg)
+	}
+	return end
 }
 
 // errNoCompleted is a Responses API stream that ended without its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -43,6 +44,11 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusNotFound {
+			if v1, ok := c.v1Lists(ctx, base); ok {
+				return nil, fmt.Errorf("listing models at %s: HTTP 404: %w: did you mean --target %s? (its /models lists models)", where, ErrTargetWithoutV1, v1)
+			}
+		}
 		return nil, fmt.Errorf("listing models at %s: HTTP %d", where, resp.StatusCode)
 	}
 	limit := c.cfg.MaxModelList
@@ -57,6 +63,37 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("listing models at %s: the listing is over the modelList limit of %d bytes (pass --model, or raise --limit modelList=SIZE)", where, limit)
 	}
 	return c.parseModels(b, where)
+}
+
+// ErrTargetWithoutV1 is a target whose path lacks the /v1 of the API: its
+// /models answers 404 where /v1/models lists models.
+var ErrTargetWithoutV1 = errors.New("the target's path lacks /v1")
+
+// v1Lists says whether the target base, whose /models answered 404, lists
+// models under base/v1 (a --target given as http://host:port for
+// http://host:port/v1), and returns that URL, scrubbed, for the message.
+func (c *Client) v1Lists(ctx context.Context, base string) (string, bool) {
+	v1 := Endpoint(base, "/v1")
+	if u, err := url.Parse(base); err != nil || strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
+		return "", false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, Endpoint(v1, "/models"), nil)
+	if err != nil {
+		return "", false
+	}
+	for k, v := range c.cfg.Headers {
+		req.Header[k] = v
+	}
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return scrub.URL(v1), resp.StatusCode == http.StatusOK
 }
 
 // parseModels reads the ids of a /models listing b (from where).

@@ -205,7 +205,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		// The stream ended: an event without its blank line still counts.
 		err = st.push.End(st.last2, st.emit)
 		if err == nil && !st.done {
-			err = endOfStream(c, st)
+			err = endOfStream(c, st, st.push.Stray())
 		}
 	}
 	if err != nil {

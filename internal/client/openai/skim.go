@@ -115,6 +115,11 @@ func (s *skimmer) top(key []byte) bool {
 		return ok
 	case "error":
 		return s.null() // an error event: the full parser reports it
+	case "object":
+		// vLLM's error event is {"object": "error", "message": …}: the
+		// full parser reports it.
+		v, _, ok := s.stringOrOther()
+		return ok && string(v) != "error"
 	case "usage":
 		return s.null() // usage is read by the full parser
 	case "choices":

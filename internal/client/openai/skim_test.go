@@ -21,6 +21,8 @@ func FuzzSkimMatchesFastjson(f *testing.F) {
 		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
 		`{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f"}}]}}]}`,
 		`{"error":{"message":"boom"}}`,
+		`{"object":"error","message":"This model's maximum context length is 8 tokens","type":"BadRequestError","param":null,"code":400}`,
+		`{"object":"chat.completion.chunk","choices":[{"delta":{"content":"x"}}],"object":"error"}`,
 		`{"choices":[{"delta":null,"text":"x"}],"model":5,"model":"m"}`,
 		`{"choices":[{"delta":{"content":"a\nb"}}]}`,
 		`{"a":[1,-2.5e+3,true,false,null,{"b":[]}],"choices":[{"delta":{"content":"x","content":"y"}}]}`,

@@ -1,7 +1,9 @@
 package plainhttp
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,13 +42,46 @@ func notHTTP(t *testing.T) string {
 	return "http://" + ln.Addr().String()
 }
 
+// strayAfter listens on loopback and answers every connection with a
+// complete response followed by bytes nobody asked for, in one write.
+func strayAfter(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n"))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
 // TestHostileServer: on both paths, a reset before any response is
-// connect_reset, a 429's Retry-After is kept for the retries, and (on the
+// connect_reset, a 429's Retry-After is kept for the retries, a complete
+// response followed by a stray CRLF succeeds (the reactor failed it as
+// stream_broken, "data after the end of the response"), and (on the
 // reactor path) bytes that are not HTTP are bad_response.
 func TestHostileServer(t *testing.T) {
 	h := llmtest.NewHostile()
 	defer h.Close()
 	garbage := notHTTP(t)
+	stray := strayAfter(t)
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -61,6 +96,7 @@ func TestHostileServer(t *testing.T) {
 			{"reset", h.BaseURL(llmtest.Reset), "/x", record.ConnectReset, 0},
 			{"retry-after", limited.URL, "/", record.RateLimited, time.Second},
 			{"not http", garbage, "/", record.BadResponse, 0},
+			{"stray CRLF after the response", stray, "/", record.OK, 0},
 		} {
 			if fast && tc.kind == record.BadResponse {
 				continue // fasthttp's parse errors are not told apart

@@ -107,8 +107,6 @@ var (
 	ErrClosed = errors.New("rawhttp: client closed")
 	// ErrUnsupported is New on a platform without the reactor.
 	ErrUnsupported = errors.New("rawhttp: not supported on this platform")
-	// ErrExtraData is a response followed by bytes no request asked for.
-	ErrExtraData = errors.New("rawhttp: data after the end of the response")
 )
 
 // AppendHead appends a request line and the headers every request needs

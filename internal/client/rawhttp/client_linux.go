@@ -10,8 +10,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -109,14 +109,19 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// errServerClosedIdle is a reused connection that the server had closed:
-// the request is sent again on a new one, as net/http does.
+// errServerClosedIdle is a reused connection that failed before the
+// request was written whole: the server had closed it, and no request it
+// could act on reached it, so the request is sent again on a new one, as
+// net/http does.
 var errServerClosedIdle = errors.New("rawhttp: server closed an idle connection")
 
 // Do sends req and returns when its response has been read (or failed).
-// The Handler has been called for all of it by then. A request that meets
-// a reused connection the server had closed, before any byte of a
-// response, is sent again on a new connection.
+// The Handler has been called for all of it by then. A request is sent
+// again, on a new connection, only when a reused connection failed before
+// the request was written whole (the server had closed it while idle):
+// once written, the server may have acted on it, and a failure is the
+// request's (a retry is the caller's to decide and count), as net/http
+// has it for a POST.
 func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
 	for attempt := 0; ; attempt++ {
 		res, err := c.do(ctx, req, attempt > 0)
@@ -140,7 +145,7 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 	if err := cn.write(ctx, req.Raw); err != nil {
 		cn.abort(cl)
 		<-cl.done
-		if reused && !cl.gotBytes {
+		if reused && !cl.gotBytes && ctx.Err() == nil {
 			return res, errServerClosedIdle
 		}
 		if ctx.Err() != nil {
@@ -161,9 +166,11 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 		select {
 		case err := <-cl.done:
 			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
-			if err != nil && reused && !cl.gotBytes && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
-				return res, errServerClosedIdle
-			}
+			// The request was written: a connection closed or reset now,
+			// even before any byte of a response, fails it. (It was sent
+			// again, up to twice, when the connection was a reused one: a
+			// server that read it and then reset got it two or three
+			// times, with no retry asked for.)
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // a connection closed with no response
 			}
@@ -208,15 +215,25 @@ func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bo
 		c.mu.Unlock()
 		return nil, false, ErrClosed
 	}
-	if !fresh {
-		for n := len(c.idle); n > 0; n = len(c.idle) {
-			cn := c.idle[n-1]
-			c.idle = c.idle[:n-1]
-			cn.p.reset(head)
-			cn.call.Store(cl)
-			c.mu.Unlock()
-			return cn, true, nil
+	for !fresh && len(c.idle) > 0 {
+		cn := c.idle[len(c.idle)-1]
+		c.idle = c.idle[:len(c.idle)-1]
+		c.mu.Unlock()
+		if !alive(cn.fd) {
+			// The server closed it while it was idle, and the reactor
+			// has not seen it yet: the request goes on another, before
+			// any of it is written.
+			cn.r.closeConn(cn)
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				return nil, false, ErrClosed
+			}
+			continue
 		}
+		cn.p.reset(head)
+		cn.call.Store(cl)
+		return cn, true, nil
 	}
 	c.mu.Unlock()
 	cn, err := c.dial(ctx)
@@ -262,6 +279,16 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	}
 	r := c.reactors[int(c.next.Add(1))%len(c.reactors)]
 	return &conn{fd: fd, r: r, writable: make(chan struct{}, 1)}, nil
+}
+
+// alive says whether an idle connection can carry a request: the server
+// has neither closed it (an end of file or a reset waits in the socket)
+// nor sent bytes no request asked for. It peeks, reading nothing, as a raw
+// system call (no allocation).
+func alive(fd int) bool {
+	var b [1]byte
+	_, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	return e == unix.EAGAIN
 }
 
 // putIdle returns a connection whose response is complete to the pool.

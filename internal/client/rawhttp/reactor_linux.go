@@ -519,7 +519,10 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 				r.finish(cn, cl, perr, false, at)
 				return
 			case done && used < n:
-				r.finish(cn, cl, ErrExtraData, false, at)
+				// Bytes no request asked for follow a complete response
+				// (a stray CRLF, or garbage): the response stands, as
+				// net/http has it, and the connection is not reused.
+				r.finish(cn, cl, nil, false, at)
 				return
 			case done:
 				r.finish(cn, cl, nil, cn.p.keepAlive && !ending, at)

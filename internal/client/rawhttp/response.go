@@ -90,8 +90,8 @@ func (p *respParser) reset(head bool) {
 
 // feed parses b, read at at. It returns the number of bytes of b that
 // belong to this response: fewer than len(b) only when the response is
-// complete and b holds more (which the caller must treat as an error, as
-// a client that does not pipeline never expects it).
+// complete and b holds more, which a client that does not pipeline never
+// asked for (the caller keeps the response and drops the connection).
 func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, err error) {
 	n := len(b)
 	for len(b) > 0 && p.state != stDone {

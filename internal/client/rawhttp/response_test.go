@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -107,6 +109,22 @@ func FuzzResponseParser(f *testing.F) {
 	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"), []byte{1, 2})
 	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"), []byte{4})
 	f.Add([]byte("HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno!"), []byte{0})
+	// A complete response, then bytes nobody asked for.
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello\r\n"), []byte{0})
+	f.Add([]byte("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"), []byte{7})
+	// Streams recorded byte for byte from real servers (llama.cpp's
+	// llama-server b4747, llm-d-inference-sim v0.10.2), the first with a
+	// stray CRLF after it.
+	for i, name := range []string{"llama.cpp-b4747-chat-stream", "llm-d-inference-sim-v0.10.2-completions-stream"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "real-servers", name+".response"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if i == 0 {
+			b = append(b, "\r\n"...)
+		}
+		f.Add(b, []byte{13, 200, 5})
+	}
 	f.Fuzz(func(t *testing.T, raw, sizes []byte) {
 		h, complete, _, err := feedSplit(raw, sizes, false)
 		resp, rerr := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)

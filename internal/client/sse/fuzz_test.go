@@ -35,10 +35,13 @@ func (c *splitReader) Read(p []byte) (int, error) {
 type refEvent struct{ name, data string }
 
 // reference parses a whole stream the simple way: split into lines at
-// '\n' (dropping one '\r' before it), then apply the SSE field rules. It is
-// what Reader must agree with, whatever the read sizes.
+// every CRLF, LF or CR (the SSE specification's line ends), then apply the
+// SSE field rules. It is what Reader must agree with, whatever the read
+// sizes.
 func reference(stream []byte) []refEvent {
-	lines := bytes.Split(stream, []byte("\n"))
+	norm := bytes.ReplaceAll(stream, []byte("\r\n"), []byte("\n"))
+	norm = bytes.ReplaceAll(norm, []byte("\r"), []byte("\n"))
+	lines := bytes.Split(norm, []byte("\n"))
 	if len(lines[len(lines)-1]) == 0 {
 		lines = lines[:len(lines)-1] // the terminator of the last line, not a line
 	}
@@ -46,7 +49,6 @@ func reference(stream []byte) []refEvent {
 	var name, data []byte
 	has := false
 	for _, l := range lines {
-		l = bytes.TrimSuffix(l, []byte("\r"))
 		if len(l) == 0 {
 			if has {
 				out = append(out, refEvent{string(name), string(data)})
@@ -92,11 +94,17 @@ func FuzzReaderMatchesReference(f *testing.F) {
 		"\r\n\r\n:only comments\n",
 		"data: \xff\xfe\x00\n\n",
 		"retry: 10\nid: 7\ndata: z\n\n",
+		// CR-only and mixed line ends, which the specification allows.
+		"data: a\r\rdata: b\r\r",
+		"data: a\rdata: b\n\r\n\rdata: c\r\n\n",
+		"event: e\r\ndata: 1\r\rdata: 2\n\n",
+		"data: a\r\r\n\rdata: b\r",
 	} {
 		f.Add([]byte(s), []byte{0, 7, 63})
 	}
 	// A line longer than the reader's 32 KiB buffer takes its other path.
 	f.Add([]byte("data: "+strings.Repeat("x", 40<<10)+"\r\ndata: y\n\n"), []byte{63})
+	f.Add([]byte("data: "+strings.Repeat("x", 40<<10)+"\rdata: y\r\r"), []byte{63})
 	f.Fuzz(func(t *testing.T, stream, sizes []byte) {
 		var clock int64
 		now := func() time.Time { clock++; return time.Unix(0, clock) }

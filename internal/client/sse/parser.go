@@ -21,7 +21,14 @@ type Parser struct {
 	name    []byte
 	hasData bool
 	ev      Event
+	// cr says the last line ended with a CR that was the last byte of its
+	// batch: an LF that starts the next batch belongs to that line end.
+	cr    bool
+	stray []byte // see Stray
 }
+
+// Stray returns the stream's lines that are no SSE field, as Reader.Stray.
+func (p *Parser) Stray() []byte { return p.stray }
 
 // Reset readies p for a new stream, keeping its buffers, with lines bounded
 // by maxLine bytes (DefaultMaxLine when maxLine <= 0).
@@ -34,14 +41,38 @@ func (p *Parser) Reset(maxLine int) {
 	p.data = p.data[:0]
 	p.name = p.name[:0]
 	p.hasData = false
+	p.cr = false
+	p.stray = p.stray[:0]
 }
 
 // Feed parses b, which arrived at at, calling fn for every event it
 // completes; the Event is valid only during the call. An error from fn
 // stops parsing and is returned as is.
 func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
+	if p.cr {
+		// The CR that ended the last line was the end of the batch before:
+		// an LF right after it is the same line end.
+		p.cr = false
+		if len(b) > 0 && b[0] == '\n' {
+			b = b[1:]
+		}
+	}
+	// cr is the index of b's first CR, len(b) when it has none: b is
+	// searched for a CR once, not line by line, as most streams end their
+	// lines with LFs alone.
+	cr := crIndex(b)
 	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+		i, w := bytes.IndexByte(b, '\n'), 1
+		if cr < len(b) && (i < 0 || cr < i) {
+			// A line ended by a CR, alone or in a CRLF.
+			i = cr
+			switch {
+			case cr+1 < len(b) && b[cr+1] == '\n':
+				w = 2
+			case cr+1 == len(b):
+				p.cr = true
+			}
+		}
 		if i < 0 {
 			if len(p.line)+len(b) > p.maxLine {
 				return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
@@ -50,7 +81,10 @@ func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
 			return nil
 		}
 		l := b[:i]
-		b = b[i+1:]
+		b = b[i+w:]
+		if cr -= i + w; cr < 0 {
+			cr = crIndex(b) // that CR ended this line
+		}
 		if len(p.line) > 0 {
 			if len(p.line)+len(l) > p.maxLine {
 				return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
@@ -60,7 +94,7 @@ func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
 		} else if len(l) > p.maxLine {
 			return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
 		}
-		err := p.lineDone(trimEOL(l), at, fn)
+		err := p.lineDone(l, at, fn)
 		p.line = p.line[:0]
 		if err != nil {
 			return err
@@ -69,11 +103,19 @@ func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
 	return nil
 }
 
+// crIndex is the index of b's first CR, len(b) when it has none.
+func crIndex(b []byte) int {
+	if r := bytes.IndexByte(b, '\r'); r >= 0 {
+		return r
+	}
+	return len(b)
+}
+
 // End is the end of the stream at at: a last line without its terminator
 // counts, and an event pending without its blank line is still dispatched.
 func (p *Parser) End(at time.Time, fn func(*Event) error) error {
 	if len(p.line) > 0 {
-		err := p.lineDone(trimEOL(p.line), at, fn)
+		err := p.lineDone(p.line, at, fn)
 		p.line = p.line[:0]
 		if err != nil {
 			return err
@@ -123,6 +165,10 @@ func (p *Parser) lineDone(line []byte, at time.Time, fn func(*Event) error) erro
 		p.hasData = true
 	case "event":
 		p.name = append(p.name[:0], value...)
+	case "id", "retry":
+		// Ignored: a benchmark client never reconnects.
+	default:
+		p.stray = keepStray(p.stray, line)
 	}
 	return nil
 }

@@ -73,6 +73,12 @@ func FuzzParserMatchesReader(f *testing.F) {
 		"data: \xff\xfe\x00\n\n",
 		"retry: 10\nid: 7\ndata: z\n\n",
 		"data: a\r",
+		// CR-only and mixed line ends; a CR at the end of a read whose
+		// LF comes in the next.
+		"data: a\r\rdata: b\r\r",
+		"data: a\rdata: b\n\r\n\rdata: c\r\n\n",
+		"event: e\r\ndata: 1\r\rdata: 2\n\n",
+		"data: a\r\r\n\rdata: b\r",
 	} {
 		f.Add([]byte(s), []byte{0, 7, 63})
 	}
@@ -152,6 +158,47 @@ func BenchmarkParser(b *testing.B) {
 	for b.Loop() {
 		if err := p.Feed(ev, at, fn); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestStray: the lines that are no SSE field (a JSON error body where a
+// stream was due, or after its events) are kept, bounded, by Reader and
+// Parser alike, whatever the reads; fields, comments and blank lines are
+// not.
+func TestStray(t *testing.T) {
+	long := strings.Repeat("x", 3*MaxStray)
+	for _, tc := range []struct{ stream, want string }{
+		{"data: a\n\nid: 1\nretry: 5\n: comment\nevent: e\ndata\n\n", ""},
+		{`{"error":{"message":"boom"}}`, `{"error":{"message":"boom"}}`},
+		{"{\r\n  \"object\": \"error\",\r\n  \"message\": \"m\"\r\n}\r\n", "{\n  \"object\": \"error\",\n  \"message\": \"m\"\n}"},
+		{"data: a\n\n{\"error\":\"late\"}\n", `{"error":"late"}`},
+		{"<html>\n" + long + "\n", ("<html>\n" + long)[:MaxStray]},
+	} {
+		for _, sizes := range [][]byte{{63}, {0, 5, 2}} {
+			rd := NewReader(&splitReader{data: []byte(tc.stream), sizes: sizes}, 0, nil)
+			var ev Event
+			for rd.Next(&ev) == nil {
+			}
+			var p Parser
+			p.Reset(0)
+			src := &splitReader{data: []byte(tc.stream), sizes: sizes}
+			buf := make([]byte, 64)
+			for {
+				n, err := src.Read(buf)
+				if ferr := p.Feed(buf[:n], time.Time{}, func(*Event) error { return nil }); ferr != nil {
+					t.Fatal(ferr)
+				}
+				if err != nil {
+					break
+				}
+			}
+			if err := p.End(time.Time{}, func(*Event) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if string(rd.Stray()) != tc.want || string(p.Stray()) != tc.want {
+				t.Errorf("%.40q in reads %v: Reader kept %.60q, Parser %.60q, want %.60q", tc.stream, sizes, rd.Stray(), p.Stray(), tc.want)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -38,6 +39,10 @@ func TestReader(t *testing.T) {
 		{"single", "data: hello\n\n", []string{"hello"}},
 		{"no space", "data:hello\n\n", []string{"hello"}},
 		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []string{"a", "b"}},
+		{"cr", "data: a\r\rdata: b\r\r", []string{"a", "b"}},
+		{"cr then lf is one line end", "data: a\r\n\rdata: b\n\r\n", []string{"a", "b"}},
+		{"mixed", "event: e\r\ndata: 1\rdata: 2\n\r\rdata: 3\r\n\n", []string{"e:1\n2", "3"}},
+		{"cr ends the last line", "data: a\r", []string{"a"}},
 		{"multi-line", "data: a\ndata: b\n\n", []string{"a\nb"}},
 		{"comment and blank", ": ping\n\n\ndata: x\n\n", []string{"x"}},
 		{"event name", "event: error\ndata: {}\n\n", []string{"error:{}"}},
@@ -115,6 +120,30 @@ func TestTimestampIsReadThatCompletedEvent(t *testing.T) {
 		if at[i] != want[i] {
 			t.Fatalf("events at %v, want %v", at, want)
 		}
+	}
+}
+
+// TestCRLineEndNotDelayed: an event whose blank line ends with a CR that
+// is the last byte of a read is dispatched with that read's stamp, without
+// waiting for a possible LF, and an LF that then starts the next read is
+// part of that line end, not a blank line of its own.
+func TestCRLineEndNotDelayed(t *testing.T) {
+	base := time.Unix(1000, 0)
+	clock := base
+	src := &chunkReader{clock: &clock, chunks: []string{
+		"data: a\r\r",   // complete at its CR: at 10 ms
+		"\ndata: b\r",   // the LF of the CR before
+		"\rdata: c\r\n", // b completed at 30 ms
+		"\r\n",          // c at 40 ms
+	}}
+	rd := NewReader(src, 0, func() time.Time { return clock })
+	var ev Event
+	var got []string
+	for rd.Next(&ev) == nil {
+		got = append(got, fmt.Sprintf("%s@%v", ev.Data, ev.At.Sub(base)))
+	}
+	if want := "a@10ms b@30ms c@40ms"; strings.Join(got, " ") != want {
+		t.Fatalf("events %q, want %q", got, want)
 	}
 }
 

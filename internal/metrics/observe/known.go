@@ -1,5 +1,7 @@
 package observe
 
+import "strings"
+
 // kind is how a series is computed from its source metric.
 type kind uint8
 
@@ -49,15 +51,56 @@ func ratio(num, den string) source {
 	return source{sel: MustSelector(num), den: MustSelector(den)}
 }
 
-// known are the series spate derives from the metrics of vLLM, SGLang,
-// TGI, Triton / TensorRT-LLM and NVIDIA's DCGM exporter. Names are from the
-// servers' documentation; vLLM's are also what the built-in simulator
-// serves.
+// server is a serving engine (or exporter) whose metrics spate knows, and
+// the prefixes of its metric names.
+type server struct {
+	name     string
+	prefixes []string
+}
+
+// servers is the one list of the servers whose metrics are in known, in
+// the order of the columns of docs/observability.md's table of known
+// metrics: the warning when a stage's scrapes had none of them names them
+// from here, and a test holds the table's columns and every source of
+// known to it, so that neither can drift from the code.
+var servers = []server{
+	// The built-in simulator serves vLLM's names and its own batch size.
+	{name: "vLLM", prefixes: []string{"vllm:", "spate_sim_"}},
+	{name: "SGLang", prefixes: []string{"sglang:"}},
+	{name: "TGI", prefixes: []string{"tgi_"}},
+	{name: "llama.cpp", prefixes: []string{"llamacpp:"}},
+	{name: "Triton / TensorRT-LLM", prefixes: []string{"nv_"}},
+	{name: "DCGM", prefixes: []string{"DCGM_"}},
+}
+
+// serverNames lists the known servers for a message, e.g. "vLLM, SGLang".
+func serverNames() string {
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// known are the series spate derives from the metrics of the servers.
+// vLLM's names are what the built-in simulator serves, and they and
+// llama.cpp's were checked on recordings of the real servers (testdata);
+// the others are from the servers' documentation.
+//
+// llama.cpp's map onto vLLM's series as its names say: requests_deferred
+// are waiting for a free slot, requests_processing hold one,
+// kv_cache_usage_ratio is the used fraction of the KV cache's cells, and
+// the two token counters count prompt tokens evaluated (those its prompt
+// cache held are not counted) and tokens generated. Its
+// n_busy_slots_per_decode is a mean since the server started (typed a
+// counter), so neither its value nor its rate is a batch size in an
+// interval; it and kv_cache_tokens can be kept with --scrape-metric.
 var known = []spec{
 	{name: "kv_cache_usage", unit: "ratio", kind: gaugeKind, combine: maxOf, sources: []source{
 		src("vllm:kv_cache_usage_perc", 1),
 		src("vllm:gpu_cache_usage_perc", 1),
 		src("sglang:token_usage", 1),
+		src("llamacpp:kv_cache_usage_ratio", 1),
 		src(`nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}`, 1),
 	}},
 	{name: "prefix_cache_hit_rate", unit: "ratio", kind: ratioKind, sources: []source{
@@ -72,12 +115,14 @@ var known = []spec{
 		src("vllm:num_requests_running", 1),
 		src("sglang:num_running_reqs", 1),
 		src("tgi_batch_current_size", 1),
+		src("llamacpp:requests_processing", 1),
 		src(`nv_trt_llm_request_metrics{request_type="active"}`, 1),
 	}},
 	{name: "requests_waiting", unit: "requests", kind: gaugeKind, sources: []source{
 		src("vllm:num_requests_waiting", 1),
 		src("sglang:num_queue_reqs", 1),
 		src("tgi_queue_size", 1),
+		src("llamacpp:requests_deferred", 1),
 		src("nv_inference_pending_request_count", 1),
 	}},
 	{name: "requests_swapped", unit: "requests", kind: gaugeKind, sources: []source{
@@ -90,10 +135,12 @@ var known = []spec{
 	{name: "prompt_tokens_per_s", unit: "tokens/s", kind: rateKind, sources: []source{
 		src("vllm:prompt_tokens_total", 1),
 		src("sglang:prompt_tokens_total", 1),
+		src("llamacpp:prompt_tokens_total", 1),
 	}},
 	{name: "generation_tokens_per_s", unit: "tokens/s", kind: rateKind, sources: []source{
 		src("vllm:generation_tokens_total", 1),
 		src("sglang:generation_tokens_total", 1),
+		src("llamacpp:tokens_predicted_total", 1),
 	}},
 	{name: "requests_finished_per_s", unit: "1/s", kind: rateKind, sources: []source{
 		src("vllm:request_success_total", 1),

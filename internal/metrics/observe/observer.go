@@ -214,7 +214,7 @@ func (o *Observer) server(sr *stageRun) *result.Server {
 		got = got || sc.Families != nil
 	}
 	if got && len(series) == 0 {
-		srv.Warnings = append(srv.Warnings, "no known serving metric (vLLM, SGLang, TGI, Triton) was found in the scrapes; name the ones to keep with --scrape-metric")
+		srv.Warnings = append(srv.Warnings, "no metric of a known server ("+serverNames()+") was found in the scrapes; name the ones to keep with --scrape-metric")
 	}
 	sr.mu.Lock()
 	p99 := P99PerSecond(sr.ttft)
