@@ -125,7 +125,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 	// The table names the regression in its last line, and the margin.
 	code, stdout, _ := cli(t, ctx, "compare", "--base", base, "--new", filepath.Join(dir, "plus20.json"), "--gate", "e2e_p99_ms")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if code != exitThreshold || lines[len(lines)-1] != "REGRESSED (gated): main/e2e_p99_ms" || !strings.Contains(stdout, "±5 %") {
+	if code != exitThreshold || lines[len(lines)-1] != "REGRESSED (gated; 99 % family-wise confidence, Holm–Bonferroni over 1 gated row): main/e2e_p99_ms" || !strings.Contains(stdout, "±5 %") {
 		t.Errorf("table: exit %d\n%s", code, stdout)
 	}
 }
