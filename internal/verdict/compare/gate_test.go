@@ -27,7 +27,7 @@ func rate(k, n int) string {
 	p, z := float64(k)/float64(n), 1.96
 	c := (p + z*z/(2*float64(n))) / (1 + z*z/float64(n))
 	h := z / (1 + z*z/float64(n)) * math.Sqrt(p*(1-p)/float64(n)+z*z/(4*float64(n)*float64(n)))
-	return fmt.Sprintf("%d/%d (%.0f %%, 95 %% interval %.0f–%.0f %%)", k, n, 100*p, 100*(c-h), 100*(c+h))
+	return fmt.Sprintf("%d/%d (%.0f %%, 95 %% interval %.0f–%.0f %%)", k, n, 100*p, math.Max(0, 100*(c-h)), math.Min(100, 100*(c+h)))
 }
 
 // TestDefaultGate: the default gate on pairs of 10 s runs of a streamed
@@ -161,6 +161,68 @@ func TestHolmAdjust(t *testing.T) {
 				t.Errorf("%s: holmAdjust(%v) = %v, want %v", c.name, c.ps, got, c.want)
 				break
 			}
+		}
+	}
+}
+
+// TestApplyHolm: the gated rows of a report are one family. Ten gated
+// rows each called regressed alone at p = 0.004 are regressed together
+// (the smallest p against α/10 = 0.001 passes them all only when they
+// are that small); one at 0.004 among nine at 0.5 is "~" in the family,
+// with a warning giving both p-values, as an improvement would be; the
+// ungated rows keep their own verdicts and are not counted.
+func TestApplyHolm(t *testing.T) {
+	gatedRows := func(ps []float64, verdicts []string) []Row {
+		var rows []Row
+		for i, p := range ps {
+			rows = append(rows, Row{Metric: fmt.Sprintf("m%d", i), Gated: true, P: p, Verdict: verdicts[i]})
+		}
+		return rows
+	}
+	repeat := func(n int, s string) []string { return slices.Repeat([]string{s}, n) }
+	for _, c := range []struct {
+		name      string
+		rows      []Row
+		regressed []string
+		verdicts  []string
+	}{
+		{"one small p among large ones", append(gatedRows([]float64{0.004, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, append([]string{Regressed}, repeat(9, Same)...)),
+			Row{Metric: "ungated", P: 0.004, Verdict: Regressed}),
+			[]string{}, append(repeat(10, Same), Regressed)},
+		{"an improvement alone", gatedRows([]float64{0.006, 0.5}, []string{Improved, Same}), []string{}, []string{Same, Same}},
+		{"all small", gatedRows([]float64{0.0009, 0.002, 0.004}, repeat(3, Regressed)),
+			[]string{"s/m0", "s/m1", "s/m2"}, repeat(3, Regressed)},
+		// The worked example of docs/compare.md: 0.001 and 0.004 pass,
+		// 0.03 does not (and was not significant alone either).
+		{"the worked example", gatedRows([]float64{0.001, 0.004, 0.03}, []string{Regressed, Regressed, Same}),
+			[]string{"s/m0", "s/m1"}, []string{Regressed, Regressed, Same}},
+		// A significant p whose change is within the margin stays "~":
+		// the family only takes verdicts away.
+		{"within the margin", gatedRows([]float64{0.0001}, []string{Same}), []string{}, []string{Same}},
+	} {
+		rep := &Report{Stages: []Stage{{Name: "s", Rows: c.rows}}, Regressed: []string{}}
+		applyHolm(rep, 0.01)
+		var verdicts []string
+		for _, r := range rep.Stages[0].Rows {
+			verdicts = append(verdicts, r.Verdict)
+			if r.Gated != (r.PHolm != nil) {
+				t.Errorf("%s: %s gated %v, p_holm %v", c.name, r.Metric, r.Gated, r.PHolm)
+			}
+			if r.Gated && r.Verdict == Same && r.P < 0.01 && r.PHolm != nil && *r.PHolm >= 0.01 && !strings.Contains(strings.Join(r.Warnings, ";"), "after Holm–Bonferroni over the") {
+				t.Errorf("%s: %s called no change without saying why: %v", c.name, r.Metric, r.Warnings)
+			}
+		}
+		if !slices.Equal(rep.Regressed, c.regressed) || !slices.Equal(verdicts, c.verdicts) {
+			t.Errorf("%s: regressed %v verdicts %v, want %v %v", c.name, rep.Regressed, verdicts, c.regressed, c.verdicts)
+		}
+		gated := 0
+		for _, r := range c.rows {
+			if r.Gated {
+				gated++
+			}
+		}
+		if rep.Family != gated || rep.Correction != Correction {
+			t.Errorf("%s: family %d (%s), want %d", c.name, rep.Family, rep.Correction, gated)
 		}
 	}
 }
