@@ -38,7 +38,7 @@ func newCompareCmd() *cobra.Command {
 	fl.StringArrayVar(&f.nw, "new", nil, "new result file or glob (repeatable)")
 	fl.StringArrayVar(&f.baseRef, "base-ref", nil, "reference workload run in the base's environment (file or glob, repeatable)")
 	fl.StringArrayVar(&f.newRef, "new-ref", nil, "reference workload run in the new side's environment (file or glob, repeatable)")
-	fl.Float64Var(&f.alpha, "alpha", 0.01, "significance level; intervals are at 1−alpha")
+	fl.Float64Var(&f.alpha, "alpha", 0.01, "significance level; intervals are at 1−alpha; the gated rows' family-wise false-alarm rate (Holm–Bonferroni)")
 	fl.DurationVar(&f.window, "window", 0, "window of the per-second series the tests run on, whole seconds (default: chosen per stage from the runs' length)")
 	fl.DurationVar(&f.settle, "settle", time.Second, "seconds left out after each stage's warm-up")
 	fl.StringSliceVar(&f.metrics, "metric", nil, "metrics to compare (default all): "+metricList())

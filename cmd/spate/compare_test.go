@@ -125,7 +125,7 @@ func TestCompareFindsPlantedRegressions(t *testing.T) {
 	// The table names the regression in its last line, and the margin.
 	code, stdout, _ := cli(t, ctx, "compare", "--base", base, "--new", filepath.Join(dir, "plus20.json"), "--gate", "e2e_p99_ms")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if code != exitThreshold || lines[len(lines)-1] != "REGRESSED (gated): main/e2e_p99_ms" || !strings.Contains(stdout, "±5 %") {
+	if code != exitThreshold || lines[len(lines)-1] != "REGRESSED (gated; 99 % family-wise confidence, Holm–Bonferroni over 1 gated row): main/e2e_p99_ms" || !strings.Contains(stdout, "±5 %") {
 		t.Errorf("table: exit %d\n%s", code, stdout)
 	}
 }
@@ -203,8 +203,13 @@ func TestCompareFilesAndFingerprints(t *testing.T) {
 	if code != exitThreshold || !strings.Contains(stdout2, "**regressed**") {
 		t.Errorf("BASE BASE -- NEW: exit %d\n%s", code, stdout2)
 	}
-	if code, _, _ = cli(t, ctx, "compare", a, b, "--gate", "none", "--window", "3s"); code != exitOK {
-		t.Errorf("--gate none: exit %d, want 0", code)
+	// The verdict line names the correction and the family: the gated
+	// rows these results have (TTFT and E2E p50 and p99, error rate).
+	if !strings.Contains(stdout, "- REGRESSED (gated; 99 % family-wise confidence, Holm–Bonferroni over 5 gated rows): main/") {
+		t.Errorf("markdown verdict line:\n%s", stdout)
+	}
+	if code, stdout, _ = cli(t, ctx, "compare", a, b, "--gate", "none", "--window", "3s"); code != exitOK || !strings.Contains(stdout, "no gated metric regressed (nothing gated)") {
+		t.Errorf("--gate none: exit %d, want 0\n%s", code, stdout)
 	}
 	if code, _, stderr = cli(t, ctx, "compare", a, b, "--metric", "nope"); code != exitUsage || !strings.Contains(stderr, "unknown metric") {
 		t.Errorf("--metric nope: exit %d %q", code, stderr)

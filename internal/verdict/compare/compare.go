@@ -39,7 +39,9 @@ const (
 // Config tunes a comparison. The zero value of each field means its default.
 type Config struct {
 	// Alpha is the significance level (default 0.01); intervals are at
-	// 1−Alpha.
+	// 1−Alpha. The gated rows are judged as one family at Alpha
+	// (Holm–Bonferroni): the chance of any false red stays at Alpha
+	// however many rows are gated.
 	Alpha float64
 	// Window is the window length in seconds; 0 chooses it per stage from
 	// the runs' length (see ChooseWindow).
@@ -70,7 +72,9 @@ type Config struct {
 	MinWindows int
 	// MinRuns is the number of runs each side needs for the per-run
 	// Mann-Whitney U test instead of pooled windows (default: the fewest
-	// with which the U test can reach Alpha, 5 at α=0.01).
+	// with which the U test can reach Holm's first threshold, Alpha over
+	// the gated rows: 7 at α=0.01 for the default gate on one stage, 5
+	// with one gated metric).
 	MinRuns int
 	// Force compares results whose fingerprints differ.
 	Force bool
@@ -78,7 +82,12 @@ type Config struct {
 	// of calling the comparison inconclusive.
 	AllowInvalid bool
 
-	gateChosen bool // Gate was given, not DefaultGate
+	gateChosen    bool // Gate was given, not DefaultGate
+	minRunsChosen bool // MinRuns was given, not derived from Alpha
+	// family is the most gated rows the comparison can have
+	// (familyBound): bootstrap p-values must be able to reach Alpha over
+	// it.
+	family int
 }
 
 func (c Config) withDefaults() Config {
@@ -118,9 +127,11 @@ func (c Config) withDefaults() Config {
 	if c.MinWindows <= 0 {
 		c.MinWindows = DefaultMinWindows
 	}
+	c.minRunsChosen = c.MinRuns > 0
 	if c.MinRuns <= 0 {
 		c.MinRuns = MinRunsFor(c.Alpha)
 	}
+	c.family = max(c.family, 1)
 	return c
 }
 
@@ -198,8 +209,15 @@ type Report struct {
 	// Differences are fingerprint differences compared anyway (--force).
 	Differences []string `json:"differences,omitempty"`
 	Stages      []Stage  `json:"stages"`
-	// Regressed lists "stage/metric" of every gated metric that regressed.
+	// Regressed lists "stage/metric" of every gated metric that regressed,
+	// judged as one family (Correction).
 	Regressed []string `json:"regressed"`
+	// Correction is the multiple-comparison correction over the gated
+	// rows ("holm-bonferroni"), and Family the number of gated rows it is
+	// over: a gated change stands when its adjusted p-value (Row.PHolm) is
+	// below Alpha, so that the chance of any false red is at most Alpha.
+	Correction string `json:"correction"`
+	Family     int    `json:"family"`
 	// Inconclusive, when no gated metric regressed, says why the
 	// comparison cannot be trusted to have found none: a gated metric
 	// got no verdict, or a stage was not a valid measurement (spate
@@ -249,6 +267,10 @@ type Row struct {
 	// it is called "~" (a ratio, or in the metric's unit when Absolute).
 	Margin float64 `json:"margin"`
 	P      float64 `json:"p"`
+	// PHolm is a gated row's p-value adjusted by Holm–Bonferroni over the
+	// report's gated rows (Report.Family); its change stands only when
+	// this is below Alpha.
+	PHolm *float64 `json:"p_holm,omitempty"`
 	// N is the number of windows (or runs) on each side.
 	NBase int `json:"n_base"`
 	NNew  int `json:"n_new"`
@@ -319,20 +341,28 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 		// Capacity searches: their trials are not stages to compare.
 		row := capacityRow(s, cfg, rand.New(rand.NewPCG(cfg.Seed, 0x5eed)))
 		row.Gated = slices.Contains(cfg.Gate, CapacityMetric)
-		if row.Gated && row.Verdict == Regressed {
-			rep.Regressed = append(rep.Regressed, "capacity/"+CapacityMetric)
-		}
 		rep.Stages = append(rep.Stages, Stage{Name: "capacity", Rows: []Row{row}})
+		applyHolm(rep, cfg.Alpha)
 		if cfg.AllowInvalid {
 			invalid = nil
 		}
 		rep.Inconclusive = inconclusive(rep, invalid) // an interrupted search is partial
 		return rep, nil
 	}
-	repeated := len(s.Base) >= cfg.MinRuns && len(s.New) >= cfg.MinRuns && len(s.BaseRef) == 0
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
 	common, missing := commonStages(s.Base, s.New, rep)
 	invalid = append(invalid, missing...)
+	// Holm's first threshold is α over the gated rows: the U test must be
+	// able to reach it, or repeated runs could never fail the gate.
+	cfg.family = max(familyBound(metrics, cfg.Gate, len(common)), 1)
+	need := MinRunsFor(cfg.Alpha / float64(cfg.family))
+	switch {
+	case !cfg.minRunsChosen:
+		cfg.MinRuns = need
+	case cfg.MinRuns < need:
+		return nil, fmt.Errorf("--min-runs %d: the gated rows are judged as one family (Holm–Bonferroni over %d), whose first threshold α/%d = %.2g the U test cannot reach with fewer than %d runs a side: give --min-runs %d or more, or gate fewer metrics (--gate)", cfg.MinRuns, cfg.family, cfg.family, cfg.Alpha/float64(cfg.family), need, need)
+	}
+	repeated := len(s.Base) >= cfg.MinRuns && len(s.New) >= cfg.MinRuns && len(s.BaseRef) == 0
 	for _, name := range common {
 		for i, in := range slices.Concat(s.Base, s.New, s.BaseRef, s.NewRef) {
 			sc := scenario(in.Result, name)
@@ -380,13 +410,11 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 				// Gated by name: its absence is no verdict, not a pass.
 				row.Warnings = append(row.Warnings, "neither side has this figure")
 			}
-			if row.Gated && row.Verdict == Regressed {
-				rep.Regressed = append(rep.Regressed, name+"/"+m.Name)
-			}
 			st.Rows = append(st.Rows, row)
 		}
 		rep.Stages = append(rep.Stages, st)
 	}
+	applyHolm(rep, cfg.Alpha)
 	if cfg.AllowInvalid {
 		invalid = nil
 	}
@@ -867,9 +895,13 @@ func normalisedRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) 
 	row.New.Center = mean(fn) / ratio
 	row.Change = change(row.Base.Center, row.New.Center, false)
 	rb, rn, rbr, rnr := resampler{b}, resampler{n}, resampler{br}, resampler{nr}
-	boots := make([]float64, 0, cfg.Resamples)
-	ratios := make([]float64, 0, cfg.Resamples)
-	for range cfg.Resamples {
+	// The bootstrap p-value is at least 2/(resamples + 1): enough
+	// resamples that it can reach Holm's first threshold, α over the
+	// gated rows, with room to spare.
+	resamples := max(cfg.Resamples, int(math.Ceil(4*float64(cfg.family)/cfg.Alpha)))
+	boots := make([]float64, 0, resamples)
+	ratios := make([]float64, 0, resamples)
+	for range resamples {
 		bm, nm, brm, nrm := rb.mean(rng), rn.mean(rng), rbr.mean(rng), rnr.mean(rng)
 		x := (nm / nrm) / (bm / brm)
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
@@ -877,7 +909,7 @@ func normalisedRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) 
 			ratios = append(ratios, nrm/brm)
 		}
 	}
-	if len(boots) < cfg.Resamples/2 {
+	if len(boots) < resamples/2 {
 		row.Warnings = append(row.Warnings, "a reference or the base is zero: no normalised change")
 		return row
 	}

@@ -78,13 +78,25 @@ func footer(rep *Report) []string {
 	}
 	switch {
 	case len(rep.Regressed) > 0:
-		lines = append(lines, "REGRESSED (gated): "+strings.Join(rep.Regressed, ", "))
+		lines = append(lines, "REGRESSED (gated; "+family(rep)+"): "+strings.Join(rep.Regressed, ", "))
 	case rep.Inconclusive != "":
 		lines = append(lines, "inconclusive: "+rep.Inconclusive)
+	case rep.Family == 0:
+		lines = append(lines, "no gated metric regressed (nothing gated)")
 	default:
-		lines = append(lines, "no gated metric regressed")
+		lines = append(lines, "no gated metric regressed ("+family(rep)+")")
 	}
 	return lines
+}
+
+// family says with what confidence the gated rows were judged, and how:
+// "99 % family-wise confidence, Holm–Bonferroni over 10 gated rows".
+func family(rep *Report) string {
+	rows := "rows"
+	if rep.Family == 1 {
+		rows = "row"
+	}
+	return fmt.Sprintf("%g %% family-wise confidence, Holm–Bonferroni over %d gated %s", 100*(1-rep.Alpha), rep.Family, rows)
 }
 
 // stageLine describes how a stage was compared.

@@ -17,15 +17,18 @@ func runs(m model, n int, seed uint64, sut string) []Input {
 	return in
 }
 
-// TestRepeatedRuns: five runs a side switch to the Mann-Whitney U test on
-// whole-run figures, with a median and interval per side.
+// TestRepeatedRuns: enough runs a side switch to the Mann-Whitney U test
+// on whole-run figures, with a median and interval per side: as many as
+// it needs to reach Holm's first threshold, α over the gated rows (five
+// a side with one gated metric, seven with the default gate's ten rows).
 func TestRepeatedRuns(t *testing.T) {
 	m := baseModel
 	m.Secs = 30
-	base := runs(m, 6, 100, "v1")
+	base := runs(m, 7, 100, "v1")
 	m.P99Factor = 1.10
-	nw := runs(m, 6, 200, "v2")
-	rep, err := Compare(Sides{Base: base, New: nw}, Config{Seed: 1})
+	nw := runs(m, 7, 200, "v2")
+	one := []string{"e2e_p99_ms"}
+	rep, err := Compare(Sides{Base: base[:6], New: nw[:6]}, Config{Seed: 1, Gate: one})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +54,31 @@ func TestRepeatedRuns(t *testing.T) {
 	}
 	// Five runs a side reach α = 0.01 but give no 95 % interval of a
 	// median, and say so.
-	rep, err = Compare(Sides{Base: base[:5], New: nw[:5]}, Config{Seed: 1})
+	rep, err = Compare(Sides{Base: base[:5], New: nw[:5]}, Config{Seed: 1, Gate: one})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := row(t, rep, "main", "e2e_p99_ms"); r.Method != "mann-whitney" || r.Verdict != Regressed || r.Base.Lo != nil || len(r.Warnings) == 0 {
 		t.Errorf("5 runs a side: %+v, want mann-whitney, regressed, no interval and a warning", r)
+	}
+	// With the default gate the U test's smallest p-value must be under
+	// α over the gated rows: seven runs a side reach it (2/C(14,7) = 2/3432), and the three
+	// planted p99 rows are regressed in the family.
+	rep, err = Compare(Sides{Base: base, New: nw}, Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The model has no TPOT columns: eight gated rows.
+	if r := row(t, rep, "main", "e2e_p99_ms"); rep.Family != 8 || r.Method != "mann-whitney" || r.Verdict != Regressed || r.PHolm == nil || math.Abs(*r.PHolm-8*2.0/3432) > 1e-9 {
+		t.Errorf("7 runs a side, default gate: family %d, %s %s p_holm %v, want 8, mann-whitney, regressed at 8·2/3432", rep.Family, r.Method, r.Verdict, r.PHolm)
+	}
+	// Six a side cannot (2/924 > α/8): pooled windows are used.
+	rep, err = Compare(Sides{Base: base[:6], New: nw[:6]}, Config{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := row(t, rep, "main", "e2e_p99_ms"); r.Method != "welch+block-bootstrap" || r.Verdict != Regressed {
+		t.Errorf("6 runs a side, default gate: %s %s, want welch+block-bootstrap regressed", r.Method, r.Verdict)
 	}
 	// Four runs a side cannot reach α = 0.01: pooled windows are used.
 	rep, err = Compare(Sides{Base: base[:4], New: nw[:4]}, Config{Seed: 1})

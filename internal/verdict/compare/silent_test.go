@@ -125,12 +125,25 @@ func TestNoSilentPass(t *testing.T) {
 
 // TestMinRunsBelowTheUTest: with fewer runs a side than the U test needs to
 // reach alpha it can never find a change; --min-runs below that is refused
-// (with 3 runs a side and +125 % it said "~").
+// (with 3 runs a side and +125 % it said "~"), and so is one below what it
+// needs to reach Holm's first threshold over the gated rows, where it could
+// never find a gated change.
 func TestMinRunsBelowTheUTest(t *testing.T) {
 	b, n := runs(baseModel, 3, 1, "v1"), runs(baseModel, 3, 100, "v1")
-	_, err := Compare(Sides{Base: b, New: n}, Config{MinRuns: 3})
-	if err == nil || !strings.Contains(err.Error(), "--min-runs 3: the U test cannot reach alpha 0.01 with fewer than 5 runs a side") {
-		t.Fatalf("--min-runs 3: %v", err)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want string // "" accepted
+	}{
+		{"below alpha", Config{MinRuns: 3}, "--min-runs 3: the U test cannot reach alpha 0.01 with fewer than 5 runs a side"},
+		{"below the default gate's family", Config{MinRuns: 5}, "--min-runs 5: the gated rows are judged as one family (Holm–Bonferroni over 10), whose first threshold α/10 = 0.001 the U test cannot reach with fewer than 7 runs a side"},
+		{"one gated metric", Config{MinRuns: 5, Gate: []string{"e2e_p99_ms"}}, ""},
+		{"the default gate's family", Config{MinRuns: 7}, ""},
+	} {
+		_, err := Compare(Sides{Base: b, New: n}, c.cfg)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }
 
