@@ -151,6 +151,9 @@ func TestHolmAdjust(t *testing.T) {
 		{"monotone", []float64{0.01, 0.011, 0.0112}, []float64{0.03, 0.03, 0.03}},
 		{"capped at 1", []float64{0.5, 0.6, 0.02}, []float64{1, 1, 0.06}},
 		{"ties", []float64{0.002, 0.002, 0.9}, []float64{0.006, 0.006, 0.9}},
+		// A p that could not be computed is 1, and does not spread NaN
+		// over the rows after it.
+		{"NaN", []float64{math.NaN(), 0.001, 0.02}, []float64{1, 0.003, 0.04}},
 	} {
 		got := holmAdjust(c.ps)
 		if len(got) != len(c.want) {

@@ -3,6 +3,7 @@ package compare
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -17,6 +18,15 @@ const Correction = "holm-bonferroni"
 // Holm's step-down rule: the smallest p against α/m, the next against
 // α/(m − 1), and so on, stopping at the first that fails.
 func holmAdjust(ps []float64) []float64 {
+	// A p-value that could not be computed (NaN) is no evidence: 1, so
+	// that it neither sorts first nor carries NaN into the running
+	// maximum of the rows after it.
+	ps = slices.Clone(ps)
+	for i, p := range ps {
+		if math.IsNaN(p) {
+			ps[i] = 1
+		}
+	}
 	m := len(ps)
 	order := make([]int, m)
 	for i := range order {
