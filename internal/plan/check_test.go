@@ -75,3 +75,20 @@ func TestCheckGoExperiment(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestCheckInputThresholdsByLoop: a threshold by input length on an
+// open-loop stage is refused (kept from the send time only, judged from
+// the intended time), and on a closed-loop stage, which has no intended
+// time to lack, it is judged (it was refused with exit 2 as if the stage
+// were open: docs/answers.md's example).
+func TestCheckInputThresholdsByLoop(t *testing.T) {
+	th := []experiment.ThresholdSpec{{Expr: "p99(e2e){input:512-1k} < 2s"}}
+	closed := &experiment.Experiment{Stages: []experiment.Stage{{Name: "main", Concurrency: 8, Requests: 100}}, Thresholds: th}
+	if err := Check(closed); err != nil {
+		t.Fatalf("closed loop: %v", err)
+	}
+	open := &experiment.Experiment{Stages: []experiment.Stage{{Name: "main", Rate: 5, Duration: time.Second}}, Thresholds: th}
+	if err := Check(open); err == nil || !strings.Contains(err.Error(), "kept from the send time only") {
+		t.Fatalf("open loop: %v, want refused", err)
+	}
+}
