@@ -616,6 +616,9 @@ func (e *Experiment) Problems() []Problem {
 		if w := s.Workload; w != nil && w.Seed != nil {
 			at(p+".workload.seed", "stage %q: the seed is the experiment's (workload.seed at the top level)", s.Name)
 		}
+		if w := s.Workload; w != nil && w.ReuseAcrossStages {
+			at(p+".workload.reuseAcrossStages", "stage %q: reuseAcrossStages is the experiment's (workload.reuseAcrossStages at the top level)", s.Name)
+		}
 		if s.Duration == 0 && s.Requests == 0 && !trace {
 			at(p, "stage %q: give a duration (e.g. 30s) or a number of requests", s.Name)
 		}

@@ -25,6 +25,12 @@ type Workload struct {
 	// Seed is the run's seed: of the synthetic workload, the arrival
 	// schedule and every other seeded choice (default 1; --seed).
 	Seed *uint64 `yaml:"seed,omitempty" json:"seed,omitempty"`
+	// ReuseAcrossStages makes every stage ask the same requests from the
+	// start (the run's first stage's, in the same order), as a cache
+	// experiment may want; by default each stage goes on where the stages
+	// before it stopped, so it asks new prompts and reads a dataset on.
+	// Top level only.
+	ReuseAcrossStages bool `yaml:"reuseAcrossStages,omitempty" json:"reuseAcrossStages,omitempty"`
 	// SystemPrompt is sent as the system message of every chat request.
 	SystemPrompt *Text `yaml:"systemPrompt,omitempty" json:"systemPrompt,omitempty"`
 	// SharedPrefix makes a share of prompts start with one of a few

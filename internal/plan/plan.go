@@ -454,7 +454,20 @@ func (r *Run) build(ctx context.Context) error {
 	// The same prompts sent to another API, or streamed or not, measure
 	// something else: a different fingerprint.
 	p.Defines = append(p.Defines, "api="+x.Target.API, fmt.Sprintf("stream=%t", *x.Target.Stream))
+	// So do the same prompts asked for logprobs or forced past their end,
+	// and stages that ask the first stage's prompts again: each is in the
+	// digest when set (unset, the digests of earlier runs stand).
+	if x.Target.Logprobs > 0 {
+		p.Defines = append(p.Defines, fmt.Sprintf("logprobs=%d", x.Target.Logprobs))
+	}
+	if v := x.Target.IgnoreEOS; v != "" && v != "auto" {
+		p.Defines = append(p.Defines, "ignore_eos="+v)
+	}
+	if x.Workload.ReuseAcrossStages {
+		p.Defines = append(p.Defines, "stages=reuse")
+	}
 	p.Seed = r.seed()
+	p.ReuseAcrossStages = x.Workload.ReuseAcrossStages
 	p.Version = r.env.Version
 	p.Provenance = result.Provenance{Model: x.Target.Model, SUTVersion: x.SUT.Version, Target: scrub.URL(x.Target.URL),
 		API: x.Target.API, Tokenizer: r.tok.Name(), ExperimentSHA256: x.SHA256}

@@ -124,8 +124,12 @@ type Plan struct {
 	// Triggers are watched every second during each stage they apply to
 	// (see Trigger).
 	Triggers   []Trigger
-	Seed       uint64
-	Provenance result.Provenance
+	// ReuseAcrossStages makes every stage ask Source's requests from the
+	// first; by default a stage goes on where the stages before it
+	// stopped (workload.Offset), so it asks new prompts.
+	ReuseAcrossStages bool
+	Seed              uint64
+	Provenance        result.Provenance
 	Config     result.Config
 	Version    string
 	// Records, when set, receives every request as a JSON line.
@@ -209,8 +213,15 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 	// broken stage must not lose the others.
 	var stageErrs []error
 	var prev threshold.Source // the previous stage's figures, a trigger's baseline
+	// asked counts the requests the stages so far asked of the plan's
+	// workload (over every shard: each sent about its share), where the
+	// next stage goes on.
+	var asked uint64
 	for _, st := range p.Stages {
-		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw, prev)
+		sc, hist, out, model, aborted, err := runStage(ctx, p, st, rw, prev, asked)
+		if !p.ReuseAcrossStages && st.Source == nil && st.Trace == nil {
+			asked += out.Sent * uint64(max(p.Shard.Count, 1))
+		}
 		if model != "" {
 			// The model the server says it served beats the one asked for.
 			res.Provenance.Model = model
@@ -356,14 +367,17 @@ func (s sink) Record(r *record.Record) {
 	}
 }
 
-func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev threshold.Source) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
+func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev threshold.Source, asked uint64) (*result.Scenario, map[string]string, engine.Outcome, string, *threshold.Outcome, error) {
 	ecfg := engine.Config{
 		Concurrency: st.Concurrency, MaxConcurrency: st.MaxConcurrency,
 		Duration: st.Duration, Requests: st.Requests, Warmup: st.Warmup, DrainTimeout: st.DrainTimeout,
 		Source: p.Source, Client: p.Client, Hurry: p.Hurry,
 	}
-	if st.Source != nil {
+	switch {
+	case st.Source != nil:
 		ecfg.Source = st.Source
+	case p.Source != nil && st.Trace == nil:
+		ecfg.Source = workload.Offset(p.Source, asked)
 	}
 	mode := "closed"
 	if st.Concurrency <= 0 {

@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,4 +218,79 @@ func mustLengths(t *testing.T, s string) workload.Lengths {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// promptLog is a client that keeps every prompt it was asked to send.
+type promptLog struct {
+	mu      *sync.Mutex
+	prompts *[]string
+}
+
+func (c promptLog) Check(context.Context) error { return nil }
+func (c promptLog) Do(_ context.Context, req *workload.Request, rec *record.Record) {
+	c.mu.Lock()
+	*c.prompts = append(*c.prompts, req.Prompt)
+	c.mu.Unlock()
+	rec.FirstToken = time.Now()
+	rec.End = rec.FirstToken
+	rec.OutputTokens, rec.Chunks = 1, 1
+}
+
+// TestStagesAskNewPrompts: each stage of a run goes on where the stages
+// before it stopped, so three stages ask almost no prompt twice (every
+// stage asked the first stage's prompts again, in order: on a server with
+// prefix caching a later stage's first requests were cache hits); a
+// dataset is read on, not from its start; reuseAcrossStages asks the same
+// again.
+func TestStagesAskNewPrompts(t *testing.T) {
+	dataset := make([]string, 100)
+	for i := range dataset {
+		dataset[i] = fmt.Sprintf("line %d", i)
+	}
+	lines := workload.SourceFunc{Sha256: "lines", F: func(n uint64) (*workload.Request, error) {
+		return &workload.Request{Prompt: dataset[n%uint64(len(dataset))]}, nil
+	}}
+	for _, c := range []struct {
+		name        string
+		src         workload.Source
+		reuse       bool
+		maxRepeated float64
+		minRepeated float64
+	}{
+		{"synthetic", workload.Synthetic{Input: workload.Lengths{Mean: 40, Min: 40}, Seed: 1}, false, 0.05, 0},
+		{"dataset", lines, false, 0, 0},
+		{"reuse", workload.Synthetic{Input: workload.Lengths{Mean: 40, Min: 40}, Seed: 1}, true, 1, 0.6},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var prompts []string
+			p := Plan{
+				Stages: []Stage{
+					{Name: "a", Arrival: "constant", Rate: 200, Requests: 20},
+					{Name: "b", Concurrency: 2, Requests: 20},
+					{Name: "c", Arrival: "poisson", Rate: 200, Requests: 20},
+				},
+				Source: c.src, Client: promptLog{&mu, &prompts}, ReuseAcrossStages: c.reuse,
+			}
+			if _, err := Run(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			repeated := 0
+			for _, q := range prompts {
+				if seen[q] {
+					repeated++
+				}
+				seen[q] = true
+			}
+			share := float64(repeated) / float64(len(prompts))
+			t.Logf("%d prompts, %d repeated (%.1f %%)", len(prompts), repeated, 100*share)
+			if len(prompts) != 60 || share > c.maxRepeated || share < c.minRepeated {
+				t.Fatalf("%d prompts, %.1f %% repeated: want 60, between %.0f %% and %.0f %%", len(prompts), 100*share, 100*c.minRepeated, 100*c.maxRepeated)
+			}
+			if c.name == "dataset" && !seen["line 59"] {
+				t.Fatal("the dataset was not read on through its 60th line")
+			}
+		})
+	}
 }

@@ -133,6 +133,17 @@ func (s SourceFunc) Digest() string { return s.Sha256 }
 
 var _ Source = SourceFunc{}
 
+// Offset returns a Source whose request n is s's request base+n, with s's
+// digest: a later stage of a run goes on where the stages before it
+// stopped, so it asks new prompts (a synthetic request is drawn from its
+// index) and reads a dataset on instead of from its start.
+func Offset(s Source, base uint64) Source {
+	if base == 0 {
+		return s
+	}
+	return SourceFunc{Sha256: s.Digest(), F: func(n uint64) (*Request, error) { return s.Request(base + n) }}
+}
+
 func digest(parts ...[]byte) string {
 	h := sha256.New()
 	for _, p := range parts {
