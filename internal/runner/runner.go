@@ -123,15 +123,15 @@ type Plan struct {
 	Aborts []Abort
 	// Triggers are watched every second during each stage they apply to
 	// (see Trigger).
-	Triggers   []Trigger
+	Triggers []Trigger
 	// ReuseAcrossStages makes every stage ask Source's requests from the
 	// first; by default a stage goes on where the stages before it
 	// stopped (workload.Offset), so it asks new prompts.
 	ReuseAcrossStages bool
 	Seed              uint64
 	Provenance        result.Provenance
-	Config     result.Config
-	Version    string
+	Config            result.Config
+	Version           string
 	// Records, when set, receives every request as a JSON line.
 	Records io.Writer
 	// Progress, when set, is called every ProgressEvery during each stage
