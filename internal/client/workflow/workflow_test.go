@@ -314,6 +314,9 @@ func TestLookup(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(ragSpec))
 	f.Add([]byte("steps:\n  - name: a\n    url: x\n"))
+	// Deeper than yamllimit.MaxDepth: refused before go-yaml sees it.
+	f.Add([]byte("steps: " + strings.Repeat("[", 101) + strings.Repeat("]", 101)))
+	f.Add([]byte("steps:\n" + strings.Repeat("- ", 101) + "x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b)
 		if err != nil {
