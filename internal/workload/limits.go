@@ -41,6 +41,22 @@ func readFile(ctx context.Context, path string, l Limits) ([]byte, error) {
 	return capread.ReadFile(ctx, path, l.WithDefaults().FileSize, "fileSize")
 }
 
+// readLines reads a dataset file whole under the file size limit, ctx and
+// the line size limit, which is checked as the bytes come in (o: how),
+// so that a file without line ends (/dev/zero, a 1 GiB CSV header) is
+// refused at the line limit rather than read whole first and then held
+// again by the parser. Its errors name the file (and the line).
+func readLines(ctx context.Context, path string, o capread.LineOptions, l Limits) ([]byte, error) {
+	l = l.WithDefaults()
+	f, r, err := capread.Open(ctx, path, l.FileSize, "fileSize")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	o.Name, o.Key = "dataset "+path, "lineSize"
+	return io.ReadAll(capread.Lines(r, l.LineSize, o))
+}
+
 // lineTooLong is the error of a line over the line size limit.
 func lineTooLong(name string, line int, l Limits) error {
 	return fmt.Errorf("%s, line %d: the line is over the lineSize limit of %d bytes: raise it with --limit lineSize=SIZE (limits.lineSize) if the file is right", name, line, l.WithDefaults().LineSize)
