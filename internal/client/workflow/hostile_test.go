@@ -1,11 +1,19 @@
 package workflow
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/record"
+	"github.com/spate-dev/spate/internal/workload"
 )
 
 // TestHostileSpec: a workflow file nested too deep or too big is an error
@@ -33,5 +41,38 @@ func TestHostileSpec(t *testing.T) {
 				t.Errorf("allocated %d MB", n>>20)
 			}
 		})
+	}
+}
+
+// TestHostileBody: a step body whose template loops 100 billion times
+// (it grew by 400 MB/s to a fatal out of memory, Ctrl-C or not) fails the
+// request at the template's bound, and nothing is sent.
+func TestHostileBody(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sent.Add(1) }))
+	defer srv.Close()
+	s, err := Parse([]byte("steps:\n  - name: a\n    url: " + srv.URL + "\n    body: '{{range 100000000000}}x{{end}}'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(s, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &record.Record{}
+	rec.Reset()
+	rec.Sent = time.Now()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w.Do(context.Background(), &workload.Request{Prompt: "p"}, rec)
+	runtime.ReadMemStats(&after)
+	if !rec.Failed() || !strings.Contains(rec.ErrMsg, "the {{range}} loops would run more than 1000000 times") {
+		t.Errorf("record: err %q %s", rec.Err, rec.ErrMsg)
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 32<<20 {
+		t.Errorf("allocated %d MB", n>>20)
 	}
 }

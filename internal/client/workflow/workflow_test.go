@@ -272,6 +272,7 @@ func TestParseErrors(t *testing.T) {
 		{"steps:\n  - name: a\n    url: x\n  - name: a\n    url: y\n", "taken"},
 		{"steps:\n  - name: prompt\n    url: x\n", "taken"},
 		{"steps:\n  - name: a\n    url: '{{.Vars'\n", "template"},
+		{"steps:\n  - name: a\n    url: x\n    body: '{{define \"b\"}}{{end}}'\n", "{{define}} and {{block}} are not supported"},
 		{"steps:\n  - name: a\n    url: x\n    extract: {v: a..b}\n", "empty part"},
 		{"steps:\n  - name: a\n    url: x\n    timeout: soon\n", "timeout"},
 		{"steps:\n  - name: a\n    url: x\n    bogus: 1\n", "bogus"},

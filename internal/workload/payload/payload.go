@@ -13,6 +13,17 @@
 //	{{.UUID}}                a random (seeded) UUID
 //	{{json .Vars.q}}         a value as JSON (quoted and escaped)
 //
+// A template is one body: {{define}}, {{block}} and {{template}} are
+// refused, since a template that calls itself twice does work that
+// doubles with each call and writes nothing. Filling one is bounded in
+// output (MaxOutput) and in work: text/template has no limit of its own,
+// so each {{range}} is rewritten to count what it ranges over (the
+// integer, or the length) against MaxIterations for the whole fill before
+// it starts; with no loops and no calls left, that and the output bound
+// what a fill does. A loop over 100 billion ({{range 100000000000}}) grew
+// its output by 400 MB/s to a fatal out of memory, and did not stop on
+// Ctrl-C.
+//
 // Stage: workload.
 // The data flow: experiment → workload → schedule → engine → client → record
 // → metrics → verdict → outputs (docs/design.md).
@@ -21,10 +32,24 @@ package payload
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"text/template"
+	"text/template/parse"
+)
+
+// Bounds of one filled template (see the package comment): far above a
+// real body or prompt (the lineSize limit bounds a dataset's values at 64
+// MiB), far below what takes the machine.
+const (
+	// MaxOutput bounds the bytes of a filled template.
+	MaxOutput = 64 << 20
+	// MaxIterations bounds the turns of all the {{range}} loops of one
+	// fill together.
+	MaxIterations = 1_000_000
 )
 
 // Template is a parsed payload template. It is safe for concurrent use.
@@ -37,7 +62,15 @@ var funcs = template.FuncMap{
 		b, err := json.Marshal(v)
 		return string(b), err
 	},
+	rangeFunc: countRange,
 }
+
+// rangeFunc is the function Parse puts at the end of each {{range}}'s
+// pipeline: {{range X}} runs as {{range X | spateRange $}}.
+const rangeFunc = "spateRange"
+
+// errTooLarge is the error of a fill past MaxOutput.
+var errTooLarge = errors.New("too large")
 
 // Has reports whether text contains a template action.
 func Has(text string) bool { return strings.Contains(text, "{{") }
@@ -46,17 +79,80 @@ func Has(text string) bool { return strings.Contains(text, "{{") }
 // flag).
 func Parse(name, text string) (*Template, error) {
 	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
+	if err == nil && len(t.Templates()) > 1 {
+		err = fmt.Errorf("template: %s: {{define}} and {{block}} are not supported: a payload template is one body", name)
+	}
+	if err == nil {
+		err = bound(t.Tree, t.Root)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("template %w (see the payload templates section of the README)", err)
+		return nil, fmt.Errorf("template %w (see the payload templates section of docs/workloads.md)", err)
 	}
 	return &Template{t: t}, nil
 }
 
+// bound refuses {{template}} under n and makes each {{range}} count its
+// turns (see the package comment).
+func bound(tree *parse.Tree, n parse.Node) error {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return nil
+		}
+		for _, c := range n.Nodes {
+			if err := bound(tree, c); err != nil {
+				return err
+			}
+		}
+	case *parse.TemplateNode:
+		loc, _ := tree.ErrorContext(n)
+		return fmt.Errorf("template: %s: {{template}} is not supported: a payload template is one body", loc)
+	case *parse.IfNode:
+		return bound2(tree, n.List, n.ElseList)
+	case *parse.WithNode:
+		return bound2(tree, n.List, n.ElseList)
+	case *parse.RangeNode:
+		n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{
+			parse.NewIdentifier(rangeFunc).SetTree(tree).SetPos(n.Pos),
+			&parse.VariableNode{NodeType: parse.NodeVariable, Pos: n.Pos, Ident: []string{"$"}},
+		}})
+		return bound2(tree, n.List, n.ElseList)
+	}
+	return nil
+}
+
+func bound2(tree *parse.Tree, a, b *parse.ListNode) error {
+	if err := bound(tree, a); err != nil {
+		return err
+	}
+	return bound(tree, b)
+}
+
+// countRange counts the turns of a {{range}} over v against d's budget,
+// and returns v for the range.
+func countRange(d *Data, v any) (any, error) {
+	var n uint64
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n = uint64(max(r.Int(), 0))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		n = r.Uint()
+	case reflect.Array, reflect.Slice, reflect.Map, reflect.String, reflect.Chan:
+		n = uint64(r.Len())
+	}
+	if n > MaxIterations-d.turns {
+		return nil, fmt.Errorf("the {{range}} loops would run more than %d times, the limit of one filled template: range over fewer", MaxIterations)
+	}
+	d.turns += n
+	return v, nil
+}
+
 // Data is what a template sees for one request.
 type Data struct {
-	Seq  uint64
-	Vars map[string]any
-	rng  *rand.Rand
+	Seq   uint64
+	Vars  map[string]any
+	rng   *rand.Rand
+	turns uint64 // of the {{range}} loops of the fill under way
 }
 
 // NewData returns the data of request seq, with a random source fixed by
@@ -98,13 +194,33 @@ func (d *Data) UUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// Execute fills the template for d.
+// Execute fills the template for d, bounded by MaxOutput and
+// MaxIterations. One d is for one fill at a time.
 func (t *Template) Execute(d *Data) (string, error) {
 	var b bytes.Buffer
-	if err := t.t.Execute(&b, d); err != nil {
+	d.turns = 0
+	if err := t.t.Execute(&capped{b: &b, left: MaxOutput}, d); err != nil {
+		if errors.Is(err, errTooLarge) {
+			return "", fmt.Errorf("filling template %s: the output is over %d MiB, the limit of one filled template: loop less or put less in it", t.t.Name(), MaxOutput>>20)
+		}
 		return "", fmt.Errorf("filling template: %w", err)
 	}
 	return b.String(), nil
+}
+
+// capped writes to b until left bytes are written, then fails with
+// errTooLarge (which ends the fill).
+type capped struct {
+	b    *bytes.Buffer
+	left int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if len(p) > c.left {
+		return 0, errTooLarge
+	}
+	c.left -= len(p)
+	return c.b.Write(p)
 }
 
 // String prints the data the same way every run, so a template that
