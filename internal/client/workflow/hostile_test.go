@@ -66,7 +66,7 @@ func TestHostileBody(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	w.Do(context.Background(), &workload.Request{Prompt: "p"}, rec)
 	runtime.ReadMemStats(&after)
-	if !rec.Failed() || !strings.Contains(rec.ErrMsg, "the {{range}} loops would run more than 1000000 times") {
+	if !rec.Failed() || !strings.Contains(rec.ErrMsg, "its {{range}} loops would run more than 1000000 times") {
 		t.Errorf("record: err %q %s", rec.Err, rec.ErrMsg)
 	}
 	if n := sent.Load(); n != 0 {

@@ -69,8 +69,12 @@ var funcs = template.FuncMap{
 // pipeline: {{range X}} runs as {{range X | spateRange $}}.
 const rangeFunc = "spateRange"
 
-// errTooLarge is the error of a fill past MaxOutput.
-var errTooLarge = errors.New("too large")
+// errTooLarge is the error of a fill past MaxOutput, errTooLong of one
+// past MaxIterations.
+var (
+	errTooLarge = errors.New("too large")
+	errTooLong  = errors.New("too long")
+)
 
 // Has reports whether text contains a template action.
 func Has(text string) bool { return strings.Contains(text, "{{") }
@@ -141,7 +145,7 @@ func countRange(d *Data, v any) (any, error) {
 		n = uint64(r.Len())
 	}
 	if n > MaxIterations-d.turns {
-		return nil, fmt.Errorf("the {{range}} loops would run more than %d times, the limit of one filled template: range over fewer", MaxIterations)
+		return nil, errTooLong
 	}
 	d.turns += n
 	return v, nil
@@ -200,8 +204,11 @@ func (t *Template) Execute(d *Data) (string, error) {
 	var b bytes.Buffer
 	d.turns = 0
 	if err := t.t.Execute(&capped{b: &b, left: MaxOutput}, d); err != nil {
-		if errors.Is(err, errTooLarge) {
+		switch {
+		case errors.Is(err, errTooLarge):
 			return "", fmt.Errorf("filling template %s: the output is over %d MiB, the limit of one filled template: loop less or put less in it", t.t.Name(), MaxOutput>>20)
+		case errors.Is(err, errTooLong):
+			return "", fmt.Errorf("filling template %s: its {{range}} loops would run more than %d times, the limit of one filled template: range over fewer", t.t.Name(), MaxIterations)
 		}
 		return "", fmt.Errorf("filling template: %w", err)
 	}

@@ -89,11 +89,11 @@ func TestHostile(t *testing.T) {
 		// twice MaxOutput.
 		bound uint64
 	}{
-		{"a long loop", `{{range 20000000}}0123456789{{end}}`, 0, false, "the {{range}} loops would run more than 1000000 times", 0},
-		{"a long empty loop", `{{range 100000000}}{{end}}`, 0, false, "the {{range}} loops would run more than 1000000 times", 0},
-		{"nested loops", `{{range 400}}{{range 400}}{{range 400}}{{end}}{{end}}{{end}}`, 0, false, "the {{range}} loops would run more than 1000000 times", 0},
-		{"a loop of .Seq", `{{range .Seq}}x{{end}}`, 100_000_000, false, "the {{range}} loops would run more than 1000000 times", 0},
-		{"a loop of a var", `{{range .Vars.n}}x{{end}}`, 0, false, "the {{range}} loops would run more than 1000000 times", 0},
+		{"a long loop", `{{range 20000000}}0123456789{{end}}`, 0, false, "its {{range}} loops would run more than 1000000 times", 0},
+		{"a long empty loop", `{{range 100000000}}{{end}}`, 0, false, "its {{range}} loops would run more than 1000000 times", 0},
+		{"nested loops", `{{range 400}}{{range 400}}{{range 400}}{{end}}{{end}}{{end}}`, 0, false, "its {{range}} loops would run more than 1000000 times", 0},
+		{"a loop of .Seq", `{{range .Seq}}x{{end}}`, 100_000_000, false, "its {{range}} loops would run more than 1000000 times", 0},
+		{"a loop of a var", `{{range .Vars.n}}x{{end}}`, 0, false, "its {{range}} loops would run more than 1000000 times", 0},
 		{"a big output", `{{range 1000}}{{printf "%0999999d" 0}}{{end}}`, 0, false, "filling template t: the output is over 64 MiB, the limit of one filled template", 768 << 20},
 		{"define", `{{define "a"}}x{{end}}{{template "a"}}`, 0, true, "{{define}} and {{block}} are not supported", 0},
 		{"block", `{{block "a" .}}x{{end}}`, 0, true, "{{define}} and {{block}} are not supported", 0},
