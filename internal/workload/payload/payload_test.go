@@ -95,6 +95,10 @@ func TestHostile(t *testing.T) {
 		{"a loop of .Seq", `{{range .Seq}}x{{end}}`, 100_000_000, false, "its {{range}} loops would run more than 1000000 times", 0},
 		{"a loop of a var", `{{range .Vars.n}}x{{end}}`, 0, false, "its {{range}} loops would run more than 1000000 times", 0},
 		{"a big output", `{{range 1000}}{{printf "%0999999d" 0}}{{end}}`, 0, false, "filling template t: the output is over 64 MiB, the limit of one filled template", 768 << 20},
+		// Text made and dropped each turn: 2 GB (a loop of a million
+		// made a TB, minutes of work).
+		{"text made, not written", `{{range 2000}}{{$x := printf "%0999999d" 0}}{{end}}`, 0, false, "filling template t: its functions (printf, json, ...) made more than 128 MiB of text", 1 << 30},
+		{"text made in a condition", `{{range 2000}}{{if eq (len (printf "%0999999d" 0)) 0}}{{end}}{{end}}`, 0, false, "made more than 128 MiB of text", 1 << 30},
 		{"define", `{{define "a"}}x{{end}}{{template "a"}}`, 0, true, "{{define}} and {{block}} are not supported", 0},
 		{"block", `{{block "a" .}}x{{end}}`, 0, true, "{{define}} and {{block}} are not supported", 0},
 		// Calling itself twice doubles the work at each call.
@@ -135,6 +139,10 @@ func TestLoops(t *testing.T) {
 		{`{{range 10}}{{if eq . 3}}{{break}}{{end}}{{.}}{{end}}`, "012"},
 		{`{{range 1000}}{{range 999}}{{end}}{{end}}`, ""},
 		{`{{range 2}}{{range $.Vars.l}}{{.}}{{end}}{{end}}`, "xyxy"},
+		// The text-making functions, counted, work as text/template's.
+		{`{{printf "%s-%d" "a" 1}} {{print "a" 1}} {{println "b"}}`, "a-1 a1 b\n"},
+		{`{{"<a&b>" | html}} {{js "'"}} {{urlquery "a b"}} {{json .Vars.l}}`, `&lt;a&amp;b&gt; \' a+b ["x","y"]`},
+		{`{{if printf "x"}}{{with $y := print "y"}}{{$y}}{{end}}{{end}}{{(printf "%d" (len (print "abc")))}}`, "y3"},
 	} {
 		tp, err := Parse("t", tc.tmpl)
 		if err != nil {
