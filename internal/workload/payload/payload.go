@@ -119,7 +119,7 @@ func init() {
 }
 
 // errTooLarge is the error of a fill past MaxOutput, errTooLong of one
-// past MaxIterations.
+// past MaxIterations, errTooMuch of one past MaxMade.
 var (
 	errTooLarge = errors.New("too large")
 	errTooLong  = errors.New("too long")
