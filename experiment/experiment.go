@@ -25,6 +25,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/yamllimit"
 )
 
 // APIVersion and Kind head every experiment file.
@@ -421,7 +422,12 @@ func (e *Experiment) Resolve(dir string) {
 
 // unmarshal decodes strictly. go-yaml v1.19.2 panics on some malformed
 // input (found by FuzzParse, e.g. "stages:\n  - [\n"); that becomes an error.
+// YAML nested too deep or too big is refused before go-yaml sees it (see
+// yamllimit: 60 KB of nested brackets took it 1.4 GB).
 func unmarshal(data []byte, e any) (err error) {
+	if err := yamllimit.Check(data); err != nil {
+		return err
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes and indentation", r)

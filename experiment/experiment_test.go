@@ -106,6 +106,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(string(b))
 	f.Add("apiVersion: spate/v1\nkind: Experiment\nstages: [{name: a, rate: 1, duration: 1s}]\n")
 	f.Add("stages:\n  - [\n")
+	// Deeper than yamllimit.MaxDepth: refused before go-yaml sees it.
+	f.Add("stages: " + strings.Repeat("[", 101) + strings.Repeat("]", 101))
+	f.Add("stages:\n" + strings.Repeat("- ", 101) + "x\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		e, err := Parse([]byte(in), "f.yaml")
 		if err == nil && len(e.Stages) == 0 {

@@ -13,11 +13,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/outfile"
 )
 
 // Schema is the value of the schema field of every result file.
@@ -448,37 +447,15 @@ type Series struct {
 }
 
 // Write writes r as indented JSON to path, creating its directory.
-// It writes to a temporary file first, so a reader never sees half a file.
+// It writes to a temporary file first, so a reader never sees half a file;
+// a path that is not a regular file (/dev/null, a FIFO, a link) stays what
+// it is (see outfile.Write).
 func Write(path string, r *Result) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("writing result %s: %w", path, err)
-		}
-	}
 	var buf bytes.Buffer
 	if err := Encode(&buf, r); err != nil {
 		return err
 	}
-	// A temporary file of its own: two processes writing one path (two
-	// shards in one directory) each rename a whole file.
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing result %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(buf.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing result %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp) // never left behind
+	if err := outfile.Write(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("writing result %s: %w", path, err)
 	}
 	return nil

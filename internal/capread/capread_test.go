@@ -3,11 +3,13 @@ package capread
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 func TestReader(t *testing.T) {
@@ -49,5 +51,48 @@ func TestEndlessFile(t *testing.T) {
 	// A regular file over the limit is refused from its size, unread.
 	if _, err := ReadFile(context.Background(), p, 2, ""); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "2 bytes") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		o        LineOptions
+		line     int // 0: no error
+	}{
+		{"short lines", "1234\n12345\n\n123\n", LineOptions{}, 0},
+		{"a line of the limit without its end", "12345", LineOptions{}, 0},
+		{"a long line", "1\n2\n123456\n1\n", LineOptions{}, 3},
+		{"a long last line", "1\n2\n123456", LineOptions{}, 3},
+		{"no line ends", strings.Repeat("x", 100), LineOptions{}, 1},
+		{"a CR before the line end counts", "12345\r\n", LineOptions{}, 1},
+		{"csv: line ends in quotes join lines", "a\n\"1\n2\n3\"\nb\n", LineOptions{CSV: true}, 2},
+		{"csv: short quoted lines", "a\n\"1\n2\"\nb\n", LineOptions{CSV: true}, 0},
+		{"csv: doubled quotes are a quote", "a\n\"\"\"\"\n\"1\"\"\"\n", LineOptions{CSV: true}, 0},
+		{"csv: a quote never closed", "a\n\"1\n2\n3\n4\n", LineOptions{CSV: true}, 2},
+		{"lines without CSV", "a\n\"1\n2\n3\"\nb\n", LineOptions{}, 0},
+		{"a JSON array is not lines", "  \n[" + strings.Repeat("x", 100) + "]", LineOptions{UnlessArray: true}, 0},
+		{"lines unless an array", " {" + strings.Repeat("x", 100) + "}", LineOptions{UnlessArray: true}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			o.Name, o.Key = "f", "lineSize"
+			// One byte a read, and all at once.
+			for _, r := range []io.Reader{iotest.OneByteReader(strings.NewReader(tc.in)), strings.NewReader(tc.in)} {
+				b, err := io.ReadAll(Lines(r, 5, o))
+				var le *LineError
+				switch {
+				case tc.line == 0 && (err != nil || string(b) != tc.in):
+					t.Fatalf("%q, %v", b, err)
+				case tc.line != 0 && (!errors.As(err, &le) || le.Line != tc.line || !errors.Is(err, ErrTooLarge)):
+					t.Fatalf("error %v, want one at line %d", err, tc.line)
+				case tc.line != 0 && !strings.Contains(err.Error(), fmt.Sprintf("f, line %d: the line is over the lineSize limit of 5 bytes: raise it with --limit lineSize=SIZE", tc.line)):
+					t.Fatalf("error %v", err)
+				}
+			}
+		})
+	}
+	if b, err := io.ReadAll(Lines(strings.NewReader(strings.Repeat("x", 100)), 0, LineOptions{})); err != nil || len(b) != 100 {
+		t.Fatalf("no limit: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/chaos"
 	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/outfile"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/sim"
 )
@@ -156,19 +157,30 @@ func (e outputError) Unwrap() error { return e.error }
 // checkOutputs makes sure every output file can be written before the
 // load starts, so that a run is not lost to a bad path: it is not a
 // directory, its directory can be made, and a file can be created beside
-// it (a probe, removed at once).
+// it (a probe, removed at once) or, when it names a link, beside the
+// link's target (outfile.Write writes there). A device or a FIFO is
+// written in place and has nothing to probe (/dev is not writable but
+// --out /dev/null is).
 func checkOutputs(_ context.Context, x *experiment.Experiment) error {
 	for _, o := range outputs(x) {
 		if o.path == "" {
 			continue
 		}
-		if fi, err := os.Stat(o.path); err == nil && fi.IsDir() {
+		fi, err := os.Stat(o.path)
+		if err == nil && fi.IsDir() {
 			return invalidf("%s %s is a directory: give a file name, e.g. %s", o.flag, o.path, filepath.Join(o.path, "result.json"))
 		}
-		if err := os.MkdirAll(filepath.Dir(o.path), 0o755); err != nil {
+		if err == nil && !fi.Mode().IsRegular() {
+			continue
+		}
+		target, err := outfile.Resolve(o.path)
+		if err != nil {
 			return outputError{fmt.Errorf("%s %s: %w", o.flag, o.path, err)}
 		}
-		f, err := os.CreateTemp(filepath.Dir(o.path), ".spate-probe-*")
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return outputError{fmt.Errorf("%s %s: %w", o.flag, o.path, err)}
+		}
+		f, err := os.CreateTemp(filepath.Dir(target), ".spate-probe-*")
 		if err != nil {
 			return outputError{fmt.Errorf("%s %s: cannot write there: %w", o.flag, o.path, err)}
 		}

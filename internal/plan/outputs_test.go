@@ -2,14 +2,19 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/llmtest"
+	"github.com/spate-dev/spate/result"
 )
 
 // TestOutputsCheckedBeforeLoad: an output path that cannot be written
@@ -66,5 +71,86 @@ func TestDefaultsAgree(t *testing.T) {
 	d := Defaults()
 	if idle, drain := d.Target.IdleTimeout, d.Stages[0].DrainTimeout; idle <= 0 || idle >= drain {
 		t.Fatalf("idle timeout %v, drain %v: want 0 < idle < drain", idle, drain)
+	}
+}
+
+// TestOutputsNotRegular: a run whose --out is a link, a FIFO or a device
+// writes through it and leaves it as it was (each was replaced by a
+// regular file, the link's target and the FIFO's reader got nothing, and
+// the run said "result written").
+func TestOutputsNotRegular(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{Tokens: 2})
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		// make makes the path --out names, and returns what reads the
+		// bytes written (nil: none to read) and the mode --out keeps.
+		make func(t *testing.T, dir string) (out string, written func() []byte, mode fs.FileMode)
+	}{
+		{"link to another directory", func(t *testing.T, dir string) (string, func() []byte, fs.FileMode) {
+			target := filepath.Join(t.TempDir(), "target.json")
+			out := filepath.Join(dir, "r.json")
+			if err := os.Symlink(target, out); err != nil {
+				t.Fatal(err)
+			}
+			return out, func() []byte { b, _ := os.ReadFile(target); return b }, fs.ModeSymlink
+		}},
+		{"fifo", func(t *testing.T, dir string) (string, func() []byte, fs.FileMode) {
+			out := filepath.Join(dir, "fifo")
+			if err := syscall.Mkfifo(out, 0o644); err != nil {
+				t.Skipf("no FIFO: %v", err)
+			}
+			got := make(chan []byte, 1)
+			go func() {
+				// Opening waits for the writer; had there never been
+				// one, this would wait for ever, and the test fails on
+				// the FIFO being gone before it waits for this.
+				f, err := os.Open(out)
+				if err != nil {
+					got <- nil
+					return
+				}
+				defer f.Close()
+				b, _ := io.ReadAll(f)
+				got <- b
+			}()
+			return out, func() []byte { return <-got }, fs.ModeNamedPipe
+		}},
+		{"device", func(t *testing.T, dir string) (string, func() []byte, fs.FileMode) {
+			out := filepath.Join(dir, "null")
+			if err := syscall.Mknod(out, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+				t.Skipf("cannot make a device (not root?): %v", err)
+			}
+			if f, err := os.OpenFile(out, os.O_WRONLY, 0); err != nil {
+				t.Skipf("cannot open a device here (a nodev mount?): %v", err)
+			} else {
+				f.Close()
+			}
+			return out, nil, fs.ModeCharDevice
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, written, mode := tc.make(t, dir)
+			x := &experiment.Experiment{
+				Target:  experiment.Target{URL: srv.BaseURL(), Model: "m"},
+				Stages:  []experiment.Stage{{Name: "a", Concurrency: 1, Requests: 2}},
+				Outputs: experiment.Outputs{Result: out},
+			}
+			if _, err := Execute(context.Background(), x, Env{}); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(out)
+			if err != nil || fi.Mode()&mode == 0 {
+				t.Fatalf("--out is now %v (%v), want it kept as %v", fi.Mode(), err, mode)
+			}
+			if written == nil {
+				return
+			}
+			var r result.Result
+			if err := json.Unmarshal(written(), &r); err != nil || len(r.Scenarios) != 1 {
+				t.Fatalf("what was written: %v", err)
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/yamllimit"
 )
 
 // Kinds of family.
@@ -120,8 +121,12 @@ func ParseSuite(data []byte, name string) (*Suite, error) {
 
 // unmarshal decodes a suite strictly. go-yaml v1.19.2 panics on some
 // malformed input (FuzzParseSuite found "messages: !00 00", kept in
-// testdata/fuzz); the panic becomes an error.
+// testdata/fuzz); the panic becomes an error. YAML nested too deep or too
+// big is refused before go-yaml sees it (see yamllimit).
 func unmarshal(data []byte, s *Suite) (err error) {
+	if err := yamllimit.Check(data); err != nil {
+		return err
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)

@@ -117,6 +117,9 @@ func TestParseSuiteErrors(t *testing.T) {
 func FuzzParseSuite(f *testing.F) {
 	f.Add([]byte("suite: s\nkind: attack\nprobes:\n  - id: a\n    system: k ABCDEF-1\n    prompt: x\n    planted: [ABCDEF-1]\n    detect: [{json: {path: a.0, deny: [x]}}]\n"))
 	f.Add([]byte("suite: s\nkind: benign\nprobes:\n  - id: a\n    messages: [{role: user, content: hi}]\n"))
+	// Deeper than yamllimit.MaxDepth: refused before go-yaml sees it.
+	f.Add([]byte("probes: " + strings.Repeat("[", 101) + strings.Repeat("]", 101)))
+	f.Add([]byte("probes:\n" + strings.Repeat("- ", 101) + "x\n"))
 	if b, err := builtin.ReadFile("suites/injection-indirect.yaml"); err == nil {
 		f.Add(b)
 	}

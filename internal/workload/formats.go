@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/scrub"
 )
 
@@ -56,7 +57,16 @@ type LoadOptions struct {
 
 // LoadFormat reads a dataset file in any of Formats.
 func LoadFormat(path string, o LoadOptions) (*Dataset, error) {
-	b, err := readFile(o.Context, path, o.Limits)
+	// A CSV record may hold line ends in its quoted fields; a ShareGPT
+	// file may be one JSON array, not lines.
+	lines := capread.LineOptions{
+		CSV:         o.Format == FormatCSV || o.Format == "" && strings.EqualFold(filepath.Ext(path), ".csv"),
+		UnlessArray: o.Format == "" || o.Format == FormatShareGPT,
+	}
+	b, err := readLines(o.Context, path, lines, o.Limits)
+	if le := (*capread.LineError)(nil); errors.As(err, &le) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading dataset: %w", err)
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/workload/tokenizer"
 )
 
 // TestHostileFiles: files that crashed, hung or ate memory are errors
@@ -30,6 +33,11 @@ func TestHostileFiles(t *testing.T) {
 		{"jsonl long line", "d.jsonl", `{"prompt":"` + long + `"}` + "\n", small, "line 1: the line is over the lineSize limit"},
 		{"sharegpt long line", "d.jsonl", `{"conversations":[{"from":"human","value":"` + long + `"}]}` + "\n", small, "line 1: the line is over the lineSize limit"},
 		{"batch long line", "d.jsonl", `{"custom_id":"1","body":{"prompt":"` + long + `"}}` + "\n", small, "line 1: the line is over the lineSize limit"},
+		// These were read whole before the line was found too long.
+		{"csv quoted field over lines", "d.csv", "prompt\n\"" + strings.Repeat("x\n", 100) + "\"\n", small, "line 2: the line is over the lineSize limit of 64 bytes"},
+		{"csv header without line ends", "d.csv", long, small, "line 1: the line is over the lineSize limit of 64 bytes"},
+		{"jsonl without line ends", "d.jsonl", `{"prompt":"` + long, small, "line 1: the line is over the lineSize limit"},
+		{"mooncake without line ends", "d.jsonl", `{"input_length":1,"hash_ids":[` + long, small, "line 1: the line is over the lineSize limit"},
 		{"file over the limit", "d.jsonl", strings.Repeat(`{"prompt":"a"}`+"\n", 400), small, "is over the fileSize limit of 4 KiB"},
 		// The error quoted the whole header, up to the lineSize limit
 		// (64 MiB by default), escape codes and all.
@@ -130,5 +138,91 @@ func TestShareGPTCountStops(t *testing.T) {
 	_, err := LoadFormat(p, LoadOptions{Format: FormatShareGPT, Tokenizer: cancellingCounter{cancel, &counts}, Context: ctx})
 	if !errors.Is(err, context.Canceled) || counts != 1 {
 		t.Fatalf("error %v after %d counts, want cancelled after 1", err, counts)
+	}
+}
+
+// sparse makes a file of size zero bytes (no line end) that takes no disk.
+func sparse(t *testing.T, name string, size int64) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// quotedField makes a CSV file whose second record is one quoted field
+// of size bytes in short lines.
+func quotedField(t *testing.T, size int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "d.csv")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := strings.Repeat(strings.Repeat("x", 63)+"\n", 1<<14) // 1 MiB
+	f.WriteString("prompt\n\"")
+	for range size / len(chunk) {
+		if _, err := f.WriteString(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.WriteString("\"\n")
+	return p
+}
+
+// TestHostileDatasetMemory: a dataset with a line (or CSV record) over the
+// lineSize limit is refused having read little more than the limit. Each
+// was read whole first: a 1 GiB sparse file as CSV ended in a fatal out of
+// memory at 5.7 GB, a 200 MB quoted CSV field took 1.4 GB, and a JSONL or
+// ShareGPT file without line ends was read to the 1 GiB file limit (2.1 GB,
+// 15 s) before the line was found too long.
+func TestHostileDatasetMemory(t *testing.T) {
+	// The tokenizers TestMain loads would count in the bytes allocated.
+	for _, name := range []string{"llama3", "o200k_base", "cl100k_base"} {
+		if _, err := tokenizer.Load(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mib := Limits{LineSize: 1 << 20}
+	for _, tc := range []struct {
+		name   string
+		file   func(t *testing.T) string
+		format string
+		lim    Limits
+		want   string
+		bound  uint64 // bytes allocated
+	}{
+		{"csv without line ends", func(t *testing.T) string { return sparse(t, "d.csv", 512<<20) }, "", mib, "line 1: the line is over the lineSize limit of 1 MiB", 32 << 20},
+		{"csv quoted field over lines", func(t *testing.T) string { return quotedField(t, 32<<20) }, "", mib, "line 2: the line is over the lineSize limit of 1 MiB", 32 << 20},
+		{"jsonl without line ends", func(t *testing.T) string { return sparse(t, "d.jsonl", 512<<20) }, "", mib, "line 1: the line is over the lineSize limit of 1 MiB", 32 << 20},
+		{"sharegpt without line ends", func(t *testing.T) string { return sparse(t, "d.json", 512<<20) }, FormatShareGPT, mib, "line 1: the line is over the lineSize limit of 1 MiB", 32 << 20},
+		{"batch without line ends", func(t *testing.T) string { return sparse(t, "d.jsonl", 512<<20) }, FormatBatch, mib, "line 1: the line is over the lineSize limit of 1 MiB", 32 << 20},
+		{"mooncake without line ends", func(t *testing.T) string { return sparse(t, "d.jsonl", 512<<20) }, FormatMooncake, mib, "line 1: the line is over the lineSize limit of 1 MiB", 32 << 20},
+		// With the default limits: the 64 MiB read (io.ReadAll took five
+		// times that, growing its buffer).
+		{"1 GiB csv, default limits", func(t *testing.T) string { return sparse(t, "d.csv", 1<<30) }, "", Limits{}, "line 1: the line is over the lineSize limit of 64 MiB", 96 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.file(t)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := LoadFormat(p, LoadOptions{Format: tc.format, Limits: tc.lim})
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), "dataset "+p+", "+tc.want) {
+				t.Errorf("error %.300v, want %q", err, tc.want)
+			}
+			n := after.TotalAlloc - before.TotalAlloc
+			t.Logf("allocated %d MiB", n>>20)
+			if n > tc.bound {
+				t.Errorf("allocated %d MiB, over %d MiB", n>>20, tc.bound>>20)
+			}
+		})
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/outfile"
 )
 
 // Truth is the exact top-k of every query of a dataset.
@@ -103,14 +103,7 @@ func CachedTruth(dir string, ds *Dataset, m Metric, k int) (*Truth, error) {
 	if b, err = json.Marshal(t); err != nil {
 		return nil, fmt.Errorf("encoding ground truth: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("writing ground truth cache: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return nil, fmt.Errorf("writing ground truth cache: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := outfile.Write(path, b); err != nil {
 		return nil, fmt.Errorf("writing ground truth cache: %w", err)
 	}
 	return t, nil

@@ -24,6 +24,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/workload/payload"
+	"github.com/spate-dev/spate/internal/yamllimit"
 )
 
 // Spec is a workflow definition, as written in YAML:
@@ -87,7 +88,12 @@ func ReadFile(path string) (*Spec, error) {
 
 // Parse reads a workflow definition (YAML, or JSON which is YAML) and
 // checks it: unknown fields, step names, templates and extract paths.
+// YAML nested too deep or too big is refused before it is parsed (see
+// yamllimit).
 func Parse(b []byte) (*Spec, error) {
+	if err := yamllimit.Check(b); err != nil {
+		return nil, err
+	}
 	var s Spec
 	if err := yaml.UnmarshalWithOptions(b, &s, yaml.DisallowUnknownField()); err != nil {
 		return nil, fmt.Errorf("%s", yaml.FormatError(err, false, true))

@@ -272,6 +272,7 @@ func TestParseErrors(t *testing.T) {
 		{"steps:\n  - name: a\n    url: x\n  - name: a\n    url: y\n", "taken"},
 		{"steps:\n  - name: prompt\n    url: x\n", "taken"},
 		{"steps:\n  - name: a\n    url: '{{.Vars'\n", "template"},
+		{"steps:\n  - name: a\n    url: x\n    body: '{{define \"b\"}}{{end}}'\n", "{{define}} and {{block}} are not supported"},
 		{"steps:\n  - name: a\n    url: x\n    extract: {v: a..b}\n", "empty part"},
 		{"steps:\n  - name: a\n    url: x\n    timeout: soon\n", "timeout"},
 		{"steps:\n  - name: a\n    url: x\n    bogus: 1\n", "bogus"},
@@ -314,6 +315,9 @@ func TestLookup(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(ragSpec))
 	f.Add([]byte("steps:\n  - name: a\n    url: x\n"))
+	// Deeper than yamllimit.MaxDepth: refused before go-yaml sees it.
+	f.Add([]byte("steps: " + strings.Repeat("[", 101) + strings.Repeat("]", 101)))
+	f.Add([]byte("steps:\n" + strings.Repeat("- ", 101) + "x\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b)
 		if err != nil {

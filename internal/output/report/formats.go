@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spate-dev/spate/internal/outfile"
 	"github.com/spate-dev/spate/internal/output/htmlreport"
 	"github.com/spate-dev/spate/result"
 )
@@ -118,20 +119,11 @@ func RecordsCSVFiles(w io.Writer, paths []string) error {
 }
 
 // WriteFile writes b to path through a temporary file, creating the
-// directory, so a reader never sees half a report.
+// directory, so a reader never sees half a report; a path that is not a
+// regular file (/dev/null, a FIFO, a link) stays what it is (see
+// outfile.Write).
 func WriteFile(path string, b []byte) error {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("writing report %s: %w", path, err)
-		}
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp) // never left behind
+	if err := outfile.Write(path, b); err != nil {
 		return fmt.Errorf("writing report %s: %w", path, err)
 	}
 	return nil

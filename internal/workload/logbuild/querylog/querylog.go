@@ -234,12 +234,19 @@ func contentText(raw json.RawMessage) (string, error) {
 }
 
 func readCSV(r io.Reader, name, column string) ([]Query, error) {
+	// The record limit is checked as the bytes come in: encoding/csv
+	// holds a whole record, and a quote never closed made the rest of the
+	// file (up to 1 GiB) one.
+	r = capread.Lines(r, maxLine, capread.LineOptions{Name: "query log " + name, CSV: true})
 	cr := csv.NewReader(bufio.NewReader(r))
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
 		return nil, fmt.Errorf("query log %s: empty CSV file (want a header row naming column %q)", name, column)
+	}
+	if le := (*capread.LineError)(nil); errors.As(err, &le) {
+		return nil, fmt.Errorf("query log %s, line 1: the header is over the line limit of %d MiB", name, maxLine>>20)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("query log %s: %w", name, err)
@@ -261,6 +268,9 @@ func readCSV(r io.Reader, name, column string) ([]Query, error) {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
+		}
+		if le := (*capread.LineError)(nil); errors.As(err, &le) {
+			return nil, fmt.Errorf("query log %s, line %d: the record is over the line limit of %d MiB", name, le.Line, maxLine>>20)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("query log %s: %w", name, err)

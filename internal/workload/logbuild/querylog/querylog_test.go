@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -58,6 +60,39 @@ func TestRead(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHostileCSV: a CSV log whose quote never closes, or whose header
+// never ends, is refused at the record limit (16 MiB): encoding/csv read
+// the rest of the file, up to the 1 GiB size limit, as one record.
+func TestHostileCSV(t *testing.T) {
+	for _, tc := range []struct{ name, head, want string }{
+		{"a quote never closed", "prompt\n\"", "l.csv, line 2: the record is over the line limit of 16 MiB"},
+		{"a header without a line end", "prompt", "l.csv, line 1: the header is over the line limit of 16 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 256 MiB that takes no disk: the head, then zero bytes.
+			p := filepath.Join(t.TempDir(), "l.csv")
+			if err := os.WriteFile(p, []byte(tc.head), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, 256<<20); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ReadFile(p, Options{})
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %.300v, want %q", err, tc.want)
+			}
+			// encoding/csv grows its buffers through the 16 MiB it
+			// reads: 130 MiB allocated in all, a fraction held at once.
+			if n := after.TotalAlloc - before.TotalAlloc; n > 192<<20 {
+				t.Errorf("allocated %d MiB, over 192 MiB", n>>20)
 			}
 		})
 	}
