@@ -76,3 +76,48 @@ func TestVectorPasswordNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSecretInResultSections plants keys where features put URLs and
+// errors into the result: a --scrape URL's query (the scrape's error went
+// into server.warnings), --chaos-stats userinfo and query (kept in the
+// chaos section and the HTML report) and a webhook action's userinfo and
+// query (kept in gate.actions, its action and its error): none may appear
+// in the result, the HTML report or what is printed.
+func TestNoSecretInResultSections(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{})
+	defer srv.Close()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "x.yaml")
+	hook := "http://hook:pw-planted-hook@127.0.0.1:1/hook?token=qs-planted-hook"
+	yaml := "apiVersion: spate/v1\nkind: Experiment\nstages: [{name: main, rate: 20, requests: 4}]\nactions:\n"
+	for _, v := range []string{"pass", "fail", "invalid", "error"} {
+		yaml += "  " + v + ": [{webhook: \"" + hook + "\"}]\n"
+	}
+	if err := os.WriteFile(exp, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, html := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	_, stdout, stderr := cli(t, context.Background(), "run", exp, "--target", srv.BaseURL(), "--model", "m",
+		"--output-tokens", "4", "--progress", "0s",
+		"--scrape", "http://127.0.0.1:1/metrics?access_token=qs-planted-scrape",
+		"--chaos-stats", "http://admin:pw-planted-chaos@127.0.0.1:1/admin/stats?k=qs-planted-chaos",
+		"--out", res, "--report", html)
+	texts := map[string]string{"stdout": stdout, "stderr": stderr}
+	for _, p := range []string{res, html} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatalf("%s not written: %v\n%s", p, err, stderr)
+		}
+		texts[filepath.Base(p)] = string(b)
+	}
+	if !strings.Contains(texts["r.json"], `"actions"`) {
+		t.Fatalf("no gate action in the result:\n%s", texts["r.json"])
+	}
+	for name, text := range texts {
+		for _, s := range []string{"pw-planted-hook", "qs-planted-hook", "qs-planted-scrape", "pw-planted-chaos", "qs-planted-chaos"} {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds %q", name, s)
+			}
+		}
+	}
+}

@@ -71,6 +71,7 @@ func (r *Run) Execute(ctx context.Context) (_ *result.Result, err error) {
 		if out == "" {
 			return nil
 		}
+		redactResult(r.red, res) // again: the gate's actions come after the first write
 		return result.Write(out, res)
 	}
 	if err := write(); err != nil {

@@ -40,6 +40,7 @@ func startFailed(ctx context.Context, x *experiment.Experiment, env Env, err err
 		if out == "" {
 			return nil
 		}
+		redactResult(red, res)
 		return result.Write(out, res)
 	}
 	if werr := write(); werr != nil {

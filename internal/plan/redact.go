@@ -2,6 +2,7 @@ package plan
 
 import (
 	"io"
+	"reflect"
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/scrub"
@@ -28,28 +29,79 @@ func redactor(e *experiment.Experiment) *scrub.Redactor {
 			urls = append(urls, s.Faults.URL)
 		}
 	}
+	for _, actions := range x.Actions {
+		for _, a := range actions {
+			urls = append(urls, a.Webhook)
+		}
+	}
 	for _, u := range urls {
 		secrets = append(secrets, scrub.URLSecrets(u)...)
 	}
 	return scrub.NewRedactor(secrets...)
 }
 
-// redactResult masks secrets in the result's free text: warnings and the
-// error samples (the records' messages are redacted already; this covers
-// what features add).
+// redactResult masks secrets in every string of the result, wherever a
+// feature put it (warnings, error samples, the server's and the chaos
+// proxy's sections, the gate's actions, ...): one redaction at the one
+// place every result passes before it is written or reported, so that a
+// field added later cannot leak. The histograms are left alone: base64,
+// no text, and a pattern could match inside one and corrupt it.
 func redactResult(red *scrub.Redactor, res *result.Result) {
-	for i, w := range res.Warnings {
-		res.Warnings[i] = red.String(w)
-	}
-	for i := range res.Scenarios {
-		for j, w := range res.Scenarios[i].Warnings {
-			res.Scenarios[i].Warnings[j] = red.String(w)
-		}
-		for k, v := range res.Scenarios[i].Requests.ErrorSamples {
-			res.Scenarios[i].Requests.ErrorSamples[k] = red.String(v)
-		}
-	}
+	hists := res.Histograms
+	res.Histograms = nil
+	redactValue(red, reflect.ValueOf(res).Elem())
+	res.Histograms = hists
 	res.Provenance.Target = scrub.URL(res.Provenance.Target)
+}
+
+// redactValue masks secrets in every string v holds, recursively: struct
+// fields, slices, map values (and map keys that are strings, which hold
+// error kinds and labels: left as they are) and pointers.
+func redactValue(red *scrub.Redactor, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			if s := v.String(); s != "" {
+				if r := red.String(s); r != s {
+					v.SetString(r)
+				}
+			}
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			e := v.Elem()
+			if v.Kind() == reflect.Interface && e.Kind() != reflect.Pointer {
+				// A value in an interface cannot be set in place: a copy,
+				// redacted, set back.
+				c := reflect.New(e.Type()).Elem()
+				c.Set(e)
+				redactValue(red, c)
+				if v.CanSet() {
+					v.Set(c)
+				}
+				return
+			}
+			redactValue(red, e)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				redactValue(red, v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			redactValue(red, v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := v.MapIndex(k)
+			c := reflect.New(e.Type()).Elem()
+			c.Set(e)
+			redactValue(red, c)
+			v.SetMapIndex(k, c)
+		}
+	}
 }
 
 // redactingWriter masks secrets in every write: progress lines, warnings
