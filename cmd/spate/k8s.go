@@ -67,6 +67,9 @@ func runK8sJob(cmd *cobra.Command, path string, o k8sjob.Options, delay time.Dur
 	if err != nil {
 		return err
 	}
+	if err := k8sjob.CheckSecrets(e.Target.Headers, e.Target.URL, o.Target); err != nil {
+		return usageErr("%v", err)
+	}
 	o.Experiment = b
 	if o.Name == "" {
 		o.Name = k8sjob.NameFor(path)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,12 @@ func TestK8sJobCommand(t *testing.T) {
 		t.Fatalf("--start-at %s is %v after the command ran, want 45 s (+1 s rounding)", at, d)
 	}
 
+	// An experiment whose target carries an Authorization header: it
+	// would be copied into the ConfigMap in plain text.
+	headers := filepath.Join(t.TempDir(), "headers.yaml")
+	if err := os.WriteFile(headers, []byte("apiVersion: spate/v1\nkind: Experiment\ntarget: {url: http://svc:8000/v1, headers: {Authorization: Bearer sk-planted}}\nstages: [{name: a, rate: 1, duration: 1s}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []struct {
 		args []string
 		code int
@@ -60,6 +67,10 @@ func TestK8sJobCommand(t *testing.T) {
 		{[]string{"k8s", "job", exp}, exitUsage},                                        // no --shards
 		{[]string{"k8s", "job", exp, "--shards", "2", "--name", "Bad_Name"}, exitUsage}, // invalid name
 		{[]string{"k8s", "job", "nope.yaml", "--shards", "2"}, exitError},
+		// A credential in the target URL would be stored in the Job's
+		// arguments in plain text.
+		{[]string{"k8s", "job", exp, "--shards", "2", "--target", "http://u:pw-planted@svc:8000/v1"}, exitUsage},
+		{[]string{"k8s", "job", headers, "--shards", "2"}, exitUsage},
 	} {
 		if code, _, stderr := cli(t, context.Background(), bad.args...); code != bad.code {
 			t.Errorf("%v: exit %d, want %d (%s)", bad.args, code, bad.code, stderr)

@@ -13,8 +13,10 @@ package k8sjob
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/spate-dev/spate/internal/scrub"
 )
 
 // Paths inside the pod.
@@ -58,6 +62,45 @@ type Options struct {
 	// /results, so the result files outlive the pods; otherwise /results is
 	// an emptyDir and the results are read from the pods' logs.
 	ResultsClaim string
+}
+
+// credentialHeader matches the names of header fields that carry
+// credentials.
+var credentialHeader = regexp.MustCompile(`(?i)auth|key|token|secret|cookie|passw|session|signature`)
+
+// CheckSecrets refuses what the manifest would otherwise store in plain
+// text, in the ConfigMap (the experiment file) or the pods' arguments
+// (--target): header fields whose names say they carry credentials, and a
+// target URL with a password or a query. Only $OPENAI_API_KEY travels in
+// a Secret (--api-key-secret).
+func CheckSecrets(headers map[string]string, urls ...string) error {
+	var names []string
+	for k, v := range headers {
+		if v != "" && credentialHeader.MatchString(k) {
+			names = append(names, k)
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		return fmt.Errorf("the experiment's target.headers %s would be stored in plain text in the ConfigMap: remove them from the file and pass the API key with --api-key-secret (a Secret whose key api-key becomes $OPENAI_API_KEY in the pods)", strings.Join(names, ", "))
+	}
+	for _, raw := range urls {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || raw == "" {
+			continue
+		}
+		secret := false
+		if _, ok := u.User.Password(); ok {
+			secret = true
+		}
+		for k := range u.Query() {
+			secret = secret || credentialHeader.MatchString(k)
+		}
+		if secret {
+			return fmt.Errorf("the target URL %s carries a password or a credential in its query, which would be stored in plain text in the manifest: take it out of the URL and pass the API key with --api-key-secret", scrub.URL(raw))
+		}
+	}
+	return nil
 }
 
 // Labels put on every object and pod.

@@ -166,3 +166,30 @@ func TestNameFor(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckSecrets: header fields that carry credentials and a target URL
+// with a password or a credential in its query are refused (they were
+// copied into the ConfigMap and the pods' arguments in plain text);
+// ordinary headers and queries pass.
+func TestCheckSecrets(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		urls    []string
+		refused string
+	}{
+		{"plain", map[string]string{"X-Tenant": "a"}, []string{"http://svc:8000/v1?api-version=2024-02-01"}, ""},
+		{"authorization", map[string]string{"Authorization": "Bearer sk-x"}, nil, "Authorization"},
+		{"api key header", map[string]string{"X-Api-Key": "k"}, nil, "X-Api-Key"},
+		{"userinfo", nil, []string{"http://u:pw@svc/v1"}, "password"},
+		{"query key", nil, []string{"", "http://svc/v1?api_key=k"}, "query"},
+	} {
+		err := CheckSecrets(c.headers, c.urls...)
+		if (err == nil) != (c.refused == "") || err != nil && !strings.Contains(err.Error(), c.refused) {
+			t.Errorf("%s: %v, want refused %q", c.name, err, c.refused)
+		}
+		if err != nil && (strings.Contains(err.Error(), "sk-x") || strings.Contains(err.Error(), ":pw@")) {
+			t.Errorf("%s: the error repeats the secret: %v", c.name, err)
+		}
+	}
+}
