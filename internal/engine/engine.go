@@ -113,6 +113,12 @@ type Config struct {
 	// engine is record Seq n×SeqStride+SeqOffset (SeqStride 0 means 1), so
 	// that a shard's records carry the run's request index.
 	SeqStride, SeqOffset uint64
+	// SeqBase is added to every record's Seq: a later stage of a run,
+	// whose requests go on from the earlier stages' in the workload
+	// (workload.Offset), numbers its records by their index there, which
+	// is what observers match requests by (a probe schedule, a
+	// conversation).
+	SeqBase uint64
 }
 
 // Outcome says how a run went.
@@ -278,5 +284,5 @@ func (r *run) cancel(done <-chan struct{}, cancel context.CancelFunc, hurry bool
 
 // seq is the record number of request n (see Config.SeqStride).
 func (r *run) seq(n uint64) uint64 {
-	return n*max(r.cfg.SeqStride, 1) + r.cfg.SeqOffset
+	return r.cfg.SeqBase + n*max(r.cfg.SeqStride, 1) + r.cfg.SeqOffset
 }

@@ -52,14 +52,13 @@ func startSim(t *testing.T, vulnerability float64) (*sim.Server, string) {
 func runProbes(t *testing.T, target string, suites []string, fraction float64, requests int, stream bool) (result.Scenario, map[string]int) {
 	t.Helper()
 	res, sent := runStages(t, target, suites, fraction, stream, []runner.Stage{{Name: "probes", Concurrency: 4, Requests: requests}})
-	return res.Scenarios[0], sent
+	return res.Scenarios[0], sent[0]
 }
 
 // runStages runs stages of load with probes through spate's engine; sent
-// counts the probes per family the schedule puts in the first stage.
-func runStages(t *testing.T, target string, suites []string, fraction float64, stream bool, stages []runner.Stage) (*result.Result, map[string]int) {
+// counts the probes per family the schedule puts in each stage.
+func runStages(t *testing.T, target string, suites []string, fraction float64, stream bool, stages []runner.Stage) (*result.Result, []map[string]int) {
 	t.Helper()
-	requests := stages[0].Requests
 	ss, err := probe.Load(suites)
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +68,19 @@ func runStages(t *testing.T, target string, suites []string, fraction float64, s
 		t.Fatal(err)
 	}
 	sched := probe.Schedule{Set: set, Fraction: fraction}
-	sent := map[string]int{}
-	for n := range uint64(requests) {
-		if i, ok := sched.ProbeAt(n); ok {
-			su, _ := set.At(i)
-			sent[su.Family]++
+	// What each stage sends: the stages go on through the workload, each
+	// after the requests of the ones before it.
+	var sent []map[string]int
+	var from uint64
+	for _, st := range stages {
+		m := map[string]int{}
+		for n := from; n < from+uint64(st.Requests); n++ {
+			if i, ok := sched.ProbeAt(n); ok {
+				su, _ := set.At(i)
+				m[su.Family]++
+			}
 		}
+		sent, from = append(sent, m), from+uint64(st.Requests)
 	}
 	src, err := probe.Mix(workload.Synthetic{Input: workload.Lengths{Mean: 16, Min: 1}, Output: workload.Lengths{Mean: 8, Min: 1}, Seed: 1}, sched)
 	if err != nil {
@@ -210,11 +216,13 @@ func TestPerStageVulnerability(t *testing.T) {
 		{Name: "attacked", Concurrency: 4, Requests: 56, Faults: &runner.Faults{URL: admin, Set: map[string]any{"vulnerability": 1}}},
 	})
 	base, hit := res.Scenarios[0].Probes.Overall, res.Scenarios[1].Probes.Overall
-	n := sent["system-prompt-extraction"] // the same in both stages: each counts its requests from 0
+	// The second stage goes on through the workload: its own probes.
+	n := sent[0]["system-prompt-extraction"]
 	if base.AttackSuccess.K != 0 || base.Leak.K != 0 || base.AttackSuccess.N != n {
 		t.Errorf("baseline: success %+v, leak %+v, want 0 of %d", base.AttackSuccess, base.Leak, n)
 	}
-	if hit.AttackSuccess.K != n || hit.AttackSuccess.N != n || hit.Leak.K != n || hit.FalseRefusal.K != 0 || hit.FalseRefusal.N != sent["benign"] {
-		t.Errorf("attacked: success %+v, leak %+v, false refusal %+v, want %d of %d and none of %d", hit.AttackSuccess, hit.Leak, hit.FalseRefusal, n, n, sent["benign"])
+	n = sent[1]["system-prompt-extraction"]
+	if hit.AttackSuccess.K != n || hit.AttackSuccess.N != n || hit.Leak.K != n || hit.FalseRefusal.K != 0 || hit.FalseRefusal.N != sent[1]["benign"] {
+		t.Errorf("attacked: success %+v, leak %+v, false refusal %+v, want %d of %d and none of %d", hit.AttackSuccess, hit.Leak, hit.FalseRefusal, n, n, sent[1]["benign"])
 	}
 }

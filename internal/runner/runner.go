@@ -377,7 +377,7 @@ func runStage(ctx context.Context, p Plan, st Stage, rw *record.Writer, prev thr
 	case st.Source != nil:
 		ecfg.Source = st.Source
 	case p.Source != nil && st.Trace == nil:
-		ecfg.Source = workload.Offset(p.Source, asked)
+		ecfg.Source, ecfg.SeqBase = workload.Offset(p.Source, asked), asked
 	}
 	mode := "closed"
 	if st.Concurrency <= 0 {
