@@ -32,16 +32,23 @@ func Sweep(w io.Writer, r *result.Result, minGoodput float64) error {
 		return err
 	}
 	k := metrics.Knee(r.Scenarios, minGoodput)
-	var skipped []string
+	var skipped, imprecise []string
 	for i := k + 1; i < len(r.Scenarios); i++ {
 		sc := r.Scenarios[i]
-		if !sc.Load.Valid && sc.Requests.Succeeded > 0 && sc.Goodput.Fraction >= minGoodput {
+		switch {
+		case !sc.Load.Valid && sc.Requests.Succeeded > 0 && sc.Goodput.Fraction >= minGoodput:
 			skipped = append(skipped, sc.Name)
+		case sc.Load.Valid && metrics.Imprecise(&sc, minGoodput):
+			g := sc.MeasurementError.Goodput
+			imprecise = append(imprecise, fmt.Sprintf("%s, goodput in [%.1f %%, %.1f %%]", sc.Name, 100*g.Low, 100*g.High))
 		}
 	}
 	note := ""
 	if len(skipped) > 0 {
 		note = fmt.Sprintf(" (skipped %s: met the SLO but the measurement was invalid)", strings.Join(skipped, ", "))
+	}
+	if len(imprecise) > 0 {
+		note += fmt.Sprintf(" (cannot tell %s: responses read late put the target inside its range)", strings.Join(imprecise, "; "))
 	}
 	if k >= 0 {
 		sc := r.Scenarios[k]
