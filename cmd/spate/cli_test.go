@@ -62,3 +62,22 @@ func TestOutShorthand(t *testing.T) {
 		t.Errorf("capacity -o: exit %d %s", code, stderr)
 	}
 }
+
+// TestUsageErrorsSuggest: an unknown subcommand is a usage error (exit 2,
+// it was 1) with cobra's suggestion, and an unknown flag near a known one
+// says which was meant.
+func TestUsageErrorsSuggest(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rn"}, "Did you mean this?\n\trun"},
+		{[]string{"run", "--concurrencyy", "3"}, "did you mean --concurrency?"},
+		{[]string{"compare", "--alpah", "0.05", "a.json", "b.json"}, "did you mean --alpha?"},
+	} {
+		code, _, stderr := cli(t, context.Background(), c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q: want %d and %q", c.args, code, stderr, exitUsage, c.want)
+		}
+	}
+}

@@ -13,13 +13,16 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/internal/interrupt"
 	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/internal/scrub"
+	"github.com/spate-dev/spate/internal/suggest"
 	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/internal/verdict/compare"
 	"github.com/spate-dev/spate/internal/workload/logbuild"
@@ -76,7 +79,10 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "spate: %v\n", redact(ee.err))
 		return ee.code
-	case errors.Is(err, spate.ErrInvalid), errors.Is(err, report.ErrUsage), errors.Is(err, capacity.ErrUsage), errors.Is(err, compare.ErrUsage), errors.Is(err, logbuild.ErrUsage):
+	case errors.Is(err, spate.ErrInvalid), errors.Is(err, report.ErrUsage), errors.Is(err, capacity.ErrUsage), errors.Is(err, compare.ErrUsage), errors.Is(err, logbuild.ErrUsage),
+		strings.HasPrefix(err.Error(), "unknown command "):
+		// Cobra's unknown command (with its "Did you mean this?") is a
+		// usage error like an unknown flag.
 		fmt.Fprintf(stderr, "spate: %v\n", redact(err))
 		return exitUsage
 	}
@@ -99,7 +105,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitErr{code: exitUsage, err: fmt.Errorf("%w\nrun '%s --help' for usage", err, c.CommandPath())}
+		return &exitErr{code: exitUsage, err: fmt.Errorf("%w%s\nrun '%s --help' for usage", err, suggestFlag(c, err), c.CommandPath())}
 	})
 	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newInitCmd(), newSchemaCmd(),
 		newReportCmd(), newCompareCmd(), newCapacityCmd(), newWorkloadCmd(), newChaosCmd(), newProbeCmd(),
@@ -129,4 +135,23 @@ func newRootCmd() *cobra.Command {
 		}
 	}
 	return root
+}
+
+// suggestFlag is "; did you mean --NAME?" for an unknown flag within a
+// typo of one of c's flags, else "".
+func suggestFlag(c *cobra.Command, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if best := suggest.Closest(name, names); best != "" {
+		return "; did you mean --" + best + "?"
+	}
+	return ""
 }

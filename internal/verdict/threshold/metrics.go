@@ -1,6 +1,10 @@
 package threshold
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/spate-dev/spate/internal/suggest"
+)
 
 // kind says what a metric (or an aggregate of it) measures, and so which
 // units its threshold value may carry.
@@ -137,35 +141,5 @@ func suggestMetric(name string) string {
 			return base
 		}
 	}
-	best, bestDist := "", 3 // suggest only within an edit distance of 2
-	for _, n := range append(KnownDistributions(), KnownScalars()...) {
-		if d := editDistance(name, n); d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between two short ASCII names.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 1 << 30 // not worth comparing; nothing known is that long
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return suggest.Closest(name, append(KnownDistributions(), KnownScalars()...))
 }
