@@ -86,7 +86,17 @@ func measurement(b *strings.Builder, r *result.Result) {
 	if len(r.Scenarios) == 0 {
 		return
 	}
+	var empty []string
+	for _, sc := range r.Scenarios {
+		if sc.Requests.Succeeded == 0 {
+			empty = append(empty, sc.Name)
+		}
+	}
 	bad := verdict.InvalidStages(r)
+	if len(empty) > 0 && len(bad) == 0 {
+		fmt.Fprintf(b, "measurement: none: no request succeeded in stage %s\n", strings.Join(empty, ", "))
+		return
+	}
 	if len(bad) == 0 {
 		b.WriteString("measurement: valid")
 		if w, what := widestError(r); w > 0 {
@@ -222,14 +232,20 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 	if c := sc.Checks; c != nil {
 		fmt.Fprintf(b, "checks     %d of %d answers passed (%.1f %%) · sTPS %.2f tasks/s (checked %.2f)\n", c.Passed, c.Checked, 100*c.PassRate, sc.Throughput.STPS, c.STPSChecked)
 	}
-	answers(b, sc)
+	if sc.Requests.Succeeded > 0 {
+		answers(b, sc) // of answers that came: none did, nothing to say of how they ended
+	}
 	breakdown(b, sc)
 	server(b, sc.Server)
 	resilience(b, sc.Resilience)
 	if t := metrics.IntervalText(sc.Intervals); t != "" {
 		fmt.Fprintf(b, "interval   %s\n", t)
 	}
-	validity(b, l)
+	if sc.Requests.Succeeded > 0 {
+		validity(b, l)
+	} else {
+		b.WriteString("validity   nothing measured: no request succeeded\n")
+	}
 	measurementError(b, sc.MeasurementError)
 	for _, th := range sc.Thresholds {
 		mark := "✓"

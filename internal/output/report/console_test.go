@@ -200,7 +200,7 @@ func TestThresholdsCannotJudge(t *testing.T) {
 func TestMeasurementErrorShown(t *testing.T) {
 	lo, hi := 151.8, 164.6
 	r := &result.Result{Schema: result.Schema, ThresholdsPassed: true, Scenarios: []result.Scenario{{
-		Name: "main", Load: result.Load{Mode: "closed", Valid: true},
+		Name: "main", Load: result.Load{Mode: "closed", Valid: true}, Requests: result.Requests{Total: 195, Succeeded: 195},
 		Thresholds: []result.ThresholdOutcome{{Expr: "p99(ttft) < 800ms", Value: 164.6, Pass: true, Low: &lo, High: &hi}},
 		MeasurementError: &result.MeasurementError{
 			Figures: map[string]result.FigureError{"ttft_ms": {Late: 6, Count: 195, BoundMS: 29.6, HighOnly: true, P99: result.Range{Low: 151.8, High: 164.6}}},
@@ -229,5 +229,25 @@ func TestMeasurementErrorShown(t *testing.T) {
 		if !strings.Contains(m.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, m.String())
 		}
+	}
+}
+
+// TestAllFailedSaysNothingMeasured: a stage in which no request succeeded
+// is not "valid" and shows no answers line (a token drop of 100 % of
+// answers that never came): it says nothing was measured.
+func TestAllFailedSaysNothingMeasured(t *testing.T) {
+	drop := 1.0
+	r := &result.Result{Schema: result.Schema, Scenarios: []result.Scenario{{
+		Name: "main", Load: result.Load{Mode: "open", Valid: true},
+		Requests: result.Requests{Total: 10, Failed: 10, Errors: map[string]int{"connect_reset": 10}},
+		Output:   &result.Output{DroppedTokens: 640, ExactRequests: 10, TokenDropRate: &drop},
+	}}}
+	var c bytes.Buffer
+	if err := Console(&c, r); err != nil {
+		t.Fatal(err)
+	}
+	out := c.String()
+	if strings.Contains(out, "measurement: valid") || strings.Contains(out, "token drop") || !strings.Contains(out, "measurement: none: no request succeeded in stage main") {
+		t.Errorf("console:\n%s", out)
 	}
 }
