@@ -51,6 +51,7 @@ func NewSet(suites []*Suite) (*Set, error) {
 			req := &workload.Request{
 				Messages:   p.messages(),
 				MaxTokens:  su.MaxTokens,
+				StopFree:   true, // an answer the model may end: judged on what it says
 				KeepAnswer: true,
 				Intent:     IntentPrefix + su.Family,
 			}

@@ -32,6 +32,10 @@ type Request struct {
 	Messages []Message
 	// MaxTokens is the number of output tokens to ask for (0: server's default).
 	MaxTokens int
+	// StopFree lets the model end its answer when it is done even when the
+	// run asks for exact output lengths (--ignore-eos): a probe's answer,
+	// judged on what it says, must not be forced past its end.
+	StopFree bool
 	// InputTokens is the prompt's length in tokens when the source knows it
 	// (synthetic prompts), else 0.
 	InputTokens int

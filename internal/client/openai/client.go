@@ -299,7 +299,7 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 		b.Prompt = &p
 	}
 	b.MaxTokens = req.MaxTokens
-	b.IgnoreEOS = c.cfg.IgnoreEOS && req.MaxTokens > 0
+	b.IgnoreEOS = c.cfg.IgnoreEOS && req.MaxTokens > 0 && !req.StopFree
 	b.Temperature, b.TopP = req.Temperature, req.TopP
 	if req.Model != "" {
 		b.Model = req.Model // an intent's model (a LoRA adapter)
@@ -332,7 +332,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	if !ranked(c.cfg.API) {
 		rec.RequestedOutput = req.MaxTokens
-		rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0
+		rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0 && !req.StopFree
 	}
 	if c.raw != nil && c.doRaw(ctx, req, rec, body) {
 		return

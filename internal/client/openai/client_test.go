@@ -405,6 +405,12 @@ func TestBody(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("body\n%s\nwant\n%s", b, want)
 	}
+	// A probe's request may end when the model is done: no ignore_eos
+	// (probes were forced 200 tokens past their answer, 100 % truncated).
+	b, _ = c.Body(&workload.Request{Prompt: "hi", MaxTokens: 8, StopFree: true})
+	if strings.Contains(string(b), "ignore_eos") {
+		t.Fatalf("a stop-free request asks ignore_eos: %s", b)
+	}
 }
 
 // BenchmarkReadStream measures the client's cost per streamed event: SSE
