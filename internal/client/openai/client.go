@@ -333,6 +333,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	if !ranked(c.cfg.API) {
 		rec.RequestedOutput = req.MaxTokens
 		rec.ExactOutput = c.cfg.IgnoreEOS && req.MaxTokens > 0 && len(req.Body) == 0 && !req.StopFree
+		// The prompt's known length until the server's usage says
+		// otherwise: a request refused for its length (an HTTP 400) keeps
+		// it, and lands in its bucket of the context curve, not 0–512.
+		rec.InputTokens = req.InputTokens
 	}
 	if c.raw != nil && c.doRaw(ctx, req, rec, body) {
 		return

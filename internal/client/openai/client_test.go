@@ -337,12 +337,18 @@ func TestFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			rec := do(newClient(t, srv.URL, tc.mod), &workload.Request{Prompt: "p"})
+			rec := do(newClient(t, srv.URL, tc.mod), &workload.Request{Prompt: "p", InputTokens: 5000})
 			if rec.Err != tc.want || !strings.Contains(rec.ErrMsg, tc.msg) {
 				t.Fatalf("err %q %q, want %q containing %q", rec.Err, rec.ErrMsg, tc.want, tc.msg)
 			}
 			if rec.End.IsZero() {
 				t.Fatal("a failed record has no end time")
+			}
+			// A failed request keeps its prompt's known length, so that a
+			// request refused for its length lands in its bucket of the
+			// context curve (it had 0 tokens: the 0–512 bucket).
+			if rec.InputTokens != 5000 {
+				t.Fatalf("input tokens %d of a failed request, want the prompt's 5000", rec.InputTokens)
 			}
 		})
 	}
