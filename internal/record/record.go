@@ -255,6 +255,8 @@ type Step struct {
 	Gaps       []time.Duration
 	Chunks     int
 	Tokens     int
+	// TokensFromUsage says Tokens is the server's usage, not Chunks.
+	TokensFromUsage bool
 }
 
 // Reset clears r for reuse, keeping its slices' capacity.

@@ -72,7 +72,7 @@ func readStream(body io.Reader, st *record.Step) ([]byte, error) {
 	}
 	st.Tokens = st.Chunks
 	if usage >= 0 {
-		st.Tokens = usage
+		st.Tokens, st.TokensFromUsage = usage, true
 	}
 	return text, nil
 }

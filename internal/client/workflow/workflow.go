@@ -140,8 +140,32 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 		}
 	}
 	rec.End = time.Now()
-	rec.FirstToken = rec.End
 	rec.Status = 200
+	answer(rec)
+}
+
+// answer sets a finished workflow's run-level figures from its answer:
+// the last step that streamed content is what its user sees come, so the
+// run's TTFT is the time to that step's first token, and its gaps and
+// output tokens (its usage) are that step's: the answer's ITL and TPOT.
+// With no streamed step the answer comes whole: TTFT is the time to the
+// end (E2E) and there are no tokens (docs/vector.md).
+func answer(rec *record.Record) {
+	rec.FirstToken = rec.End
+	for i := len(rec.Steps) - 1; i >= 0; i-- {
+		s := &rec.Steps[i]
+		if s.FirstToken.IsZero() {
+			continue
+		}
+		rec.FirstToken, rec.Chunks = s.FirstToken, s.Chunks
+		rec.Gaps = append(rec.Gaps[:0], s.Gaps...)
+		if s.TokensFromUsage {
+			// Counted by the server; a count of events is no count of
+			// tokens, so without usage the answer has none (no TPOT).
+			rec.OutputTokens, rec.OutputSource = s.Tokens, record.TokensUsage
+		}
+		return
+	}
 }
 
 // run sends one step and returns its extracted values and its response

@@ -364,3 +364,34 @@ func TestDocExample(t *testing.T) {
 		t.Errorf("steps %s", got)
 	}
 }
+
+// TestRunLevelFiguresAreTheAnswers: a workflow's run-level TTFT, gaps and
+// output tokens are those of its last streamed step, the answer its user
+// sees come (they were TTFT = E2E and 0 tokens whatever streamed); with no
+// streamed step, TTFT is the time to the whole answer and there are no
+// tokens; a step's event count without usage is no token count.
+func TestRunLevelFiguresAreTheAnswers(t *testing.T) {
+	t0 := time.Now()
+	streamed := record.Step{Name: "generate", Start: t0.Add(30 * time.Millisecond), End: t0.Add(90 * time.Millisecond),
+		FirstToken: t0.Add(50 * time.Millisecond), Gaps: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond},
+		Chunks: 3, Tokens: 3, TokensFromUsage: true}
+	for _, c := range []struct {
+		name   string
+		steps  []record.Step
+		ttft   time.Duration
+		tokens int
+		gaps   int
+	}{
+		{"streamed answer", []record.Step{{Name: "retrieve", End: t0.Add(30 * time.Millisecond)}, streamed}, 50 * time.Millisecond, 3, 2},
+		{"no usage", []record.Step{{Name: "retrieve"}, func() record.Step { s := streamed; s.TokensFromUsage = false; return s }()}, 50 * time.Millisecond, 0, 2},
+		{"nothing streamed", []record.Step{{Name: "retrieve"}, {Name: "generate"}}, 100 * time.Millisecond, 0, 0},
+	} {
+		rec := &record.Record{}
+		rec.Reset()
+		rec.Sent, rec.End, rec.Steps = t0, t0.Add(100*time.Millisecond), c.steps
+		answer(rec)
+		if ttft, _ := rec.TTFT(); ttft != c.ttft || rec.OutputTokens != c.tokens || len(rec.Gaps) != c.gaps {
+			t.Errorf("%s: TTFT %v, %d tokens, %d gaps; want %v, %d, %d", c.name, ttft, rec.OutputTokens, len(rec.Gaps), c.ttft, c.tokens, c.gaps)
+		}
+	}
+}
