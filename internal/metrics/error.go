@@ -211,14 +211,8 @@ func Bounds(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		}
 		return scalarBounds(sc, base)
 	}
-	key := base + "_ms"
-	switch base {
-	case "tokens_per_chunk":
-		return 0, 0, false
-	case "ttft_sent", "e2e_sent":
-		key = strings.TrimSuffix(base, "_sent") + "_ms"
-	}
-	fe, has := me.Figures[key]
+	key := distKey(base)
+	fe, has := me.Figures[key] // none for tokens per chunk: a count, exact
 	if !has || fe.Late == 0 || agg == "count" { // a count is exact
 		return 0, 0, false
 	}

@@ -109,14 +109,10 @@ func Interval(sc *result.Scenario, hist map[string]string, agg string, percentil
 	if agg != "percentile" || strings.Contains(metric, "@input:") {
 		return 0, 0, false
 	}
-	key := metric + "_ms"
-	switch metric {
-	case "tokens_per_chunk":
+	if metric == TokensPerChunk {
 		return 0, 0, false
-	case "ttft_sent", "e2e_sent":
-		key = strings.TrimSuffix(metric, "_sent") + "_ms"
 	}
-	h := decoded(hist, key)
+	h := decoded(hist, distKey(metric))
 	if h == nil || h.TotalCount() == 0 {
 		return 0, 0, false
 	}

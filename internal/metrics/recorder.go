@@ -758,13 +758,7 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		}
 		return 0, false
 	}
-	key := metric + "_ms"
-	switch metric {
-	case "tokens_per_chunk":
-		key = metric
-	case "ttft_sent", "e2e_sent":
-		key = strings.TrimSuffix(metric, "_sent") + "_ms"
-	}
+	key := distKey(metric)
 	if inBucket {
 		key = bucketHistKey(bucket, key)
 	}
@@ -795,6 +789,19 @@ func Lookup(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		return float64(d.Count), true
 	}
 	return float64(h.ValueAtPercentile(percentile)) / scale, true
+}
+
+// distKey is the histogram key of a distribution a threshold names:
+// ttft → ttft_ms, ttft_sent → ttft_ms (the send-time figure),
+// tokens_per_chunk as it is.
+func distKey(metric string) string {
+	switch metric {
+	case TokensPerChunk:
+		return metric
+	case "ttft_sent", "e2e_sent":
+		return strings.TrimSuffix(metric, "_sent") + "_ms"
+	}
+	return metric + "_ms"
 }
 
 // TaskDone reports whether a finished request is a semantic task done, as

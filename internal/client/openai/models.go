@@ -27,17 +27,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	defer cancel()
 	base := strings.TrimRight(c.cfg.BaseURL, "/")
 	where := scrub.URL(base) + "/models"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, Endpoint(c.cfg.BaseURL, "/models"), nil)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range c.cfg.Headers {
-		req.Header[k] = v
-	}
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.getModels(ctx, Endpoint(c.cfg.BaseURL, "/models"))
 	if err != nil {
 		_, msg := classify(ctx, err)
 		return nil, fmt.Errorf("target %s is unreachable: %s", scrub.URL(base), msg)
@@ -77,17 +67,7 @@ func (c *Client) v1Lists(ctx context.Context, base string) (string, bool) {
 	if u, err := url.Parse(base); err != nil || strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 		return "", false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, Endpoint(v1, "/models"), nil)
-	if err != nil {
-		return "", false
-	}
-	for k, v := range c.cfg.Headers {
-		req.Header[k] = v
-	}
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.getModels(ctx, Endpoint(v1, "/models"))
 	if err != nil {
 		return "", false
 	}
@@ -147,4 +127,20 @@ func (c *Client) Check(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// getModels sends GET to a models listing with the target's headers and
+// key.
+func (c *Client) getModels(ctx context.Context, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range c.cfg.Headers {
+		req.Header[k] = v
+	}
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	return c.http.Do(req)
 }
