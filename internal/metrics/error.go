@@ -212,7 +212,7 @@ func Bounds(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		return scalarBounds(sc, base)
 	}
 	key := distKey(base)
-	fe, has := me.Figures[key] // none for tokens per chunk: a count, exact
+	fe, has := me.Figures[key]                  // none for tokens per chunk: a count, exact
 	if !has || fe.Late == 0 || agg == "count" { // a count is exact
 		return 0, 0, false
 	}
