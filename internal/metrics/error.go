@@ -212,8 +212,9 @@ func Bounds(sc *result.Scenario, hist map[string]string, agg string, percentile 
 		return scalarBounds(sc, base)
 	}
 	key := distKey(base)
-	fe, has := me.Figures[key]                  // none for tokens per chunk: a count, exact
-	if !has || fe.Late == 0 || agg == "count" { // a count is exact
+	// Counts are exact: tokens per chunk has no error, nor has count().
+	fe, has := me.Figures[key]
+	if !has || fe.Late == 0 || agg == "count" {
 		return 0, 0, false
 	}
 	v, ok := Lookup(sc, hist, agg, percentile, metric)
