@@ -528,6 +528,11 @@ func parent(p string) string {
 	return "$"
 }
 
+// MinProgress is the shortest interval between progress lines: shorter
+// floods the terminal (1ns printed 63,787 lines a second) and costs the
+// run CPU.
+const MinProgress = 100 * time.Millisecond
+
 // Problems reports what is wrong with the experiment's shape, as far as
 // this package can tell without the parsers of lengths, thresholds, SLOs
 // and arrivals (spate.Validate runs those too): enumerations, stages that
@@ -547,6 +552,9 @@ func (e *Experiment) Problems() []Problem {
 	case "", "auto", "true", "false":
 	default:
 		at("$.target.ignoreEOS", "ignoreEOS %q: use auto, true or false", e.Target.IgnoreEOS)
+	}
+	if p := e.Outputs.Progress; p != nil && *p > 0 && *p < MinProgress {
+		at("$.outputs.progress", "progress: %v would print a line every %v: give %v or more, or 0 for none", *p, *p, MinProgress)
 	}
 	if e.Target.Logprobs < 0 || e.Target.Logprobs > 20 {
 		at("$.target.logprobs", "logprobs %d: ask for 1 to 20 top logprobs a token (0: none)", e.Target.Logprobs)

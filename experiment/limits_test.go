@@ -16,6 +16,8 @@ func TestValueProblems(t *testing.T) {
 		{"drain", head + "stages: [{name: a, rate: 1, duration: 1s, drainTimeout: -2s}]\n", "drainTimeout: -2s is negative"},
 		{"lag bound", head + "measurement: {lagBound: -1ms}\n" + stage, "lagBound: -1ms is negative"},
 		{"progress", head + "outputs: {progress: -1s}\n" + stage, "progress: -1s is negative"},
+		// a line every nanosecond floods the terminal
+		{"progress flood", head + "outputs: {progress: 1ns}\n" + stage, "progress: 1ns would print a line every 1ns: give 100ms or more, or 0 for none"},
 		{"ramp", head + "stages: [{name: a, rate: 2, rampFrom: -1, duration: 1s}]\n", "rampFrom: -1 is not a number >= 0"},
 		// a negative rate names the rate, not "give exactly one of ..."
 		{"rate", head + "stages: [{name: a, rate: -5, duration: 1s}]\n", "x.yaml:3:26: rate: -5 is not a number >= 0"},
