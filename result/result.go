@@ -11,8 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spate-dev/spate/internal/capread"
@@ -481,6 +483,11 @@ func Read(path string) (*Result, error) {
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) && strings.Contains(err.Error(), "after top-level value") {
+			// One JSON value a line: a --records file, not a result.
+			return nil, fmt.Errorf("reading result %s: it holds one JSON value a line, as a --records file does, not a result: give the result file (--out)", path)
+		}
 		return nil, fmt.Errorf("reading result %s: %w", path, err)
 	}
 	if r.Schema != Schema {

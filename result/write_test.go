@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -41,5 +42,19 @@ func TestWriteConcurrentWritersOnePath(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
 		t.Errorf("mode %v, want 0644", fi.Mode().Perm())
+	}
+}
+
+// TestReadRecordsFile: a --records file given where a result goes is named
+// for what it is (it failed as "invalid character '{' after top-level
+// value").
+func TestReadRecordsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.rec")
+	if err := os.WriteFile(path, []byte("{\"seq\":0}\n{\"seq\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Read(path)
+	if err == nil || !strings.Contains(err.Error(), "as a --records file does") || strings.Contains(err.Error(), "invalid character") {
+		t.Fatalf("error %v", err)
 	}
 }
