@@ -11,12 +11,14 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/spate-dev/spate/internal/capread"
+	"github.com/spate-dev/spate/internal/suggest"
 	"github.com/spate-dev/spate/internal/yamllimit"
 )
 
@@ -380,7 +383,7 @@ func Load(path string) (*Experiment, error) {
 func Parse(data []byte, name string) (*Experiment, error) {
 	var e Experiment
 	if err := unmarshal(data, &e); err != nil {
-		return nil, yamlError(name, err)
+		return nil, yamlError(name, data, err, reflect.TypeOf(e))
 	}
 	e.source, e.name = data, name
 	var ps []Problem
@@ -437,19 +440,79 @@ func unmarshal(data []byte, e any) (err error) {
 }
 
 // yamlError turns a go-yaml error into "file:line:col: message" plus the
-// source excerpt it shows.
-func yamlError(name string, err error) error {
+// source excerpt it shows, in the words of the file rather than of Go: an
+// unknown key with the known key it is nearest (of the keys of t, the
+// type read into), a number where a duration goes with the unit it lacks,
+// and a duration that does not parse at the place it is in data.
+func yamlError(name string, data []byte, err error, t reflect.Type) error {
 	var se yaml.Error
 	if errors.As(err, &se) && se.GetToken() != nil {
-		pos := se.GetToken().Position
+		tok := se.GetToken()
+		pos := tok.Position
 		msg := se.GetMessage()
 		hint := ""
-		if strings.Contains(msg, "unknown field") {
+		switch {
+		case strings.Contains(msg, "unknown field"):
 			hint = " (check the spelling: unknown keys are errors; see spate run --help for the fields)"
+			if key, ok := quoted(msg); ok {
+				if best := suggest.Closest(key, yamlKeys(t)); best != "" {
+					hint = fmt.Sprintf(" (did you mean %s?)", best)
+				}
+			}
+		case strings.Contains(msg, "of type time.Duration"):
+			msg = fmt.Sprintf("%s is not a duration: give it a unit, e.g. %sms or %ss", tok.Value, tok.Value, tok.Value)
 		}
 		return fmt.Errorf("%s:%d:%d: %s%s\n%s", name, pos.Line, pos.Column, msg, hint, excerpt(err))
 	}
+	// A duration that does not parse ("5x0ms") comes without a position:
+	// the place of its text in the file, when it is there once.
+	if v, ok := quoted(err.Error()); ok && strings.Contains(err.Error(), "in duration") && bytes.Count(data, []byte(v)) == 1 {
+		i := bytes.Index(data, []byte(v))
+		line := bytes.Count(data[:i], []byte("\n")) + 1
+		col := i - bytes.LastIndexByte(data[:i], '\n')
+		return fmt.Errorf("%s:%d:%d: %q is not a duration: write a number and a unit (ms, s, m, h), e.g. 500ms", name, line, col, v)
+	}
 	return fmt.Errorf("%s: %v", name, err)
+}
+
+// quoted is the last double-quoted string in msg.
+func quoted(msg string) (string, bool) {
+	j := strings.LastIndexByte(msg, '"')
+	if j <= 0 {
+		return "", false
+	}
+	i := strings.LastIndexByte(msg[:j], '"')
+	if i < 0 {
+		return "", false
+	}
+	return msg[i+1 : j], true
+}
+
+// yamlKeys lists every YAML key of t and the types within it, for the
+// "did you mean" of an unknown key.
+func yamlKeys(t reflect.Type) []string {
+	seen := map[reflect.Type]bool{}
+	var keys []string
+	var walk func(reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			k := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if f.IsExported() && k != "" && k != "-" {
+				keys = append(keys, k)
+			}
+			walk(f.Type)
+		}
+	}
+	walk(t)
+	return keys
 }
 
 func excerpt(err error) string {
@@ -686,7 +749,7 @@ func LoadWorkload(path string) (*Workload, error) {
 	}
 	var w Workload
 	if err := unmarshal(data, &w); err != nil {
-		return nil, yamlError(path, err)
+		return nil, yamlError(path, data, err, reflect.TypeOf(w))
 	}
 	w.Resolve(filepath.Dir(path))
 	return &w, nil

@@ -101,3 +101,24 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+// TestYAMLErrorsInTheFilesWords: what goes wrong reading a file is said in
+// its own words with its place: a number where a duration goes (it said
+// "cannot unmarshal uint64 into Go struct field Experiment.SLO of type
+// time.Duration"), a duration that does not parse (it had no line), a
+// mistyped key with the key meant.
+func TestYAMLErrorsInTheFilesWords(t *testing.T) {
+	head := "apiVersion: spate/v1\nkind: Experiment\n"
+	stage := "stages: [{name: a, rate: 1, duration: 1s}]\n"
+	for _, c := range []struct{ name, body, want, not string }{
+		{"number for a duration", head + "slo:\n  ttft: 500\n" + stage, "x.yaml:4:9: 500 is not a duration: give it a unit, e.g. 500ms", "Go struct"},
+		{"bad duration", head + "slo:\n  ttft: 5x0ms\n" + stage, "x.yaml:4:9: \"5x0ms\" is not a duration", "time: unknown unit"},
+		{"mistyped key", head + "stagez: [{name: a, rate: 1, duration: 1s}]\n", "x.yaml:3:1: unknown field \"stagez\" (did you mean stages?)", ""},
+		{"mistyped inner key", head + "stages: [{name: a, rate: 1, duraton: 1s}]\n", "(did you mean duration?)", ""},
+	} {
+		_, err := Parse([]byte(c.body), "x.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) || c.not != "" && strings.Contains(err.Error(), c.not) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
