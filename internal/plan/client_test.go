@@ -85,3 +85,19 @@ func TestTargetWithoutV1(t *testing.T) {
 		t.Errorf("error %q, want one saying did you mean --target %s/v1, not to pass --model", msg, srv.URL)
 	}
 }
+
+// TestUnreachableTargetSaysSo: a target nothing listens on is unreachable,
+// and passing --model would not help, so the error does not suggest it.
+func TestUnreachableTargetSaysSo(t *testing.T) {
+	r, err := Build(context.Background(), &experiment.Experiment{
+		Target: experiment.Target{URL: "http://127.0.0.1:1/v1", API: "chat"},
+		Stages: []experiment.Stage{{Name: "main", Concurrency: 1, Requests: 1}},
+	}, Env{})
+	if err == nil {
+		r.Close()
+		t.Fatal("the run started")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "is unreachable") || strings.Contains(msg, "pass --model") {
+		t.Errorf("error %q: want unreachable, without passing --model", msg)
+	}
+}

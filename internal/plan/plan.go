@@ -420,8 +420,8 @@ func (r *Run) build(ctx context.Context) error {
 			return err
 		}
 		ids, err := c.(*openai.Client).Models(ctx)
-		if errors.Is(err, openai.ErrTargetWithoutV1) {
-			return err // --model would not help: every request would 404
+		if errors.Is(err, openai.ErrTargetWithoutV1) || errors.Is(err, openai.ErrUnreachable) {
+			return err // --model would not help: every request would 404, or reach nothing
 		}
 		if err != nil {
 			return fmt.Errorf("%w (or pass --model)", err)

@@ -30,7 +30,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	resp, err := c.getModels(ctx, Endpoint(c.cfg.BaseURL, "/models"))
 	if err != nil {
 		_, msg := classify(ctx, err)
-		return nil, fmt.Errorf("target %s is unreachable: %s", scrub.URL(base), msg)
+		return nil, unreachable(fmt.Sprintf("target %s is unreachable: %s", scrub.URL(base), msg))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -54,6 +54,16 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	}
 	return c.parseModels(b, where)
 }
+
+// ErrUnreachable marks a model listing that reached no server: passing
+// --model would not help.
+var ErrUnreachable = errors.New("unreachable")
+
+// unreachable is an error that says its message and is ErrUnreachable.
+type unreachable string
+
+func (u unreachable) Error() string        { return string(u) }
+func (u unreachable) Is(target error) bool { return target == ErrUnreachable }
 
 // ErrTargetWithoutV1 is a target whose path lacks the /v1 of the API: its
 // /models answers 404 where /v1/models lists models.
