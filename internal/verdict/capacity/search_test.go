@@ -164,11 +164,14 @@ func TestSearchStopsAtSaturation(t *testing.T) {
 			t.Errorf("%s: [%v, %v]", c.name, cp.LowRPS, cp.HighRPS)
 		}
 	}
-	// A server that completes 10 req/s: the capacity is ≤ 10/0.95 (and
-	// one request of the 110 its seconds hold).
+	// A server that completes 10 req/s: the capacity is ≤ 10/0.95, one
+	// request for the seconds' edges and the sampling noise of the 110
+	// requests its steady seconds hold: 100 completed of 110 sent (91 %)
+	// is within it (1.3 standard deviations under 95 %), of 115 (87 %) it
+	// is not.
 	out, _ := Search(context.Background(), (&server{Knee: 1000, MaxRate: 10}).trial, Config{MinRate: 1, MaxRate: 1000, Resolution: 0.02, Confirm: -1})
-	if c := out.Capacity; c.RateRPS < 10 || c.RateRPS > 10/0.95*1.01 {
-		t.Errorf("capacity %v, want within [10, 10.6]", c.RateRPS)
+	if c := out.Capacity; c.RateRPS < 10 || c.RateRPS > 11.5 {
+		t.Errorf("capacity %v, want within [10, 11.5]", c.RateRPS)
 	}
 }
 
@@ -358,8 +361,9 @@ func TestSweep(t *testing.T) {
 	// A saturation stops the sweep.
 	s = &server{Knee: 1000, MaxRate: 11, Closed: 20}
 	out, _ = Sweep(context.Background(), s.trial, SweepConfig{Confirm: -1})
-	// 8 req/s passes; 12 delivers 11 (92 % < 95 %): saturated.
-	if c := out.Capacity; !c.Saturated || len(c.Trials) != 4 || math.Abs(c.RateRPS-8) > 1e-9 || math.Abs(c.HighRPS-12) > 1e-9 {
+	// 12 req/s delivers 11 (110 of 120, within the noise of 95 %) and
+	// passes; 14 delivers 11 (79 %): saturated.
+	if c := out.Capacity; !c.Saturated || len(c.Trials) != 5 || math.Abs(c.RateRPS-12) > 1e-9 || math.Abs(c.HighRPS-14) > 1e-9 {
 		t.Errorf("saturated sweep: %+v", c)
 	}
 	// A sweep whose lowest step fails names a sweep's flag, not the
