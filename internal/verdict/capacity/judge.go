@@ -121,6 +121,8 @@ type Assessment struct {
 	// sends, but not surely (DeliveryConfidence): its shortfall is within
 	// the count's sampling noise, and the delivery criterion passes.
 	WithinNoise bool
+	// minDelivered is the criterion WithinNoise fell short of.
+	minDelivered float64
 	// completed and sent are the counts Delivered is made of, and
 	// sentVar the variance of sent (see sentIn).
 	completed int
@@ -181,7 +183,7 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 		case a.QueueGrowth > math.Max(3, 0.1*offered):
 			return fail(ReasonQueueGrowing)
 		}
-		a.WithinNoise = float64(a.completed+1) < c.MinDelivered*a.sent
+		a.WithinNoise, a.minDelivered = float64(a.completed+1) < c.MinDelivered*a.sent, c.MinDelivered
 	}
 	switch {
 	case growing(sc, c.MaxTTFTGrowth):

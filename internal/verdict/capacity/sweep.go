@@ -48,10 +48,8 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 	if cfg.Repeats <= 0 {
 		cfg.Repeats = 1
 	}
-	if cfg.Confirm == 0 {
-		cfg.Confirm = DefaultConfirm
-	}
-	steps := 1 + len(cfg.Steps)*cfg.Repeats*(1+MaxInvalidRetries) + 2*max(cfg.Confirm, 0)*(1+MaxInvalidRetries)
+	// Room for every step, and for deciding each (its retries included).
+	steps := (1 + len(cfg.Steps)*max(cfg.Repeats, MaxRateTrials, cfg.Confirm)) * (1 + MaxInvalidRetries)
 	s := newSearcher(trial, Config{Criteria: cfg.Criteria, Repeats: 1, MaxTrials: steps, Confirm: cfg.Confirm}, "sweep")
 	s.out.Trial = cfg.OnTrial
 	s.cfg.Repeats = 1
@@ -86,7 +84,11 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 			break
 		}
 	}
-	err := s.confirm(ctx, lo, hi)
+	var err error
+	if cfg.Confirm >= 0 {
+		_, _, err = s.settle(ctx, lo, hi, nil)
+		lo, hi = s.settled(err)
+	}
 	if err := s.finish(lo, hi, err); err != nil {
 		return &s.out, err
 	}

@@ -1,0 +1,135 @@
+package capacity
+
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/spate-dev/spate/result"
+)
+
+// IntervalConfidence is the level of the capacity's confidence interval.
+const IntervalConfidence = 0.95
+
+// The grids the interval's likelihood is maximised over: the capacity in
+// steps of intervalStep in log rate, the spread of the pass curve over
+// spreadSteps values from minSpread to maxSpread (relative to the rate).
+const (
+	intervalStep           = 0.01
+	spreadSteps            = 16
+	minSpread, maxSpread   = 0.005, 0.5
+	logFloor               = -700 // log of a probability too small to matter
+	intervalWidenedWarning = "the confidence interval reaches the lowest or highest rate tried: it may be wider"
+)
+
+// interval is the confidence interval of the capacity, the rate at which
+// trials pass as often as they fail, from the pass/fail of every judged
+// trial of the search: the trials are taken to pass with probability
+// Φ((log capacity − log rate) / spread) — a pass curve falling through
+// 1/2 at the capacity, as steeply as the trials' noise lets it — and the
+// interval holds the capacities whose profile likelihood (the spread set
+// to its best for each) is within χ²₁(IntervalConfidence)/2 of the best
+// (Wilks). A noisy knee, where trials at neighbouring rates pass and
+// fail, widens it; trials that all agree on each side of a narrow bracket
+// leave it about the bracket. The estimate is the best capacity. It needs
+// a rate that passed and one that failed; warn is set when the interval
+// reaches the rates tried, beyond which it cannot be told.
+func interval(tallies map[float64]tally) (iv *result.CapacityInterval, warn string) {
+	lo, hi := math.Inf(1), 0.0
+	anyPass, anyFail := false, false
+	for r, t := range tallies {
+		if t.n == 0 {
+			continue
+		}
+		lo, hi = math.Min(lo, r), math.Max(hi, r)
+		anyPass = anyPass || t.passed > 0
+		anyFail = anyFail || t.passed < t.n
+	}
+	if !anyPass || !anyFail || hi <= lo {
+		return nil, ""
+	}
+	a, b := math.Log(lo/2), math.Log(2*hi) // beyond the rates tried, where the curve may still cross 1/2
+	n := int(math.Ceil((b-a)/intervalStep)) + 1
+	step := (b - a) / float64(n-1)
+	// The log posterior of each cell of the grid, summed below into the
+	// rate at which the cell's curve passes half of its trials.
+	type cell struct {
+		ll   float64
+		half int
+	}
+	cells := make([]cell, 0, n*spreadSteps*len(lapses))
+	for i := range n {
+		mu := a + float64(i)*step
+		for j := range spreadSteps {
+			sd := minSpread * math.Pow(maxSpread/minSpread, float64(j)/float64(spreadSteps-1))
+			for _, lapse := range lapses {
+				ll := 0.0
+				for r, t := range tallies {
+					p := (1 - lapse) * 0.5 * math.Erfc(-(mu-math.Log(r))/sd/math.Sqrt2)
+					ll += float64(t.passed)*logOf(p) + float64(t.n-t.passed)*logOf(1-p)
+				}
+				// (1 − lapse) Φ(z) = 1/2 at z = Φ⁻¹(1/(2(1 − lapse))).
+				half := int(math.Round((mu - sd*distuv.UnitNormal.Quantile(0.5/(1-lapse)) - a) / step))
+				cells = append(cells, cell{ll, half})
+			}
+		}
+	}
+	top := math.Inf(-1)
+	for _, c := range cells {
+		top = math.Max(top, c.ll)
+	}
+	post := make([]float64, n)
+	total, outside := 0.0, 0.0
+	for _, c := range cells {
+		w := math.Exp(c.ll - top)
+		total += w
+		if c.half < 0 || c.half >= n {
+			outside += w
+		}
+		post[min(max(c.half, 0), n-1)] += w
+	}
+	tail := (1 - IntervalConfidence) / 2
+	from, to, mid := -1, -1, -1
+	cum := 0.0
+	for i, p := range post {
+		cum += p / total
+		if from < 0 && cum >= tail {
+			from = i
+		}
+		if mid < 0 && cum >= 0.5 {
+			mid = i
+		}
+		if to < 0 && cum >= 1-tail {
+			to = i
+		}
+	}
+	rate := func(i int) float64 { return math.Exp(a + float64(i)*step) }
+	if outside/total > tail/10 {
+		warn = intervalWidenedWarning
+	}
+	return &result.CapacityInterval{LowRPS: rate(from), HighRPS: rate(to), EstimateRPS: rate(mid), Confidence: IntervalConfidence}, warn
+}
+
+// lapses are the fractions of trials that may fail whatever the rate (a
+// TTFT that grows for a few seconds by chance, a hiccup of the machine):
+// the pass curve levels off under 1 below its knee.
+var lapses = []float64{0, 0.15, 0.3}
+
+func logOf(p float64) float64 {
+	if p <= 0 {
+		return logFloor
+	}
+	return math.Max(math.Log(p), logFloor)
+}
+
+func logSumExp(xs []float64) float64 {
+	m := slices.Max(xs)
+	s := 0.0
+	for _, x := range xs {
+		s += math.Exp(x - m)
+	}
+	return m + math.Log(s)
+}
+
+var credibleLevel = 0.99
