@@ -26,7 +26,7 @@ func TestTrialsOfferTheirRate(t *testing.T) {
 		return &result.Result{Scenarios: []result.Scenario{*sc}}, nil
 	}
 	cfg := RunConfig{Method: "adaptive", Criteria: Criteria{Goodput: 0.9}, MinRate: 16, MaxRate: 16, Resolution: 0.05,
-		MaxTrials: 3, Repeats: 1, Confirm: -1, SweepConcurrency: 1, TrialDuration: 4 * time.Second, Out: io.Discard}
+		MaxTrials: 3, Repeats: 1, SweepConcurrency: 1, TrialDuration: 4 * time.Second, Out: io.Discard}
 	if _, err := Run(context.Background(), exp, cfg, run); err != nil {
 		t.Fatal(err)
 	}
