@@ -1,9 +1,10 @@
 // Package capacity finds how much load a server takes under its SLOs: an
 // adaptive search (exponential, then bisection) for the highest open-loop
 // rate whose trials pass (the server completes what it is offered, its
-// queue does not grow, and the goodput fraction meets a target), reported
-// as a search bracket [highest passing, lowest failing) and, from repeated
-// trials at the bracket's ends, a confidence interval; and a sweep
+// queue does not grow, and the goodput fraction meets a target), whose
+// bracket's ends are decided by repeating their trials (a sequential test
+// on their pass/fail), reported with a confidence interval of the rate at
+// which trials pass half the time; and a sweep
 // (closed-loop maximum, then open-loop steps up to it). Trials are run by
 // the caller's function, so the package holds the search and the verdicts
 // only.

@@ -33,7 +33,9 @@ var DefaultSteps = []float64{0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0}
 // steps open-loop rates up to it in the given fractions, in order, and
 // stops at the first rate that fails with a sign of saturation (not only
 // low goodput). The capacity is the highest passing rate below the first
-// failing one.
+// failing one, both decided by repeating their trials (see settle; the
+// sweep does not add steps when an end does not stand, it moves to the
+// next step that passed or failed).
 func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) {
 	cfg.Criteria = cfg.Criteria.withDefaults()
 	if cfg.Concurrency <= 0 {
@@ -92,7 +94,7 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 	if err := s.finish(lo, hi, err); err != nil {
 		return &s.out, err
 	}
-	if hi == 0 {
+	if hi == 0 && c.Inconclusive == "" {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("every rate up to the closed-loop maximum at concurrency %d passed", cfg.Concurrency))
 		c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "--max-rate") })
 	}
