@@ -57,11 +57,11 @@ func WriteSummary(w io.Writer, c *result.Capacity) error {
 	case c.Inconclusive != "":
 		fmt.Fprintf(&b, "no capacity: the search is inconclusive (the last line says why); so far %s\n", known(c))
 	case c.RateRPS == 0 && c.HighRPS > 0:
-		fmt.Fprintf(&b, "capacity: below %.4g req/s (the lowest rate tried failed%s)\n", c.HighRPS, strings.Replace(decided, "passed", "of them passed", 1))
+		fmt.Fprintf(&b, "capacity: below %.4g req/s (the lowest rate tried failed)\n", c.HighRPS)
 	case c.RateRPS == 0:
 		fmt.Fprintf(&b, "capacity: none found\n")
 	case c.HighRPS == 0:
-		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate tried passed%s)\n", c.RateRPS, decided)
+		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate tried passed)%s\n", c.RateRPS, decided)
 	default:
 		fmt.Fprintf(&b, "capacity: %.4g req/s at goodput ≥ %.0f %%%s\n", c.RateRPS, 100*c.GoodputTarget, decided)
 	}
