@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -204,11 +205,16 @@ func TestIntervalCoverage(t *testing.T) {
 		name     string
 		q        *queue
 		searches int
+		long     bool // seconds of CPU: with -tags integration only
 	}{
-		{"fixed 200 ms, 10 s trials", &queue{Slots: 4, Service: 200 * time.Millisecond, Duration: 10 * time.Second}, 200},
-		{"random 200 ms, 10 s trials", &queue{Slots: 4, Service: 200 * time.Millisecond, Random: true, Duration: 10 * time.Second}, 200},
-		{"fixed 200 ms, 3 s trials", &queue{Slots: 4, Service: 200 * time.Millisecond, Duration: 3 * time.Second}, 200},
+		{"fixed 200 ms, 10 s trials", &queue{Slots: 4, Service: 200 * time.Millisecond, Duration: 10 * time.Second}, 200, false},
+		{"random 200 ms, 10 s trials", &queue{Slots: 4, Service: 200 * time.Millisecond, Random: true, Duration: 10 * time.Second}, 200, true},
+		{"fixed 200 ms, 3 s trials", &queue{Slots: 4, Service: 200 * time.Millisecond, Duration: 3 * time.Second}, 200, true},
 	} {
+		if c.long && !longtest.On {
+			t.Logf("%s: runs with -tags integration", c.name)
+			continue
+		}
 		c.q.rng = rand.New(rand.NewPCG(1, 1))
 		knee := c.q.knee(14, 30, 1000)
 		covered, inconclusive, trials, wrong, noInterval, width := 0, 0, 0, 0, 0, 0.0
