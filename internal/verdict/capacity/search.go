@@ -215,8 +215,12 @@ func Search(ctx context.Context, trial Trial, cfg Config) (*Outcome, error) {
 	s := newSearcher(trial, cfg, "adaptive")
 	s.out.Trial = cfg.OnTrial
 	lo, hi, err := s.narrow(ctx, 0, 0)
-	if err == nil && cfg.Confirm >= 0 {
-		_, _, err = s.settle(ctx, lo, hi, s.narrow)
+	if cfg.Confirm >= 0 && (err == nil || errors.Is(err, errTooMany)) {
+		// A search stopped by --max-trials before it decided a rate has
+		// no capacity it can vouch for: settled says so.
+		if err == nil {
+			_, _, err = s.settle(ctx, lo, hi, s.narrow)
+		}
 		lo, hi = s.settled(err)
 	}
 	return &s.out, s.finish(lo, hi, err)
