@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -127,15 +126,6 @@ func logOf(p float64) float64 {
 		return logFloor
 	}
 	return math.Max(math.Log(p), logFloor)
-}
-
-func logSumExp(xs []float64) float64 {
-	m := slices.Max(xs)
-	s := 0.0
-	for _, x := range xs {
-		s += math.Exp(x - m)
-	}
-	return m + math.Log(s)
 }
 
 var credibleLevel = 0.99
