@@ -68,7 +68,7 @@ func WriteSummary(w io.Writer, c *result.Capacity) error {
 	if iv := c.Interval; iv != nil && c.Interrupted == "" {
 		fmt.Fprintf(&b, "%.0f %% confidence interval: [%.4g, %.4g] req/s, estimate %.4g (where trials pass half the time, from the pass/fail of %d trials)\n",
 			100*iv.Confidence, iv.LowRPS, iv.HighRPS, iv.EstimateRPS, judged(c))
-		if c.Interrupted == "" && c.Inconclusive == "" {
+		if c.Inconclusive == "" && c.HighRPS > 0 {
 			fmt.Fprintf(&b, "search bracket: [%.4g, %.4g) req/s (resolution %.1f %%)\n", c.LowRPS, c.HighRPS, 100*c.Resolution)
 		}
 	}
