@@ -60,16 +60,28 @@ type Capacity struct {
 	Method        string             `json:"method"`
 	GoodputTarget float64            `json:"goodput_target"`
 	SLOms         map[string]float64 `json:"slo_ms,omitempty"`
-	// RateRPS is the capacity: the highest rate that passed (0: none did).
+	// RateRPS is the capacity: the highest rate that passed (0: none did),
+	// decided at Confidence by repeating its trials when Confidence is
+	// set.
 	RateRPS float64 `json:"rate_rps"`
+	// Confidence is the confidence at which the search decided that
+	// RateRPS passes and the interval's upper end fails (a sequential
+	// test on the pass/fail of their trials); RateTrials is how many of
+	// the trials at RateRPS passed, of how many judged.
+	Confidence float64 `json:"confidence,omitempty"`
+	RateTrials [2]int  `json:"rate_trials,omitempty"`
+	// Interrupted says why the search stopped before its end (a trial
+	// that could not run, a signal): RateRPS is then only what was known
+	// so far.
+	Interrupted string `json:"interrupted,omitempty"`
 	// LowRPS and HighRPS are the search bracket: the highest passing rate
 	// and the lowest failing one above it (HighRPS 0: none failed up to
 	// the maximum tried). It says where the search stopped, not how sure
 	// the capacity is: see Interval.
 	LowRPS  float64 `json:"low_rps"`
 	HighRPS float64 `json:"high_rps"`
-	// Interval is the confidence interval of the capacity from repeated
-	// trials at the bracket's ends, when they allow one.
+	// Interval is the confidence interval of the capacity: the highest
+	// rate decided to pass and the lowest decided to fail above it.
 	Interval *CapacityInterval `json:"interval,omitempty"`
 	// Inconclusive says why the search could not find the capacity it
 	// reports (trials too short to tell, a load the generator could not
@@ -120,19 +132,22 @@ type CapacityTrial struct {
 	Score        float64 `json:"score,omitempty"`
 	// Retry marks a trial that repeats an invalid one at the same rate.
 	Retry bool `json:"retry,omitempty"`
-	// Confirm marks a trial repeated at a bracket end for the interval.
+	// Confirm marks a trial repeated at a bracket end to decide it.
 	Confirm bool `json:"confirm,omitempty"`
 }
 
-// CapacityInterval is a confidence interval of the capacity: the rate at
-// which a trial's score (CapacityTrial.Score) crosses 1, interpolated
-// between the mean scores of the repeated trials at the bracket's ends,
-// and its bootstrap percentile interval over those trials.
+// CapacityInterval is a confidence interval of the capacity, the rate at
+// which trials pass as often as they fail: LowRPS is the highest rate
+// decided to pass and HighRPS the lowest decided to fail above it, each at
+// Capacity.Confidence, so that the interval holds the capacity at
+// Confidence (1 − both errors) and holds any rate the trials could not
+// decide. EstimateRPS is where the fraction of trials passing crosses 1/2
+// between the tried rates inside it.
 type CapacityInterval struct {
 	LowRPS      float64 `json:"low_rps"`
 	HighRPS     float64 `json:"high_rps"`
 	EstimateRPS float64 `json:"estimate_rps"`
 	Confidence  float64 `json:"confidence"`
-	// Trials is the number of trials at each end (low, high).
+	// Trials is the number of judged trials at each end (low, high).
 	Trials [2]int `json:"trials"`
 }

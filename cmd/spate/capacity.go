@@ -38,7 +38,7 @@ func newCapacityCmd() *cobra.Command {
 	fl.Float64Var(&f.MaxRate, "max-rate", 1000, "adaptive: highest rate tried, req/s")
 	fl.Float64Var(&f.Resolution, "resolution", 0.05, "adaptive: stop when (lowest failing − highest passing)/lowest failing is at most this")
 	fl.IntVar(&f.Repeats, "repeats", 1, "trials per rate; a rate passes when most of them do")
-	fl.IntVar(&f.Confirm, "confirm", capacity.DefaultConfirm, "trials at each end of the final bracket behind the capacity's confidence interval (0: no interval)")
+	fl.IntVar(&f.Confirm, "confirm", capacity.DefaultConfirm, "least trials at each end of the final bracket, whose pass or failure is decided by repeating trials (the decision needs 3 that agree; 0: as many as it needs)")
 	fl.IntVar(&f.MaxTrials, "max-trials", 40, "adaptive: most trials to run")
 	fl.DurationVar(&f.TrialDuration, "trial-duration", 10*time.Second, "measured duration of each trial (after --warmup)")
 	fl.IntVar(&f.SweepConcurrency, "sweep-concurrency", 16, "sweep: closed-loop concurrency whose throughput tops the sweep")
@@ -56,9 +56,6 @@ func runCapacity(cmd *cobra.Command, cfg *capacity.RunConfig, rf *runFlags, args
 		if cmd.Flags().Changed(name) {
 			return usageErr("--%s: spate capacity sets each trial's load itself (use --min-rate/--max-rate, --trial-duration, --sweep-concurrency)", name)
 		}
-	}
-	if cmd.Flags().Changed("confirm") && cfg.Confirm == 0 {
-		cfg.Confirm = -1 // no interval
 	}
 	if err := cfg.Check(); err != nil {
 		return err

@@ -41,16 +41,17 @@ func slotServer(t *testing.T, slots int, hold time.Duration) string {
 }
 
 // TestCapacityCommand runs spate capacity against a server of known
-// capacity (4 slots of 200 ms: 20 req/s) with two 3 s trials: 16 req/s
+// capacity (4 slots of 200 ms: 20 req/s) with 3 s trials: 16 req/s
 // passes, completing 16 a second; 24 req/s fails, the server completing
-// its 20 a second (not the 24 sent): the bracket is [16, 24). Trials of
-// 1 s cannot tell: exit 4, the last line saying why. (The searches that
-// find the capacity itself run with the integration tag:
-// capacity_integration_test.go.)
+// its 20 a second (not the 24 sent): the bracket is [16, 24), each end
+// decided by three trials that agree (--confirm 0 asks for no more than
+// the decision needs). Trials of 1 s cannot tell: exit 4, the last line
+// saying why. (The searches that find the capacity itself run with the
+// integration tag: capacity_integration_test.go.)
 func TestCapacityCommand(t *testing.T) {
 	longtest.Skip(t)
 	if testing.Short() {
-		t.Skip("sends load for 8 s")
+		t.Skip("sends load for 20 s")
 	}
 	ctx := context.Background()
 	target := slotServer(t, 4, 200*time.Millisecond)
@@ -73,17 +74,23 @@ func TestCapacityCommand(t *testing.T) {
 	for _, tr := range c.Trials {
 		judged[tr.RateRPS] = tr
 	}
-	if c.LowRPS != 16 || c.HighRPS != 24 || len(judged) != 2 || c.Interval != nil {
+	if c.LowRPS != 16 || c.HighRPS != 24 || len(judged) != 2 || c.RateTrials != [2]int{3, 3} || c.Confidence != 0.95 {
 		t.Fatalf("capacity %+v", c)
+	}
+	if iv := c.Interval; iv == nil || iv.LowRPS >= 20 || iv.HighRPS <= 20 {
+		t.Errorf("interval %+v, want one holding 20 req/s", iv)
 	}
 	ok, over := judged[16], judged[24]
 	if !ok.Pass || math.Abs(ok.CompletedRPS-16) > 1.5 {
 		t.Errorf("16 req/s: %+v, want a pass completing ≈ 16 a second", ok)
 	}
-	if over.Pass || over.Reason != capacity.ReasonUnderdelivery || math.Abs(over.CompletedRPS-20) > 2 {
-		t.Errorf("24 req/s: %+v, want underdelivered, completing ≈ 20 a second", over)
+	// 40 of 48 completed in 2 steady seconds is surely under 95 %, by
+	// little: when the noise leaves it in doubt, the queue that grew by 8
+	// fails it.
+	if over.Pass || (over.Reason != capacity.ReasonUnderdelivery && over.Reason != capacity.ReasonQueueGrowing) || math.Abs(over.CompletedRPS-20) > 2 {
+		t.Errorf("24 req/s: %+v, want underdelivered or queue_growing, completing ≈ 20 a second", over)
 	}
-	if !strings.Contains(stdout, "search bracket [16, 24)") {
+	if !strings.Contains(stdout, "decided at 95 % confidence over 3 trials (3 passed)") || !strings.Contains(stdout, "search bracket: [16, 24)") {
 		t.Errorf("summary:\n%s", stdout)
 	}
 	// Too short to tell: inconclusive, exit 4, the last line says why.

@@ -41,8 +41,9 @@ type RunConfig struct {
 	MaxTrials                    int
 	// Repeats is the number of trials per rate.
 	Repeats int
-	// Confirm is the number of trials at each end of the final bracket
-	// behind the confidence interval (0: DefaultConfirm; negative: none).
+	// Confirm is the least number of trials at each end of the final
+	// bracket, which the search decides by repeating their trials (0: as
+	// many as the decision needs; see Config.Confirm).
 	Confirm int
 	// SweepConcurrency and SweepSteps shape a sweep (see SweepConfig).
 	SweepConcurrency int
@@ -69,10 +70,8 @@ func (c RunConfig) Check() error {
 		err = fmt.Errorf("--trial-duration %v: must be positive", c.TrialDuration)
 	case c.Repeats < 1 || c.MaxTrials < 1 || c.SweepConcurrency < 1:
 		err = errors.New("--repeats, --max-trials and --sweep-concurrency must be at least 1")
-	case c.Confirm < -1:
-		err = fmt.Errorf("--confirm %d: want 0 for no interval, or at least 2", c.Confirm)
-	case c.Confirm == 1:
-		err = errors.New("--confirm 1: an interval needs at least 2 trials at each end of the bracket (0: no interval)")
+	case c.Confirm < 0:
+		err = fmt.Errorf("--confirm %d: want 0 or more trials", c.Confirm)
 	}
 	if err != nil {
 		return usageError{err}

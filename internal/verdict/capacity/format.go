@@ -22,6 +22,8 @@ func WriteTrial(w io.Writer, n int, l Load, sc *result.Scenario, a Assessment) e
 		verdict = fmt.Sprintf("RUN AGAIN (imprecise: responses read late put goodput anywhere in [%.1f, %.1f] %%)", 100*g.Low, 100*g.High)
 	case !a.Pass:
 		verdict = "FAIL (" + a.Reason + ")"
+	case a.WithinNoise:
+		verdict = fmt.Sprintf("pass (short of %.0f %% within the noise)", 100*a.minDelivered)
 	}
 	load := fmt.Sprintf("%.4g req/s", l.Rate)
 	done := fmt.Sprintf("completed %7.2f req/s (%3.0f %%)", a.CompletedRPS, 100*a.Delivered)
@@ -37,29 +39,41 @@ func WriteTrial(w io.Writer, n int, l Load, sc *result.Scenario, a Assessment) e
 	return err
 }
 
-// WriteSummary writes the outcome of a search: the capacity, the search
-// bracket, the confidence interval from repeated trials, the goodput
-// spread of repeats, the closed-loop top of a sweep, saturation and
-// warnings; its last line is "inconclusive: ..." when the search could not
-// vouch for its capacity.
+// WriteSummary writes the outcome of a search: the capacity and the
+// confidence its rate was decided at, the confidence interval, the search
+// bracket, the goodput spread of repeats, the closed-loop top of a sweep,
+// saturation and warnings; its last line is "inconclusive: ..." when the
+// search could not vouch for its capacity. An interrupted or inconclusive
+// search names no capacity: it says what its trials showed so far.
 func WriteSummary(w io.Writer, c *result.Capacity) error {
 	var b strings.Builder
+	decided := ""
+	if c.Confidence > 0 && c.RateTrials[1] > 0 {
+		decided = fmt.Sprintf(", decided at %.0f %% confidence over %d trials (%d passed)", 100*c.Confidence, c.RateTrials[1], c.RateTrials[0])
+	}
 	switch {
+	case c.Interrupted != "":
+		fmt.Fprintf(&b, "no capacity: the search was interrupted (%s); so far %s\n", c.Interrupted, known(c))
+	case c.Inconclusive != "":
+		fmt.Fprintf(&b, "no capacity: the search is inconclusive (the last line says why); so far %s\n", known(c))
 	case c.RateRPS == 0 && c.HighRPS > 0:
 		fmt.Fprintf(&b, "capacity: below %.4g req/s (the lowest rate tried failed)\n", c.HighRPS)
 	case c.RateRPS == 0:
 		fmt.Fprintf(&b, "capacity: none found\n")
-	case c.HighRPS == 0 && c.Inconclusive != "":
-		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate that passed before the search stopped)\n", c.RateRPS)
 	case c.HighRPS == 0:
-		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate tried passed)\n", c.RateRPS)
+		fmt.Fprintf(&b, "capacity: at least %.4g req/s (the highest rate tried passed)%s\n", c.RateRPS, decided)
 	default:
-		fmt.Fprintf(&b, "capacity: %.4g req/s at goodput ≥ %.0f %% — search bracket [%.4g, %.4g) req/s (where the search stopped, resolution %.1f %%)\n",
-			c.RateRPS, 100*c.GoodputTarget, c.LowRPS, c.HighRPS, 100*c.Resolution)
+		fmt.Fprintf(&b, "capacity: %.4g req/s at goodput ≥ %.0f %%%s\n", c.RateRPS, 100*c.GoodputTarget, decided)
 	}
-	if iv := c.Interval; iv != nil {
-		fmt.Fprintf(&b, "%.0f %% confidence interval: [%.4g, %.4g] req/s, estimate %.4g (bootstrap over %d + %d repeated trials at the bracket's ends)\n",
-			100*iv.Confidence, iv.LowRPS, iv.HighRPS, iv.EstimateRPS, iv.Trials[0], iv.Trials[1])
+	if iv := c.Interval; iv != nil && c.Interrupted == "" {
+		fmt.Fprintf(&b, "%.0f %% confidence interval: [%.4g, %.4g] req/s, estimate %.4g (where trials pass half the time, from the pass/fail of %d trials)\n",
+			100*iv.Confidence, iv.LowRPS, iv.HighRPS, iv.EstimateRPS, judged(c))
+		if c.Inconclusive == "" && c.HighRPS > 0 {
+			fmt.Fprintf(&b, "search bracket: [%.4g, %.4g) req/s (resolution %.1f %%)\n", c.LowRPS, c.HighRPS, 100*c.Resolution)
+		}
+	}
+	if c.RateRPS > 0 && c.HighRPS > 0 && c.Interval == nil && c.Interrupted == "" && c.Inconclusive == "" {
+		fmt.Fprintf(&b, "search bracket: [%.4g, %.4g) req/s (where the search stopped, resolution %.1f %%)\n", c.LowRPS, c.HighRPS, 100*c.Resolution)
 	}
 	if c.Repeats > 1 {
 		fmt.Fprintf(&b, "goodput at the capacity over %d trials: %.2f–%.2f %%\n", c.Repeats, 100*c.GoodputMin, 100*c.GoodputMax)
@@ -78,4 +92,54 @@ func WriteSummary(w io.Writer, c *result.Capacity) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// judged is the number of judged open-loop trials of a search.
+func judged(c *result.Capacity) int {
+	n := 0
+	for _, tr := range c.Trials {
+		if tr.Concurrency == 0 && tr.Reason != ReasonInvalid && tr.Reason != ReasonImprecise && tr.Reason != ReasonTooShort {
+			n++
+		}
+	}
+	return n
+}
+
+// known says what a search's judged trials showed: the highest rate whose
+// trials mostly passed and the lowest whose trials mostly failed, with
+// their counts.
+func known(c *result.Capacity) string {
+	type count struct{ passed, n int }
+	at := map[float64]count{}
+	for _, tr := range c.Trials {
+		if tr.Concurrency > 0 || tr.Reason == ReasonInvalid || tr.Reason == ReasonImprecise || tr.Reason == ReasonTooShort {
+			continue
+		}
+		k := at[tr.RateRPS]
+		k.n++
+		if tr.Pass {
+			k.passed++
+		}
+		at[tr.RateRPS] = k
+	}
+	pass, fail := 0.0, 0.0
+	for r, k := range at {
+		if 2*k.passed > k.n && r > pass {
+			pass = r
+		}
+		if 2*k.passed < k.n && (fail == 0 || r < fail) {
+			fail = r
+		}
+	}
+	var parts []string
+	if pass > 0 {
+		parts = append(parts, fmt.Sprintf("%.4g req/s passed (%d of %d trials)", pass, at[pass].passed, at[pass].n))
+	}
+	if fail > 0 {
+		parts = append(parts, fmt.Sprintf("%.4g req/s failed (%d of %d trials passed)", fail, at[fail].passed, at[fail].n))
+	}
+	if len(parts) == 0 {
+		return "no rate passed or failed"
+	}
+	return strings.Join(parts, ", ")
 }

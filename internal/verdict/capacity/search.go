@@ -35,9 +35,12 @@ type Config struct {
 	MaxTrials int
 	// OnTrial, when set, is told of every trial as it is judged.
 	OnTrial func(n int, l Load, sc *result.Scenario, a Assessment)
-	// Confirm is the number of trials at each end of the final bracket
-	// that the confidence interval is computed from (default 3; negative:
-	// none); the search's own trials there count.
+	// Confirm is the least number of trials at each end of the final
+	// bracket, whose pass or failure the search decides by repeating
+	// their trials (see decide; the search's own trials there count, and
+	// the decision needs at least decisionMargin); negative: the ends are
+	// not decided, the capacity is the search's single trials' and has no
+	// interval.
 	Confirm int
 }
 
@@ -58,14 +61,11 @@ func (c Config) withDefaults() Config {
 	if c.MaxTrials <= 0 {
 		c.MaxTrials = 40
 	}
-	if c.Confirm == 0 {
-		c.Confirm = DefaultConfirm
-	}
 	return c
 }
 
-// DefaultConfirm is the default number of trials at each end of the
-// bracket behind the confidence interval.
+// DefaultConfirm is the default least number of trials at each end of the
+// final bracket: as many as the decision needs when they agree.
 const DefaultConfirm = 3
 
 // MaxInvalidRetries is how many times a trial whose measurement was
@@ -87,11 +87,16 @@ type searcher struct {
 	trial Trial
 	cfg   Config
 	out   Outcome
-	// goodputs are the goodput fractions of the trials at each rate, and
-	// scores their scores (Assessment.Score).
+	// goodputs are the goodput fractions of the judged trials at each
+	// rate, scores their scores (Assessment.Score) and tallies how many
+	// of them passed.
 	goodputs map[float64][]float64
 	scores   map[float64][]float64
-	// confirming marks the trials run for the interval.
+	tallies  map[float64]tally
+	// decided holds the decisions on the rates the search decided (see
+	// decide).
+	decided map[float64]verdict
+	// confirming marks the trials run to decide a rate.
 	confirming bool
 }
 
@@ -161,6 +166,12 @@ func (s *searcher) run(ctx context.Context, load Load, retry bool) (Assessment, 
 	if load.Rate > 0 && !a.CannotTell && !Rerun(a) {
 		s.goodputs[load.Rate] = append(s.goodputs[load.Rate], sc.Goodput.Fraction)
 		s.scores[load.Rate] = append(s.scores[load.Rate], a.Score)
+		t := s.tallies[load.Rate]
+		t.n++
+		if a.Pass {
+			t.passed++
+		}
+		s.tallies[load.Rate] = t
 	}
 	if s.out.Trial != nil {
 		s.out.Trial(len(s.out.Capacity.Trials), load, sc, a)
@@ -183,16 +194,19 @@ func describe(l Load) string {
 
 func newSearcher(trial Trial, cfg Config, method string) *searcher {
 	return &searcher{trial: trial, cfg: cfg, goodputs: map[float64][]float64{}, scores: map[float64][]float64{},
+		tallies: map[float64]tally{}, decided: map[float64]verdict{},
 		out: Outcome{Capacity: &result.Capacity{Method: method, GoodputTarget: cfg.Goodput, Repeats: cfg.Repeats, Trials: []result.CapacityTrial{}}}}
 }
 
 // Search finds the highest open-loop rate that passes (see Judge): it
 // doubles the rate from MinRate until a rate fails or MaxRate passes,
 // then bisects between the highest passing and the lowest failing rate
-// until they are within Resolution of each other. A failing rate is never
-// exceeded, so a saturated server is not pushed further. On error (a
-// trial that could not run, ctx cancelled) the outcome so far is returned
-// with it.
+// until they are within Resolution of each other; then it decides, by
+// repeating their trials, whether the bracket's ends pass (see settle),
+// moving and narrowing the bracket again when one does not stand. A
+// failing rate is never exceeded, so a saturated server is not pushed
+// further. On error (a trial that could not run, ctx cancelled) the
+// outcome so far is returned with it.
 func Search(ctx context.Context, trial Trial, cfg Config) (*Outcome, error) {
 	cfg = cfg.withDefaults()
 	if cfg.MinRate > cfg.MaxRate {
@@ -200,43 +214,62 @@ func Search(ctx context.Context, trial Trial, cfg Config) (*Outcome, error) {
 	}
 	s := newSearcher(trial, cfg, "adaptive")
 	s.out.Trial = cfg.OnTrial
-	lo, hi := 0.0, 0.0
-	err := func() error {
-		for r := cfg.MinRate; ; r = math.Min(2*r, cfg.MaxRate) {
+	lo, hi, err := s.narrow(ctx, 0, 0)
+	if cfg.Confirm >= 0 && (err == nil || errors.Is(err, errTooMany)) {
+		// A search stopped by --max-trials before it decided a rate has
+		// no capacity it can vouch for: settled says so.
+		if err == nil {
+			_, _, err = s.settle(ctx, lo, hi, s.narrow)
+		}
+		lo, hi = s.settled(err)
+	}
+	return &s.out, s.finish(lo, hi, err)
+}
+
+// narrow runs single probes (cfg.Repeats trials) to narrow the bracket
+// [lo, hi): with no failing rate (hi 0) it doubles the rate from lo (or
+// MinRate) until one fails or MaxRate passes, then it bisects until the
+// bracket is within Resolution.
+func (s *searcher) narrow(ctx context.Context, lo, hi float64) (float64, float64, error) {
+	if hi == 0 {
+		if lo >= s.cfg.MaxRate {
+			return lo, 0, nil
+		}
+		r := s.cfg.MinRate
+		if lo > 0 {
+			r = math.Min(2*lo, s.cfg.MaxRate)
+		}
+		for ; ; r = math.Min(2*r, s.cfg.MaxRate) {
 			pass, err := s.probe(ctx, Load{Rate: r})
 			if err != nil {
-				return err
+				return lo, hi, err
 			}
 			if !pass {
 				hi = r
 				break
 			}
 			lo = r
-			if r >= cfg.MaxRate {
-				return nil
+			if r >= s.cfg.MaxRate {
+				return lo, 0, nil
 			}
 		}
-		if lo == 0 {
-			return nil
-		}
-		for (hi-lo)/hi > cfg.Resolution {
-			mid := (lo + hi) / 2
-			pass, err := s.probe(ctx, Load{Rate: mid})
-			if err != nil {
-				return err
-			}
-			if pass {
-				lo = mid
-			} else {
-				hi = mid
-			}
-		}
-		return nil
-	}()
-	if err == nil {
-		err = s.confirm(ctx, lo, hi)
 	}
-	return &s.out, s.finish(lo, hi, err)
+	if lo == 0 {
+		return lo, hi, nil
+	}
+	for (hi-lo)/hi > s.cfg.Resolution {
+		mid := (lo + hi) / 2
+		pass, err := s.probe(ctx, Load{Rate: mid})
+		if err != nil {
+			return lo, hi, err
+		}
+		if pass {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, hi, nil
 }
 
 // finish fills the capacity's figures from the final bracket and turns
@@ -266,6 +299,8 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 		last = Load{Rate: c.Trials[n-1].RateRPS, Concurrency: c.Trials[n-1].Concurrency}
 	}
 	switch {
+	case errors.Is(err, errTooMany) && c.Inconclusive != "":
+		return nil
 	case errors.Is(err, errTooMany) && lo == 0 && hi == 0:
 		// No rate passed or failed: nothing is known of the capacity.
 		c.Inconclusive = fmt.Sprintf("stopped after %d trials (the most allowed, --max-trials) before any rate passed or failed: raise --max-trials", s.cfg.MaxTrials)
@@ -292,6 +327,9 @@ func (s *searcher) finish(lo, hi float64, err error) error {
 			c.Inconclusive += "no rate could be measured (a quieter machine, or --lag-bound, which loosens the validity rule)"
 		}
 		return nil
+	}
+	if err != nil {
+		c.Interrupted = err.Error()
 	}
 	return err
 }

@@ -88,55 +88,6 @@ func TestSearchBisects(t *testing.T) {
 	}
 }
 
-// TestInterval: by default the bracket's ends get three trials each and
-// the capacity a confidence interval, distinct from the bracket, around
-// the rate where the scores cross 1.
-func TestInterval(t *testing.T) {
-	// The server completes 20 req/s at most: the delivered fraction
-	// falls from 1 at 20 req/s to 20/22 at 22; the score (delivered /
-	// 0.95) crosses 1 near 21.
-	n := 0
-	noisy := func(ctx context.Context, l Load) (*result.Scenario, error) {
-		n++
-		served := math.Min(l.Rate, 20+[]float64{-0.3, 0, 0.3}[n%3]) // a little noise between trials
-		sc := &result.Scenario{Load: result.Load{Valid: true, AchievedRate: l.Rate}, Requests: result.Requests{Total: 100, Succeeded: 100},
-			Goodput: result.Goodput{Fraction: 1}, Series: series(11, l.Rate, served, func(int) float64 { return 100 })}
-		return sc, nil
-	}
-	out, err := Search(context.Background(), noisy, Config{MinRate: 10, MaxRate: 40, Resolution: 0.1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := out.Capacity
-	iv := c.Interval
-	if iv == nil {
-		t.Fatalf("no interval: %v", c.Warnings)
-	}
-	t.Logf("bracket [%v, %v), interval [%.3f, %.3f] estimate %.3f from %v trials", c.LowRPS, c.HighRPS, iv.LowRPS, iv.HighRPS, iv.EstimateRPS, iv.Trials)
-	confirms := 0
-	for _, tr := range c.Trials {
-		if tr.Confirm {
-			confirms++
-		}
-	}
-	// The bracket is narrower than 10 %: the interval's trials run 10 %
-	// apart around its middle, 3 at each rate.
-	if iv.Trials != [2]int{3, 3} || confirms != 6 || iv.Confidence != 0.95 {
-		t.Errorf("trials %v, %d confirmation trials, confidence %v", iv.Trials, confirms, iv.Confidence)
-	}
-	if iv.LowRPS > iv.EstimateRPS || iv.HighRPS < iv.EstimateRPS || iv.EstimateRPS < 20 || iv.EstimateRPS > 23 {
-		t.Errorf("interval [%v, %v] estimate %v, want around 22 (20/0.9)", iv.LowRPS, iv.HighRPS, iv.EstimateRPS)
-	}
-	// Scores that do not fall across the bracket give no interval, and
-	// say why.
-	if iv, warn := interval([]float64{1.0, 1.1}, []float64{1.05, 1.2}, 10, 11); iv != nil || !strings.Contains(warn, "not falling") {
-		t.Errorf("flat scores: %v %q", iv, warn)
-	}
-	if iv, warn := interval([]float64{1.1}, []float64{0.8, 0.9}, 10, 11); iv != nil || !strings.Contains(warn, "≥ 2") {
-		t.Errorf("one trial: %v %q", iv, warn)
-	}
-}
-
 func TestSearchStopsAtSaturation(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -164,26 +115,32 @@ func TestSearchStopsAtSaturation(t *testing.T) {
 			t.Errorf("%s: [%v, %v]", c.name, cp.LowRPS, cp.HighRPS)
 		}
 	}
-	// A server that completes 10 req/s: the capacity is ≤ 10/0.95 (and
-	// one request of the 110 its seconds hold).
+	// A server that completes 10 req/s: the capacity is ≤ 10/0.95, one
+	// request for the seconds' edges and the sampling noise of the 110
+	// requests its steady seconds hold: 100 completed of 110 sent (91 %)
+	// is within it (1.3 standard deviations under 95 %), of 115 (87 %) it
+	// is not.
 	out, _ := Search(context.Background(), (&server{Knee: 1000, MaxRate: 10}).trial, Config{MinRate: 1, MaxRate: 1000, Resolution: 0.02, Confirm: -1})
-	if c := out.Capacity; c.RateRPS < 10 || c.RateRPS > 10/0.95*1.01 {
-		t.Errorf("capacity %v, want within [10, 10.6]", c.RateRPS)
+	if c := out.Capacity; c.RateRPS < 10 || c.RateRPS > 11.5 {
+		t.Errorf("capacity %v, want within [10, 11.5]", c.RateRPS)
 	}
 }
 
 func TestSearchEdges(t *testing.T) {
+	// The ends are decided: three trials agreeing.
 	out, _ := Search(context.Background(), (&server{Knee: 0.5}).trial, Config{MinRate: 1, MaxRate: 10})
-	if c := out.Capacity; c.RateRPS != 0 || c.HighRPS != 1 || len(c.Trials) != 1 || !strings.Contains(c.Warnings[0], "--min-rate") {
+	if c := out.Capacity; c.RateRPS != 0 || c.HighRPS != 1 || len(c.Trials) != 3 || !strings.Contains(c.Warnings[0], "--min-rate") {
 		t.Errorf("min rate fails: %+v", c)
 	}
 	out, _ = Search(context.Background(), (&server{Knee: 100}).trial, Config{MinRate: 1, MaxRate: 10})
-	if c := out.Capacity; c.RateRPS != 10 || c.HighRPS != 0 || len(c.Trials) != 5 || !strings.Contains(c.Warnings[0], "--max-rate") {
+	if c := out.Capacity; c.RateRPS != 10 || c.HighRPS != 0 || len(c.Trials) != 7 || !strings.Contains(c.Warnings[0], "--max-rate") {
 		t.Errorf("max rate passes: rate %v high %v trials %d %v", c.RateRPS, c.HighRPS, len(c.Trials), c.Warnings)
 	}
+	// Stopped by --max-trials before any rate was decided: no capacity it
+	// can vouch for (it reported 6 req/s, passed once, with a warning).
 	out, err := Search(context.Background(), (&server{Knee: 7.3}).trial, Config{MinRate: 1, MaxRate: 100, Resolution: 0.001, MaxTrials: 6})
-	if err != nil || len(out.Capacity.Trials) != 6 || !strings.Contains(out.Capacity.Warnings[0], "stopped after 6") {
-		t.Errorf("max trials: %v %d %v", err, len(out.Capacity.Trials), out.Capacity.Warnings)
+	if c := out.Capacity; err != nil || len(c.Trials) != 6 || !strings.Contains(c.Inconclusive, "stopped after 6 trials") || !strings.Contains(c.Inconclusive, "before any rate was decided") {
+		t.Errorf("max trials: %v %d %q", err, len(c.Trials), c.Inconclusive)
 	}
 	boom := errors.New("boom")
 	n := 0
@@ -358,8 +315,9 @@ func TestSweep(t *testing.T) {
 	// A saturation stops the sweep.
 	s = &server{Knee: 1000, MaxRate: 11, Closed: 20}
 	out, _ = Sweep(context.Background(), s.trial, SweepConfig{Confirm: -1})
-	// 8 req/s passes; 12 delivers 11 (92 % < 95 %): saturated.
-	if c := out.Capacity; !c.Saturated || len(c.Trials) != 4 || math.Abs(c.RateRPS-8) > 1e-9 || math.Abs(c.HighRPS-12) > 1e-9 {
+	// 12 req/s delivers 11 (110 of 120, within the noise of 95 %) and
+	// passes; 14 delivers 11 (79 %): saturated.
+	if c := out.Capacity; !c.Saturated || len(c.Trials) != 5 || math.Abs(c.RateRPS-12) > 1e-9 || math.Abs(c.HighRPS-14) > 1e-9 {
 		t.Errorf("saturated sweep: %+v", c)
 	}
 	// A sweep whose lowest step fails names a sweep's flag, not the
@@ -504,8 +462,9 @@ func TestMaxTrialsBeforeAnything(t *testing.T) {
 }
 
 // TestConfirmContradicts: the search passes 5 req/s once (a lucky trial);
-// the confirming trials there fail. By the search's own majority rule 5 req/s
-// did not pass: inconclusive (it reported "capacity: 5 req/s", exit 0).
+// the trials deciding it fail. A rate whose trials fail more often than
+// they pass is never the answer (the search reported "capacity: 5 req/s",
+// exit 0): the bracket moves down to 4 req/s, decided to pass.
 func TestConfirmContradicts(t *testing.T) {
 	calls := map[float64]int{}
 	trial := func(ctx context.Context, l Load) (*result.Scenario, error) {
@@ -518,12 +477,17 @@ func TestConfirmContradicts(t *testing.T) {
 	}
 	out, err := Search(context.Background(), trial, Config{MinRate: 1, MaxRate: 8, Resolution: 0.3, Confirm: 3})
 	c := out.Capacity
-	if err != nil || c.RateRPS != 5 || !strings.Contains(c.Inconclusive, "5 req/s, passed in 1 of its 3 trials") {
-		t.Errorf("%v: capacity %v, inconclusive %q", err, c.RateRPS, c.Inconclusive)
+	if err != nil || c.RateRPS != 4 || c.HighRPS != 5 || c.Inconclusive != "" || c.RateTrials != [2]int{3, 3} || calls[5] != 5 {
+		t.Errorf("%v: capacity %v [%v, %v), %v at it, %d trials at 5, inconclusive %q", err, c.RateRPS, c.LowRPS, c.HighRPS, c.RateTrials, calls[5], c.Inconclusive)
+	}
+	// The interval runs across the bracket, wider than it: the trials'
+	// pass/fail tells little of how steeply they fall between 4 and 5.
+	if iv := c.Interval; iv == nil || iv.LowRPS >= 4 || iv.HighRPS <= 5 || iv.Trials != [2]int{3, 5} {
+		t.Errorf("interval %+v", iv)
 	}
 	// When the repeats bear the pass out, the capacity stands.
 	out, err = Search(context.Background(), (&server{Knee: 5.5}).trial, Config{MinRate: 1, MaxRate: 8, Resolution: 0.3, Confirm: 3})
-	if c := out.Capacity; err != nil || c.Inconclusive != "" || c.RateRPS == 0 {
+	if c := out.Capacity; err != nil || c.Inconclusive != "" || c.RateRPS != 5 {
 		t.Errorf("a steady server: %v, capacity %v, inconclusive %q", err, c.RateRPS, c.Inconclusive)
 	}
 }

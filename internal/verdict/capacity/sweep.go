@@ -33,7 +33,9 @@ var DefaultSteps = []float64{0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0}
 // steps open-loop rates up to it in the given fractions, in order, and
 // stops at the first rate that fails with a sign of saturation (not only
 // low goodput). The capacity is the highest passing rate below the first
-// failing one.
+// failing one, both decided by repeating their trials (see settle; the
+// sweep does not add steps when an end does not stand, it moves to the
+// next step that passed or failed).
 func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) {
 	cfg.Criteria = cfg.Criteria.withDefaults()
 	if cfg.Concurrency <= 0 {
@@ -48,10 +50,8 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 	if cfg.Repeats <= 0 {
 		cfg.Repeats = 1
 	}
-	if cfg.Confirm == 0 {
-		cfg.Confirm = DefaultConfirm
-	}
-	steps := 1 + len(cfg.Steps)*cfg.Repeats*(1+MaxInvalidRetries) + 2*max(cfg.Confirm, 0)*(1+MaxInvalidRetries)
+	// Room for every step, and for deciding each (its retries included).
+	steps := (1 + len(cfg.Steps)*max(cfg.Repeats, MaxRateTrials, cfg.Confirm)) * (1 + MaxInvalidRetries)
 	s := newSearcher(trial, Config{Criteria: cfg.Criteria, Repeats: 1, MaxTrials: steps, Confirm: cfg.Confirm}, "sweep")
 	s.out.Trial = cfg.OnTrial
 	s.cfg.Repeats = 1
@@ -86,11 +86,15 @@ func Sweep(ctx context.Context, trial Trial, cfg SweepConfig) (*Outcome, error) 
 			break
 		}
 	}
-	err := s.confirm(ctx, lo, hi)
+	var err error
+	if cfg.Confirm >= 0 {
+		_, _, err = s.settle(ctx, lo, hi, nil)
+		lo, hi = s.settled(err)
+	}
 	if err := s.finish(lo, hi, err); err != nil {
 		return &s.out, err
 	}
-	if hi == 0 {
+	if hi == 0 && c.Inconclusive == "" {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("every rate up to the closed-loop maximum at concurrency %d passed", cfg.Concurrency))
 		c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "--max-rate") })
 	}

@@ -1,0 +1,114 @@
+package capacity
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spate-dev/spate/result"
+)
+
+func TestDecision(t *testing.T) {
+	for _, c := range []struct {
+		passed, n int
+		want      verdict
+	}{
+		{0, 0, undecided},
+		{1, 1, undecided},
+		{2, 2, undecided},
+		{3, 3, passes},
+		{0, 3, fails},
+		{2, 3, undecided},
+		{4, 5, passes},
+		{1, 5, fails},
+		{3, 6, undecided},
+		{5, 7, passes},
+	} {
+		if got := (tally{c.passed, c.n}).decision(); got != c.want {
+			t.Errorf("%d of %d passed: %v, want %v", c.passed, c.n, got, c.want)
+		}
+	}
+}
+
+// TestDecisionErrors works out exactly, over every sequence of trials up
+// to MaxRateTrials, how often the sequential test decides wrongly: that a
+// rate whose trials pass once in 4 passes, or one whose trials pass 3
+// times in 4 fails — at most 1 − DecisionConfidence each — and how often
+// it decides at all at the knee, where trials pass half the time.
+func TestDecisionErrors(t *testing.T) {
+	// decide returns the chances of deciding pass and fail when each
+	// trial passes with probability p.
+	decide := func(p float64) (pass, fail float64) {
+		probs := map[tally]float64{{}: 1}
+		for range MaxRateTrials {
+			next := map[tally]float64{}
+			for tl, w := range probs {
+				switch tl.decision() {
+				case passes:
+					pass += w
+					continue
+				case fails:
+					fail += w
+					continue
+				}
+				next[tally{tl.passed + 1, tl.n + 1}] += w * p
+				next[tally{tl.passed, tl.n + 1}] += w * (1 - p)
+			}
+			probs = next
+		}
+		for tl, w := range probs {
+			switch tl.decision() {
+			case passes:
+				pass += w
+			case fails:
+				fail += w
+			}
+		}
+		return pass, fail
+	}
+	if pass, _ := decide(decisionFail); pass > 1-DecisionConfidence {
+		t.Errorf("trials passing once in 4 decided to pass with chance %.4f", pass)
+	}
+	if _, fail := decide(decisionPass); fail > 1-DecisionConfidence {
+		t.Errorf("trials passing 3 times in 4 decided to fail with chance %.4f", fail)
+	}
+	pass, fail := decide(0.5)
+	t.Logf("at the knee: decided to pass %.3f, to fail %.3f, undecided %.3f; a quarter: pass %.4f", pass, fail, 1-pass-fail, func() float64 { p, _ := decide(0.25); return p }())
+	if d := 1 - pass - fail; d < 0.2 {
+		t.Errorf("at the knee the test decided %.3f of the time", 1-d)
+	}
+}
+
+// TestCoinTossKnee: the real engine, whose 10 s trials near its
+// knee were a coin toss — below 8.5 req/s they pass, from 8.5 to 10 one
+// in two does, above they fail. The search printed "capacity: 9 req/s"
+// on one lucky pass. The capacity reported is now a rate decided to pass
+// (under 8.5), and the rates the trials could not separate are named.
+func TestCoinTossKnee(t *testing.T) {
+	tosses := 0
+	trial := func(ctx context.Context, l Load) (*result.Scenario, error) {
+		sc, err := (&server{Knee: 100}).trial(ctx, l)
+		switch {
+		case l.Rate >= 10:
+			sc.Goodput.Fraction = 0.5
+		case l.Rate >= 8.5:
+			if tosses++; tosses%2 == 0 {
+				sc.Goodput.Fraction = 0.5
+			}
+		}
+		return sc, err
+	}
+	for _, from := range []float64{1, 3, 4.5} {
+		out, err := Search(context.Background(), trial, Config{MinRate: from, MaxRate: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := out.Capacity
+		if c.RateRPS >= 8.5 || c.RateRPS == 0 || c.Inconclusive != "" {
+			t.Errorf("from %v req/s: capacity %v [%v, %v), inconclusive %q", from, c.RateRPS, c.LowRPS, c.HighRPS, c.Inconclusive)
+		}
+		if w := strings.Join(c.Warnings, "\n"); strings.Contains(w, "could not separate") != (c.HighRPS > 8.5) {
+			t.Errorf("from %v req/s: bracket [%v, %v), warnings %q", from, c.LowRPS, c.HighRPS, w)
+		}
+	}
+}
