@@ -138,6 +138,11 @@ type Recorder struct {
 	fromUsage, fromTokenizer                          int
 	discAbs, discBase                                 int64
 	discN                                             int
+	// implausible counts the responses counted both ways whose usage
+	// fails the usage check (usage.go), claimed and counted their usage
+	// and local counts added up.
+	implausible      int
+	claimed, counted int64
 
 	firstSent, lastSent         time.Time
 	firstIntended, lastIntended time.Time
@@ -390,6 +395,11 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.discAbs += int64(d)
 		r.discBase += int64(rec.UsageTokens)
 		r.discN++
+		if ImplausibleUsage(rec.UsageTokens, rec.TokenizerTokens) {
+			r.implausible++
+			r.claimed += int64(rec.UsageTokens)
+			r.counted += int64(rec.TokenizerTokens)
+		}
 	}
 	r.hists[OutputTokens].recordCount(int64(rec.OutputTokens))
 	r.hists[InputTokens].recordCount(int64(rec.InputTokens))
@@ -553,6 +563,9 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 	sc.ICE = r.ice.result()
 	sc.Goodput.SLOms = r.cfg.SLO.Millis()
 	sc.Tokens = r.tokens()
+	if w := JudgeUsage(&sc.Tokens, r.discN); w != "" {
+		sc.Warnings = append(sc.Warnings, w)
+	}
 	sc.Load = r.load()
 	sc.Warnings = append(sc.Warnings, r.paced.fill(&sc.Load, r.cfg.TargetTokenRate, r.cfg.OutputBasis, r.cfg.GapCV)...)
 	if r.succeeded+r.failed == 0 {
@@ -584,6 +597,7 @@ func (r *Recorder) tokens() result.Tokens {
 		t.Discrepancy = &d
 		t.DiscrepancySampled = r.discN
 	}
+	t.UsageImplausible, t.UsageClaimed, t.UsageCounted = r.implausible, r.claimed, r.counted
 	return t
 }
 

@@ -1,0 +1,102 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spate-dev/spate/result"
+)
+
+// TestImplausibleUsage: usage is implausible only when it claims over
+// twice the local count and over 16 tokens more; another vocabulary's
+// 30 % more, a few tokens more on a short answer, or fewer tokens than
+// counted are not.
+func TestImplausibleUsage(t *testing.T) {
+	for _, tc := range []struct {
+		usage, counted int
+		want           bool
+	}{
+		{128, 1, true},    // one word streamed, 128 claimed
+		{130, 100, false}, // a SentencePiece vocabulary against cl100k
+		{20, 4, false},    // a short answer plus a stop sequence
+		{21, 4, true},
+		{200, 100, false},
+		{201, 100, true},
+		{16, 48, false}, // a coarser vocabulary than cl100k
+		{0, 0, false},
+		{17, 0, true},
+	} {
+		if got := ImplausibleUsage(tc.usage, tc.counted); got != tc.want {
+			t.Errorf("usage %d against %d counted: implausible %v, want %v", tc.usage, tc.counted, got, tc.want)
+		}
+	}
+}
+
+// TestJudgeUsage: a stage's usage is untrusted when the Wilson lower bound
+// of its implausible share is over 10 %: every one of three checked
+// responses is enough, one or two of many are not; without usage, or
+// without a response counted both ways, there is no verdict.
+func TestJudgeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		fromUsage, implausible int
+		checked                int
+		want                   *bool
+	}{
+		{"not checked", 40, 0, 0, nil},
+		{"no usage", 0, 0, 3, nil},
+		{"all of three", 40, 3, 3, new(false)},
+		{"one of a hundred", 1600, 1, 100, new(true)},
+		{"two of ten", 160, 2, 10, new(true)},
+		{"a quarter of sixty", 960, 15, 60, new(false)},
+		{"none", 40, 0, 3, new(true)},
+	} {
+		tok := result.Tokens{FromUsage: tc.fromUsage, Tokenizer: "cl100k_base", UsageImplausible: tc.implausible, UsageClaimed: 384, UsageCounted: 3}
+		w := JudgeUsage(&tok, tc.checked)
+		switch {
+		case (tok.UsageTrusted == nil) != (tc.want == nil) || (tc.want != nil && *tok.UsageTrusted != *tc.want):
+			t.Errorf("%s: trusted %v, want %v", tc.name, tok.UsageTrusted, tc.want)
+		case tc.want != nil && !*tc.want:
+			if !strings.Contains(tok.UsageUntrusted, "384 claimed, 3 counted") || !strings.Contains(w, "cannot be trusted") {
+				t.Errorf("%s: reason %q, warning %q", tc.name, tok.UsageUntrusted, w)
+			}
+		case w != "" || tok.UsageUntrusted != "":
+			t.Errorf("%s: warning %q, reason %q for trusted usage", tc.name, w, tok.UsageUntrusted)
+		}
+	}
+}
+
+// TestUsageDoubt: with untrusted usage, the figures derived from output
+// tokens are doubted (goodput only when its SLO bounds TPOT); others, and
+// every figure of a stage whose usage is trusted, are not.
+func TestUsageDoubt(t *testing.T) {
+	untrusted := result.Scenario{Tokens: result.Tokens{UsageTrusted: new(false), UsageUntrusted: "3 of 3"}}
+	withTPOT := untrusted
+	withTPOT.Goodput.SLOms = map[string]float64{"tpot": 50, "ttft": 500}
+	trusted := result.Scenario{Tokens: result.Tokens{UsageTrusted: new(true)}}
+	trusted.Goodput.SLOms = withTPOT.Goodput.SLOms
+	for _, tc := range []struct {
+		name        string
+		sc          *result.Scenario
+		agg, metric string
+		doubt       bool
+	}{
+		{"output_tps", &untrusted, "", "output_tps", true},
+		{"total_tps", &untrusted, "", "total_tps", true},
+		{"input_tps", &untrusted, "", "input_tps", false},
+		{"rps", &untrusted, "", "rps", false},
+		{"p99(tpot)", &untrusted, "percentile", "tpot", true},
+		{"p99(tpot) of a bucket", &untrusted, "percentile", "tpot@input:0-512", true},
+		{"mean(tokens_per_chunk)", &untrusted, "mean", "tokens_per_chunk", true},
+		{"p99(ttft)", &untrusted, "percentile", "ttft", false},
+		{"goodput without a TPOT SLO", &untrusted, "", "goodput", false},
+		{"goodput with a TPOT SLO", &withTPOT, "", "goodput_intended", true},
+		{"trusted output_tps", &trusted, "", "output_tps", false},
+		{"trusted goodput", &trusted, "", "goodput", false},
+	} {
+		why := UsageDoubt(tc.sc, tc.agg, tc.metric)
+		if (why != "") != tc.doubt || (tc.doubt && !strings.Contains(why, "3 of 3")) {
+			t.Errorf("%s: doubt %q, want %v", tc.name, why, tc.doubt)
+		}
+	}
+}
