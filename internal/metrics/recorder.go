@@ -395,9 +395,11 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.discAbs += int64(d)
 		r.discBase += int64(rec.UsageTokens)
 		r.discN++
-		if ImplausibleUsage(rec.UsageTokens, rec.TokenizerTokens) {
+		// Reasoning the server says it did not stream is not held
+		// against it (usage.go).
+		if claim := rec.UsageTokens - rec.UsageReasoning; ImplausibleUsage(claim, rec.TokenizerTokens) {
 			r.implausible++
-			r.claimed += int64(rec.UsageTokens)
+			r.claimed += int64(claim)
 			r.counted += int64(rec.TokenizerTokens)
 		}
 	}

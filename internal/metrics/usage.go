@@ -23,7 +23,10 @@ import (
 // word streamed, 128 tokens claimed. So a response's usage is implausible
 // when it is over UsageRatio times the local count and over it by more
 // than UsageSlack tokens; only inflation is checked, as a count under the
-// local one is what a coarser vocabulary gives.
+// local one is what a coarser vocabulary gives. The reasoning tokens usage
+// reports (completion_tokens_details.reasoning_tokens) are taken off the
+// claim first: a server that thinks without streaming its thoughts
+// generated tokens the stream never carried, and says so.
 //
 // One odd response does not condemn a stage: its usage is untrusted when
 // the Wilson lower bound (at UsageConfidence) of the share of implausible

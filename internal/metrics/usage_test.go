@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spate-dev/spate/result"
 )
@@ -97,6 +98,45 @@ func TestUsageDoubt(t *testing.T) {
 		why := UsageDoubt(tc.sc, tc.agg, tc.metric)
 		if (why != "") != tc.doubt || (tc.doubt && !strings.Contains(why, "3 of 3")) {
 			t.Errorf("%s: doubt %q, want %v", tc.name, why, tc.doubt)
+		}
+	}
+}
+
+// TestRecorderUsageCheck: the recorder checks the responses counted both
+// ways: three claiming 128 tokens for 8 counted make the stage's usage
+// untrusted, with a warning; the same three saying 120 of them were
+// reasoning they did not stream do not, nor do responses not counted
+// locally.
+func TestRecorderUsageCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		reasoning, sample int
+		want              *bool
+	}{
+		{"inflated", 0, 1, new(false)},
+		{"hidden reasoning", 120, 1, new(true)},
+		{"not counted locally", 0, 0, nil},
+	} {
+		rc := New(Config{Start: t0, Mode: "closed", Concurrency: 1, Tokenizer: "cl100k_base"})
+		for i := range 3 {
+			r := mk(uint64(i), time.Duration(i)*time.Second, 0, 10*time.Millisecond, time.Millisecond, 8)
+			r.UsageTokens, r.OutputTokens, r.UsageReasoning = 128, 128, tc.reasoning
+			if tc.sample > 0 {
+				r.TokenizerTokens = 8
+			}
+			feed(rc, r)
+		}
+		sc, _, err := rc.Scenario("s", t0.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := sc.Tokens.UsageTrusted
+		if (tr == nil) != (tc.want == nil) || (tr != nil && *tr != *tc.want) {
+			t.Fatalf("%s: usage_trusted %v, want %v (%+v)", tc.name, tr, tc.want, sc.Tokens)
+		}
+		warned := strings.Contains(strings.Join(sc.Warnings, "\n"), "the server's usage cannot be trusted: 3 of 3 responses counted both ways claimed over 2× the output tokens the cl100k_base tokenizer counts in what they streamed and over 16 more (384 claimed, 24 counted)")
+		if warned != (tc.want != nil && !*tc.want) {
+			t.Errorf("%s: warned %v: %q", tc.name, warned, sc.Warnings)
 		}
 	}
 }
