@@ -880,7 +880,29 @@ func (r *Recorder) WindowSpan(now time.Time, from, to int) (result.Scenario, map
 		return result.Scenario{}, nil, false
 	}
 	sc, hist := r.win.view(to, to-from)
+	// The usage check so far, so that figures resting on usage it does
+	// not trust are not judged on the window either (Source.Doubt).
+	sc.Tokens, sc.Goodput.SLOms = r.usageSoFar(), r.cfg.SLO.Millis()
 	return sc, hist, true
+}
+
+// usageSoFar is the stage's tokens with the usage check's verdict on the
+// responses recorded so far (JudgeUsage). Called with r.mu held.
+func (r *Recorder) usageSoFar() result.Tokens {
+	t := r.tokens()
+	JudgeUsage(&t, r.discN)
+	return t
+}
+
+// Doubt says why a figure judged during the run (asked as Lookup is)
+// cannot be judged on the responses recorded so far, "" when it can: it
+// rests on usage the stage does not trust (UsageDoubt).
+func (r *Recorder) Doubt(agg, metric string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sc := result.Scenario{Tokens: r.usageSoFar()}
+	sc.Goodput.SLOms = r.cfg.SLO.Millis()
+	return UsageDoubt(&sc, agg, metric)
 }
 
 // probeRate is an overall probe rate of a stage, NaN when the stage had no

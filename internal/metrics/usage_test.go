@@ -140,3 +140,32 @@ func TestRecorderUsageCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestRecorderDoubtsDuringTheRun: figures judged during the run (abort
+// thresholds, triggers on a window) see the usage check so far: once three
+// responses counted both ways claimed 128 tokens for 8, output_tps and
+// TPOT are doubted on the recorder and on its window's view, TTFT is not;
+// before any response was checked nothing is.
+func TestRecorderDoubtsDuringTheRun(t *testing.T) {
+	rc := New(Config{Start: t0, Mode: "closed", Concurrency: 1, Tokenizer: "cl100k_base", Window: 10 * time.Second})
+	doubts := func() (bool, bool, bool, bool) {
+		sc, hist, ok := rc.WindowSpan(t0.Add(4*time.Second), 0, 3)
+		if !ok {
+			t.Fatal("no window view")
+		}
+		src := Source{Scenario: &sc, Hists: hist}
+		return rc.Doubt("", "output_tps") != "", rc.Doubt("percentile", "ttft") != "",
+			src.Doubt("", 0, "output_tps") != "", src.Doubt("percentile", 99, "tpot") != ""
+	}
+	if a, b, c, d := doubts(); a || b || c || d {
+		t.Fatalf("doubts before any response: %v %v %v %v", a, b, c, d)
+	}
+	for i := range 3 {
+		r := mk(uint64(i), time.Duration(i)*time.Second, 0, 10*time.Millisecond, time.Millisecond, 8)
+		r.UsageTokens, r.OutputTokens, r.TokenizerTokens = 128, 128, 8
+		feed(rc, r)
+	}
+	if a, b, c, d := doubts(); !a || b || !c || !d {
+		t.Fatalf("doubts after three implausible responses: output_tps %v, ttft %v, window output_tps %v, window tpot %v; want true, false, true, true", a, b, c, d)
+	}
+}
