@@ -381,7 +381,8 @@ type Tokens struct {
 	Discrepancy        *float64 `json:"usage_tokenizer_discrepancy,omitempty"`
 	DiscrepancySampled int      `json:"discrepancy_sampled,omitempty"`
 	// UsageImplausible counts the responses counted both ways whose usage
-	// claimed over twice the local count and over 16 tokens more (the
+	// claimed over twice the local count and over 16 tokens more, 16 more
+	// a tool call (the
 	// usage check, docs/figures.md); UsageClaimed and UsageCounted are
 	// their usage (less the reasoning tokens it reports) and local counts
 	// added up.

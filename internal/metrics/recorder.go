@@ -397,7 +397,7 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.discN++
 		// Reasoning the server says it did not stream is not held
 		// against it (usage.go).
-		if claim := rec.UsageTokens - rec.UsageReasoning; ImplausibleUsage(claim, rec.TokenizerTokens) {
+		if claim := rec.UsageTokens - rec.UsageReasoning; ImplausibleUsage(claim, rec.TokenizerTokens, rec.ToolCalls) {
 			r.implausible++
 			r.claimed += int64(claim)
 			r.counted += int64(rec.TokenizerTokens)

@@ -40,9 +40,12 @@ const (
 
 // ImplausibleUsage says whether a response's usage output tokens cannot be
 // explained by the tokens counted locally in what it streamed (see the
-// usage check above).
-func ImplausibleUsage(usage, counted int) bool {
-	return usage > max(UsageRatio*counted, counted+UsageSlack)
+// usage check above); calls are its tool calls, each allowed UsageSlack
+// more: the stream carries a call's name and arguments, not the markup
+// around them the model generated (a hermes <tool_call> envelope is about
+// a dozen tokens).
+func ImplausibleUsage(usage, counted, calls int) bool {
+	return usage > max(UsageRatio*counted, counted+UsageSlack*(1+max(calls, 0)))
 }
 
 // JudgeUsage sets t's usage verdict (UsageTrusted and, when untrusted,

@@ -9,26 +9,30 @@ import (
 )
 
 // TestImplausibleUsage: usage is implausible only when it claims over
-// twice the local count and over 16 tokens more; another vocabulary's
-// 30 % more, a few tokens more on a short answer, or fewer tokens than
-// counted are not.
+// twice the local count and over 16 tokens more (16 more a tool call);
+// another vocabulary's 30 % more, a few tokens more on a short answer, a
+// tool call's markup, or fewer tokens than counted are not.
 func TestImplausibleUsage(t *testing.T) {
 	for _, tc := range []struct {
-		usage, counted int
-		want           bool
+		usage, counted, calls int
+		want                  bool
 	}{
-		{128, 1, true},    // one word streamed, 128 claimed
-		{130, 100, false}, // a SentencePiece vocabulary against cl100k
-		{20, 4, false},    // a short answer plus a stop sequence
-		{21, 4, true},
-		{200, 100, false},
-		{201, 100, true},
-		{16, 48, false}, // a coarser vocabulary than cl100k
-		{0, 0, false},
-		{17, 0, true},
+		{128, 1, 0, true},    // one word streamed, 128 claimed
+		{130, 100, 0, false}, // a SentencePiece vocabulary against cl100k
+		{20, 4, 0, false},    // a short answer plus a stop sequence
+		{21, 4, 0, true},
+		{200, 100, 0, false},
+		{201, 100, 0, true},
+		{16, 48, 0, false}, // a coarser vocabulary than cl100k
+		{0, 0, 0, false},
+		{17, 0, 0, true},
+		{25, 8, 1, false}, // a call's name and arguments, and its envelope
+		{41, 8, 1, true},
+		{56, 8, 2, false},
+		{128, 1, 2, true},
 	} {
-		if got := ImplausibleUsage(tc.usage, tc.counted); got != tc.want {
-			t.Errorf("usage %d against %d counted: implausible %v, want %v", tc.usage, tc.counted, got, tc.want)
+		if got := ImplausibleUsage(tc.usage, tc.counted, tc.calls); got != tc.want {
+			t.Errorf("usage %d against %d counted, %d tool calls: implausible %v, want %v", tc.usage, tc.counted, tc.calls, got, tc.want)
 		}
 	}
 }
