@@ -382,10 +382,9 @@ type Tokens struct {
 	DiscrepancySampled int      `json:"discrepancy_sampled,omitempty"`
 	// UsageImplausible counts the responses counted both ways whose usage
 	// claimed over twice the local count and over 16 tokens more, 16 more
-	// a tool call (the
-	// usage check, docs/figures.md); UsageClaimed and UsageCounted are
-	// their usage (less the reasoning tokens it reports) and local counts
-	// added up.
+	// a tool call (the usage check, docs/figures.md); UsageClaimed and
+	// UsageCounted are their usage (less the reasoning tokens it reports)
+	// and local counts added up.
 	UsageImplausible int   `json:"usage_implausible,omitempty"`
 	UsageClaimed     int64 `json:"usage_implausible_claimed,omitempty"`
 	UsageCounted     int64 `json:"usage_implausible_counted,omitempty"`
