@@ -32,9 +32,15 @@ import (
 // the Wilson lower bound (at UsageConfidence) of the share of implausible
 // responses among those checked is over UsageShare.
 const (
-	UsageRatio      = 2
-	UsageSlack      = 16
-	UsageShare      = 0.1
+	// UsageRatio is how many times the local count usage may claim.
+	UsageRatio = 2
+	// UsageSlack is how many tokens over the local count usage may claim
+	// whatever the ratio (a short answer's stop sequence, end of text).
+	UsageSlack = 16
+	// UsageShare is the share of implausible responses a stage's usage
+	// may have, at UsageConfidence, and still be trusted.
+	UsageShare = 0.1
+	// UsageConfidence is the level of the Wilson bound on that share.
 	UsageConfidence = 0.95
 )
 
