@@ -40,6 +40,10 @@ type Config struct {
 	Word string
 	// NoUsage leaves out the usage chunk even when asked for.
 	NoUsage bool
+	// Claim, when over 0, is the completion_tokens usage reports instead
+	// of Tokens: more than was streamed is a server that lies (or one
+	// whose vocabulary cuts the text finer than cl100k).
+	Claim int
 	// Status, when not 0 or 200, is returned at once with an error body.
 	Status int
 	// Model is reported in every chunk (default "llmtest").
@@ -102,6 +106,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	if n == 0 {
 		n = 16
 	}
+	claim := n
+	if s.cfg.Claim > 0 {
+		claim = s.cfg.Claim
+	}
 	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
 	wait := func(at time.Duration) bool {
 		t := time.NewTimer(time.Until(start.Add(at)))
@@ -120,9 +128,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		text := strings.Repeat(Words[0], n)
 		w.Header().Set("Content-Type", "application/json")
 		if chat {
-			fmt.Fprintf(w, `{"object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q}}],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}`, s.cfg.Model, text, n, n+1)
+			fmt.Fprintf(w, `{"object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q}}],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}`, s.cfg.Model, text, claim, claim+1)
 		} else {
-			fmt.Fprintf(w, `{"object":"text_completion","model":%q,"choices":[{"index":0,"text":%q}],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}`, s.cfg.Model, text, n, n+1)
+			fmt.Fprintf(w, `{"object":"text_completion","model":%q,"choices":[{"index":0,"text":%q}],"usage":{"prompt_tokens":1,"completion_tokens":%d,"total_tokens":%d}}`, s.cfg.Model, text, claim, claim+1)
 		}
 		return
 	}
@@ -157,7 +165,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	if b.StreamOptions != nil && b.StreamOptions.IncludeUsage && !s.cfg.NoUsage {
-		fmt.Fprintf(w, "data: {\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", s.cfg.Model, n, n+1)
+		fmt.Fprintf(w, "data: {\"model\":%q,\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", s.cfg.Model, claim, claim+1)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()

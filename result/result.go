@@ -382,6 +382,21 @@ type Tokens struct {
 	// counted both ways (DiscrepancySampled of them).
 	Discrepancy        *float64 `json:"usage_tokenizer_discrepancy,omitempty"`
 	DiscrepancySampled int      `json:"discrepancy_sampled,omitempty"`
+	// UsageImplausible counts the responses counted both ways whose usage
+	// claimed over twice the local count and over 16 tokens more, 16 more
+	// a tool call (the usage check, docs/figures.md); UsageClaimed and
+	// UsageCounted are their usage (less the reasoning tokens it reports)
+	// and local counts added up.
+	UsageImplausible int   `json:"usage_implausible,omitempty"`
+	UsageClaimed     int64 `json:"usage_implausible_claimed,omitempty"`
+	UsageCounted     int64 `json:"usage_implausible_counted,omitempty"`
+	// UsageTrusted is the usage check's verdict, absent when usage was not
+	// checked (no usage, or no response counted both ways): false when too
+	// many responses' usage was implausible, UsageUntrusted saying why.
+	// Output token figures are still the usage's, marked: thresholds on
+	// them cannot be judged.
+	UsageTrusted   *bool  `json:"usage_trusted,omitempty"`
+	UsageUntrusted string `json:"usage_untrusted_reason,omitempty"`
 }
 
 // Goodput is the share of requests that succeeded and met every SLO.

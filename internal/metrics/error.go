@@ -343,6 +343,13 @@ func (s Source) Bounds(agg string, percentile float64, metric string) (lo, hi fl
 	return Bounds(s.Scenario, s.Hists, agg, percentile, metric)
 }
 
+// Doubt says why a figure cannot be judged although it has a value, ""
+// when it can: it rests on usage the stage does not trust (see
+// UsageDoubt).
+func (s Source) Doubt(agg string, _ float64, metric string) string {
+	return UsageDoubt(s.Scenario, agg, metric)
+}
+
 // ErrorRows are the figures ErrorText shows, in order, with their names.
 var ErrorRows = []struct{ Key, Name string }{
 	{TTFT, "TTFT"}, {TTFTIntended, "TTFT (intended)"}, {ITL, "ITL"},

@@ -138,6 +138,11 @@ type Recorder struct {
 	fromUsage, fromTokenizer                          int
 	discAbs, discBase                                 int64
 	discN                                             int
+	// implausible counts the responses counted both ways whose usage
+	// fails the usage check (usage.go), claimed and counted their usage
+	// and local counts added up.
+	implausible      int
+	claimed, counted int64
 
 	firstSent, lastSent         time.Time
 	firstIntended, lastIntended time.Time
@@ -390,6 +395,13 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.discAbs += int64(d)
 		r.discBase += int64(rec.UsageTokens)
 		r.discN++
+		// Reasoning the server says it did not stream is not held
+		// against it (usage.go).
+		if claim := rec.UsageTokens - rec.UsageReasoning; ImplausibleUsage(claim, rec.TokenizerTokens, rec.ToolCalls) {
+			r.implausible++
+			r.claimed += int64(claim)
+			r.counted += int64(rec.TokenizerTokens)
+		}
 	}
 	r.hists[OutputTokens].recordCount(int64(rec.OutputTokens))
 	r.hists[InputTokens].recordCount(int64(rec.InputTokens))
@@ -553,6 +565,9 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 	sc.ICE = r.ice.result()
 	sc.Goodput.SLOms = r.cfg.SLO.Millis()
 	sc.Tokens = r.tokens()
+	if w := JudgeUsage(&sc.Tokens, r.discN); w != "" {
+		sc.Warnings = append(sc.Warnings, w)
+	}
 	sc.Load = r.load()
 	sc.Warnings = append(sc.Warnings, r.paced.fill(&sc.Load, r.cfg.TargetTokenRate, r.cfg.OutputBasis, r.cfg.GapCV)...)
 	if r.succeeded+r.failed == 0 {
@@ -584,6 +599,7 @@ func (r *Recorder) tokens() result.Tokens {
 		t.Discrepancy = &d
 		t.DiscrepancySampled = r.discN
 	}
+	t.UsageImplausible, t.UsageClaimed, t.UsageCounted = r.implausible, r.claimed, r.counted
 	return t
 }
 
@@ -871,7 +887,29 @@ func (r *Recorder) WindowSpan(now time.Time, from, to int) (result.Scenario, map
 		return result.Scenario{}, nil, false
 	}
 	sc, hist := r.win.view(to, to-from)
+	// The usage check so far, so that figures resting on usage it does
+	// not trust are not judged on the window either (Source.Doubt).
+	sc.Tokens, sc.Goodput.SLOms = r.usageSoFar(), r.cfg.SLO.Millis()
 	return sc, hist, true
+}
+
+// usageSoFar is the stage's tokens with the usage check's verdict on the
+// responses recorded so far (JudgeUsage). Called with r.mu held.
+func (r *Recorder) usageSoFar() result.Tokens {
+	t := r.tokens()
+	JudgeUsage(&t, r.discN)
+	return t
+}
+
+// Doubt says why a figure judged during the run (asked as Lookup is)
+// cannot be judged on the responses recorded so far, "" when it can: it
+// rests on usage the stage does not trust (UsageDoubt).
+func (r *Recorder) Doubt(agg, metric string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sc := result.Scenario{Tokens: r.usageSoFar()}
+	sc.Goodput.SLOms = r.cfg.SLO.Millis()
+	return UsageDoubt(&sc, agg, metric)
 }
 
 // probeRate is an overall probe rate of a stage, NaN when the stage had no

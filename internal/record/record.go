@@ -146,6 +146,11 @@ type Record struct {
 	OutputSource    TokenSource
 	UsageTokens     int // output tokens per usage, -1 when absent
 	TokenizerTokens int // output tokens per local tokenizer, -1 when not counted
+	// UsageReasoning is the reasoning tokens usage says are among
+	// UsageTokens (completion_tokens_details.reasoning_tokens), 0 when it
+	// does not say: a server that does not stream its reasoning counts
+	// tokens the stream never carried.
+	UsageReasoning  int
 	Status          int // HTTP status, 0 when none
 	Err             ErrorKind
 	ErrMsg          string

@@ -605,6 +605,9 @@ func abortStep(now, start time.Time, aborts []Abort, rec *metrics.Recorder) *thr
 		if !ok || math.IsNaN(v) {
 			continue // nothing in the window yet: no verdict
 		}
+		if rec.Doubt(a.Threshold.Agg, a.Threshold.LookupName()) != "" {
+			continue // it rests on usage that cannot be trusted: no verdict
+		}
 		if o := a.Threshold.Eval(fixed(v)); !o.Pass {
 			o.Expr += " (abortOnFail, last " + a.Window.String() + ")"
 			return &o

@@ -91,7 +91,18 @@ func readUsage(u *fastjson.Value, rec *record.Record) error {
 	if err := count("prompt_tokens", &rec.InputTokens); err != nil {
 		return err
 	}
-	return count("completion_tokens", &rec.UsageTokens)
+	if err := count("completion_tokens", &rec.UsageTokens); err != nil {
+		return err
+	}
+	// The reasoning tokens among them are informative only (the usage
+	// check allows for reasoning the stream did not carry): a count that
+	// is no count, or over the output tokens, is ignored.
+	if v := u.Get("completion_tokens_details", "reasoning_tokens"); v != nil && v.Type() == fastjson.TypeNumber {
+		if f, err := v.Float64(); err == nil && f >= 0 && f == math.Trunc(f) && f <= float64(max(rec.UsageTokens, 0)) {
+			rec.UsageReasoning = int(f)
+		}
+	}
+	return nil
 }
 
 // endOfStream is the error of a stream that ended without [DONE]: a

@@ -137,7 +137,7 @@ func (c *Client) responsesEvent(st *stream, data []byte, rec *record.Record, kee
 }
 
 // readResponsesUsage takes a Responses usage object (input_tokens,
-// output_tokens) into rec, with readUsage's checks.
+// output_tokens, output_tokens_details) into rec, with readUsage's checks.
 func readResponsesUsage(u *fastjson.Value, rec *record.Record) error {
 	var o fastjson.Arena
 	m := o.NewObject()
@@ -146,6 +146,9 @@ func readResponsesUsage(u *fastjson.Value, rec *record.Record) error {
 	}
 	if v := u.Get("output_tokens"); v != nil {
 		m.Set("completion_tokens", v)
+	}
+	if v := u.Get("output_tokens_details"); v != nil {
+		m.Set("completion_tokens_details", v)
 	}
 	return readUsage(m, rec)
 }

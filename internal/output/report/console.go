@@ -192,6 +192,9 @@ func scenario(b *strings.Builder, sc *result.Scenario, api string) {
 		fmt.Fprintf(b, "tokens     the server's usage and the %s tokenizer differ by %.1f %% (%d requests counted both ways)\n",
 			orDash(sc.Tokens.Tokenizer), 100**d, sc.Tokens.DiscrepancySampled)
 	}
+	if tr := sc.Tokens.UsageTrusted; tr != nil && !*tr {
+		fmt.Fprintf(b, "tokens     UNTRUSTED usage: %s; output tok/s, TPOT and tokens per chunk above and below are the server's word, not measured\n", sc.Tokens.UsageUntrusted)
+	}
 	if g := sc.Goodput; len(g.SLOms) > 0 {
 		var slo []string
 		for k, v := range g.SLOms {

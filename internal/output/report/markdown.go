@@ -64,10 +64,15 @@ func Markdown(w io.Writer, r *result.Result) error {
 		if !sc.Load.Valid {
 			valid = "**no**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %d | %d | %s | %s | %s | %s | %.1f | %.1f %% |\n",
+		tpot, outTPS := mdMS(sc, metrics.TPOT, 50), fmt.Sprintf("%.1f", sc.Throughput.OutputTokensPerS)
+		if tr := sc.Tokens.UsageTrusted; tr != nil && !*tr {
+			// The server's word, not measured (see the stage's warning).
+			tpot, outTPS = tpot+" (untrusted usage)", outTPS+" (untrusted usage)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %d | %d | %s | %s | %s | %s | %s | %.1f %% |\n",
 			cell(sc.Name), offered(sc), sc.Load.AchievedRate, valid, sc.Requests.Total, sc.Requests.Failed,
-			mdMS(sc, metrics.TTFT, 50), mdMS(sc, metrics.TTFT, 99), mdMS(sc, metrics.TPOT, 50), mdMS(sc, metrics.E2E, 99),
-			sc.Throughput.OutputTokensPerS, 100*sc.Goodput.Fraction)
+			mdMS(sc, metrics.TTFT, 50), mdMS(sc, metrics.TTFT, 99), tpot, mdMS(sc, metrics.E2E, 99),
+			outTPS, 100*sc.Goodput.Fraction)
 	}
 	if n > 0 {
 		b.WriteString("\n| stage | threshold | observed | result |\n|---|---|--:|:-:|\n")

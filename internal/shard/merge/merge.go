@@ -492,6 +492,11 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 		slices.Sort(dropped)
 		sc.Warnings = append(sc.Warnings, fmt.Sprintf("not merged (see the shards' results): %s", strings.Join(slices.Compact(dropped), ", ")))
 	}
+	// The usage check's counts add up: the merged stage is judged on
+	// every shard's responses counted both ways.
+	if w := metrics.JudgeUsage(&sc.Tokens, sc.Tokens.DiscrepancySampled); w != "" {
+		sc.Warnings = append(sc.Warnings, w)
+	}
 	if sc.Tokens.DiscrepancySampled > 0 {
 		sc.Warnings = append(sc.Warnings, "usage/tokenizer discrepancy is not merged: see the shards' results")
 		sc.Tokens.DiscrepancySampled = 0
@@ -524,6 +529,9 @@ func addTokens(to *result.Tokens, t result.Tokens) {
 	to.FromUsage += t.FromUsage
 	to.FromTokenizer += t.FromTokenizer
 	to.DiscrepancySampled += t.DiscrepancySampled
+	to.UsageImplausible += t.UsageImplausible
+	to.UsageClaimed += t.UsageClaimed
+	to.UsageCounted += t.UsageCounted
 }
 
 // outputSource says where the merged output token counts came from, as

@@ -637,3 +637,55 @@ func TestMergeBoundsLateFirstTokensOnMergedTTFT(t *testing.T) {
 		t.Fatalf("merged: %+v: want p99.9(ttft) < 20ms unjudged (its true value lies in [10, 40] ms)", o)
 	}
 }
+
+// liarClient streams one token and claims 128 in usage; every 16th
+// request (by global index) is counted locally too.
+type liarClient struct{}
+
+func (liarClient) Do(_ context.Context, req *workload.Request, rec *record.Record) {
+	g, _ := strconv.Atoi(req.Prompt)
+	rec.FirstToken = rec.Sent.Add(time.Millisecond)
+	rec.End = rec.FirstToken.Add(time.Millisecond)
+	rec.Chunks, rec.UsageTokens, rec.OutputTokens, rec.OutputSource = 1, 128, 128, record.TokensUsage
+	if g%16 == 0 {
+		rec.TokenizerTokens = 1
+	}
+	rec.Model = "m"
+}
+
+// TestMergeJudgesUsageOnAllShards: the usage check's counts add up over
+// the shards to the single process's, the merged stage's usage is
+// untrusted as each shard's is, and a threshold on output_tps cannot be
+// judged on the merged figures either.
+func TestMergeJudgesUsageOnAllShards(t *testing.T) {
+	const n = 3
+	mk := func(shard runner.Shard) runner.Plan {
+		p := plan(shard, "output_tps > 10")
+		p.Stages, p.Client = p.Stages[1:], liarClient{}
+		p.Thresholds = append(p.Thresholds, mustParse(t, "output_tps > 10"))
+		return p
+	}
+	rs := runPlans(t, n+1, func(i int) runner.Plan {
+		if i == n {
+			return mk(runner.Shard{})
+		}
+		return mk(runner.Shard{Index: i, Count: n})
+	})
+	single := rs[n].Scenarios[0].Tokens
+	if single.UsageTrusted == nil || *single.UsageTrusted || single.UsageImplausible != 120/16+1 {
+		t.Fatalf("single process: tokens %+v, want 8 implausible, untrusted", single)
+	}
+	out, err := Merge(shardInputs(rs[:n]), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := out.Scenarios[0]
+	got := sc.Tokens
+	if got.UsageTrusted == nil || *got.UsageTrusted || got.UsageImplausible != single.UsageImplausible ||
+		got.UsageClaimed != single.UsageClaimed || got.UsageCounted != single.UsageCounted || got.UsageUntrusted != single.UsageUntrusted {
+		t.Fatalf("merged tokens %+v, single process %+v", got, single)
+	}
+	if len(sc.Thresholds) != 1 || !sc.Thresholds[0].Unjudged || !strings.Contains(sc.Thresholds[0].Err, "untrusted: 8 of 8 responses") {
+		t.Fatalf("merged thresholds %+v", sc.Thresholds)
+	}
+}

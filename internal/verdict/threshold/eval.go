@@ -30,6 +30,13 @@ type Intervaler interface {
 	Interval(agg string, percentile float64, metric string) (lo, hi float64, ok bool)
 }
 
+// Doubter is a Source that knows when a figure it has cannot be judged all
+// the same (it rests on counts the run does not trust): Doubt says why,
+// asked as Lookup is, "" when the figure can be judged.
+type Doubter interface {
+	Doubt(agg string, percentile float64, metric string) string
+}
+
 // Outcome is the verdict on one threshold, as written to the result file's
 // thresholds[] (the type is the result package's, so that the result file's
 // types name no internal package).
@@ -38,7 +45,7 @@ type Outcome = result.ThresholdOutcome
 // Eval checks t against the value src observes. A figure src does not have,
 // or one that is NaN, is no pass and no failure: Err says why and Unjudged
 // marks it (the run cannot judge), so a gate never passes on a figure it
-// could not see. An infinite figure (a recovery that never came) fails,
+// could not see; so is a figure src doubts (Doubter). An infinite figure (a recovery that never came) fails,
 // with Err saying so. Value is 0 with Err (JSON cannot hold NaN or ±Inf).
 // == and != compare exactly.
 func (t Threshold) Eval(src Source) Outcome {
@@ -79,6 +86,12 @@ func (t Threshold) Eval(src Source) Outcome {
 		out.Err = fmt.Sprintf("observed %s is %v", subject, v)
 	default:
 		out.Value = v
+		if d, ok := src.(Doubter); ok {
+			if why := d.Doubt(t.Agg, t.Percentile, t.LookupName()); why != "" {
+				out.Err, out.Unjudged = fmt.Sprintf("measured %s, but %s cannot be judged: %s", num(v), subject, why), true
+				return out
+			}
+		}
 		out.Pass = cmp(v, t.Value)
 		if iv, ok := src.(Intervaler); ok {
 			if lo, hi, ok := iv.Interval(t.Agg, t.Percentile, t.LookupName()); ok {

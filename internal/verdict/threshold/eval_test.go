@@ -276,3 +276,41 @@ func TestEvalKeepsInterval(t *testing.T) {
 		t.Fatalf("%+v: want a failure with the interval [790, 840] kept", out)
 	}
 }
+
+// doubtedSource doubts the figures named in doubt.
+type doubtedSource struct {
+	fakeSource
+	doubt map[string]string
+}
+
+func (d *doubtedSource) Doubt(_ string, _ float64, metric string) string { return d.doubt[metric] }
+
+// TestEvalDoubted: a figure its source doubts (output tokens from usage
+// that cannot be trusted) is unjudged whichever side of the limit it is
+// on, saying why, with its measured value; a figure not doubted is judged
+// as usual.
+func TestEvalDoubted(t *testing.T) {
+	src := &doubtedSource{
+		fakeSource: fakeSource{vals: map[key]float64{{"", 0, "output_tps"}: 15046, {"", 0, "rps"}: 117}},
+		doubt:      map[string]string{"output_tps": "usage cannot be trusted"},
+	}
+	for _, tc := range []struct {
+		expr           string
+		pass, unjudged bool
+		err            string
+	}{
+		{"output_tps > 10", false, true, "measured 1.505e+04, but output_tps cannot be judged: usage cannot be trusted"},
+		{"output_tps < 10", false, true, "usage cannot be trusted"},
+		{"rps > 10", true, false, ""},
+		{"rps < 10", false, false, ""},
+	} {
+		th, err := Parse(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := th.Eval(src)
+		if out.Pass != tc.pass || out.Unjudged != tc.unjudged || !strings.Contains(out.Err, tc.err) || (tc.err == "") != (out.Err == "") {
+			t.Errorf("%s = %+v, want pass %v, unjudged %v, error %q", tc.expr, out, tc.pass, tc.unjudged, tc.err)
+		}
+	}
+}

@@ -380,7 +380,7 @@ func (c Cond) Holds(v float64) bool {
 	return ok && cmp(v, c.Value)
 }
 
-// lookup is t's subject in src, or why it has none.
+// lookup is t's subject in src, or why it has none or src doubts it.
 func lookup(src Source, t Threshold) (float64, error) {
 	v, ok := src.Lookup(t.Agg, t.Percentile, t.LookupName())
 	switch {
@@ -388,6 +388,11 @@ func lookup(src Source, t Threshold) (float64, error) {
 		return 0, fmt.Errorf("%s was not measured", t.subject())
 	case math.IsNaN(v) || math.IsInf(v, 0):
 		return 0, fmt.Errorf("%s has no value (no samples)", t.subject())
+	}
+	if d, ok := src.(Doubter); ok {
+		if why := d.Doubt(t.Agg, t.Percentile, t.LookupName()); why != "" {
+			return 0, fmt.Errorf("%s cannot be judged: %s", t.subject(), why)
+		}
 	}
 	return v, nil
 }

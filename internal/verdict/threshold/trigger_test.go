@@ -228,3 +228,40 @@ func TestWatchUnknownSteps(t *testing.T) {
 		})
 	}
 }
+
+// doubtedSrc doubts every figure: it rests on usage the run does not trust.
+type doubtedSrc struct{ src }
+
+func (doubtedSrc) Doubt(string, float64, string) string { return "usage cannot be trusted" }
+
+// TestWatchDoubted: a trigger on a figure its source doubts (output_tps
+// resting on usage that cannot be trusted) does not fire on it, however
+// bad it reads, and cannot judge, saying why; the same figures not doubted
+// fire it.
+func TestWatchDoubted(t *testing.T) {
+	tr, err := ParseTrigger("output_tps < 100 for 2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		src     Source
+		firedAt int
+		err     string
+	}{
+		{"doubted", doubtedSrc{src{"output_tps": 5}}, -1, "output_tps cannot be judged: usage cannot be trusted"},
+		{"trusted", src{"output_tps": 5}, 2, ""},
+	} {
+		w := &Watch{Trigger: tr}
+		fired := -1
+		for i := range 6 {
+			if w.Step(time.Duration(i)*time.Second, tc.src, nil) && fired < 0 {
+				fired = i
+			}
+		}
+		o := w.Outcome()
+		if fired != tc.firedAt || (tc.err == "") != (o.Err == "") || !strings.Contains(o.Err, tc.err) || o.Unjudged != (tc.err != "") {
+			t.Errorf("%s: fired at %d, outcome %+v; want fired at %d, err %q", tc.name, fired, o, tc.firedAt, tc.err)
+		}
+	}
+}
