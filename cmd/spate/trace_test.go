@@ -83,8 +83,8 @@ func TestTracePrefixCacheHitRate(t *testing.T) {
 		trace := filepath.Join(dir, "trace.jsonl")
 		os.WriteFile(trace, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		_, target := startSim(t, fastEngine())
-		// --allow-invalid: the fast engine's tokens may be read late on a
-		// busy machine (reader_lag); the prefix cache is this test's subject.
+		// --allow-invalid: a busy machine may miss some of the trace's
+		// sends (missed_sends); the prefix cache is this test's subject.
 		code, _, stderr := cli(t, context.Background(), "run", "--target", target, "--dataset", trace, "--trace-block-size", strconv.Itoa(block),
 			"--arrival", "trace", "--max-concurrency", "1", "--quiet", "--out", filepath.Join(dir, "r.json"), "--allow-invalid")
 		if code != 0 {
@@ -93,9 +93,18 @@ func TestTracePrefixCacheHitRate(t *testing.T) {
 		hits := scrapeCounter(t, target, "vllm:prefix_cache_hits_total")
 		queries := scrapeCounter(t, target, "vllm:prefix_cache_queries_total")
 		rate := hits / queries
-		t.Logf("%d of %d blocks shared: prefix cache hit rate %.3f (%.0f of %.0f tokens), want %.3f", c.shared, blocks, rate, hits, queries, c.want)
-		if math.Abs(rate-c.want) > 0.01 {
-			t.Errorf("%d shared blocks: hit rate %.3f, want %.3f", c.shared, rate, c.want)
+		// On a busy machine the trace's open loop may miss a few of its
+		// sends (15 of 20 sent under three suites): the rate is set
+		// against the prompts the server was asked, all but the first a
+		// hit on the shared blocks.
+		n := math.Round(queries / float64(blocks*block+7))
+		want := c.want
+		if n >= 2 && n < rows {
+			want = (n - 1) * float64(c.shared*block) / (n * float64(blocks*block+7))
+		}
+		t.Logf("%d of %d blocks shared: prefix cache hit rate %.3f (%.0f of %.0f tokens, %.0f prompts), want %.3f", c.shared, blocks, rate, hits, queries, n, want)
+		if n < 2 || math.Abs(rate-want) > 0.01 {
+			t.Errorf("%d shared blocks: hit rate %.3f over %.0f prompts, want %.3f", c.shared, rate, n, want)
 		}
 	}
 }
