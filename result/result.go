@@ -474,8 +474,12 @@ func Encode(w io.Writer, r *Result) error {
 }
 
 // Read reads a result file and checks its schema.
-func Read(path string) (*Result, error) {
-	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
+func Read(path string) (*Result, error) { return ReadContext(context.Background(), path) }
+
+// ReadContext is Read with a read that stops when ctx is done: a FIFO
+// nobody writes to cannot keep Ctrl-C from working.
+func ReadContext(ctx context.Context, path string) (*Result, error) {
+	b, err := capread.ReadFile(ctx, path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading result: %w", err)
 	}

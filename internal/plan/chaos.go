@@ -47,7 +47,7 @@ func proxyOn(c experiment.Chaos) bool { return len(c.Rules) > 0 || c.Faults != "
 // clientSide reports whether a failover client is needed.
 func clientSide(t experiment.Target) bool { return len(t.URLs) > 0 || t.Retries > 0 }
 
-func (f *chaosFeature) check(x *experiment.Experiment) error {
+func (f *chaosFeature) check(_ context.Context, x *experiment.Experiment) error {
 	t, c := x.Target, x.Chaos
 	if _, err := failover.ParsePolicy(t.Policy); err != nil {
 		return invalidf("--policy: %v", err)

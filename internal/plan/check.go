@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"context"
+
 	"fmt"
 	"time"
 
@@ -20,14 +22,18 @@ import (
 // settings and the tokenizer. What only a run can tell (the target is
 // reachable, a dataset reads) is left to Build; a missing target too, since
 // a file may leave it to the command line.
-func Check(e *experiment.Experiment) error {
+func Check(e *experiment.Experiment) error { return CheckContext(context.Background(), e) }
+
+// CheckContext is Check reading the files it checks (probe suites) under
+// ctx: a FIFO among them cannot keep Ctrl-C from working.
+func CheckContext(ctx context.Context, e *experiment.Experiment) error {
 	x := withDefaults(e)
 	ps := append(x.Problems(), problems(x)...)
 	if err := x.Errors(ps); err != nil {
 		return Invalid(err)
 	}
 	for _, f := range features() {
-		if err := f.check(x); err != nil {
+		if err := f.check(ctx, x); err != nil {
 			return Invalid(err)
 		}
 	}
