@@ -138,6 +138,10 @@ type Outcome struct {
 	Abandoned uint64
 	// Interrupted is true when the run's context was cancelled before the end.
 	Interrupted bool
+	// Workers is how many closed-loop workers were started: Concurrency,
+	// or fewer when the run was interrupted or its deadline passed while
+	// they were being started.
+	Workers int
 }
 
 func (c *Config) check() error {

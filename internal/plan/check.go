@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/fdlimit"
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/internal/schedule"
@@ -74,6 +75,7 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 			at("$.slo."+k, "%v", err)
 		}
 	}
+	fdProblems(x, at)
 	var stages []runner.Stage
 	names := map[string]bool{}
 	for _, s := range x.Stages {
@@ -159,4 +161,26 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 		}
 	}
 	return ps
+}
+
+// fdProblems refuses a stage whose requests in flight (its closed loop's
+// workers, its open loop's cap) need more file descriptors than this
+// process may open: the run would fail on this machine (EMFILE), not at
+// the target.
+func fdProblems(x *experiment.Experiment, at func(path, format string, a ...any)) {
+	lim, ok := fdlimit.Current()
+	if !ok {
+		return
+	}
+	for i, s := range x.Stages {
+		p := fmt.Sprintf("$.stages[%d]", i)
+		for _, f := range []struct {
+			key, flag string
+			n         int
+		}{{"concurrency", "--concurrency", s.Concurrency}, {"maxConcurrency", "--max-concurrency", s.MaxConcurrency}} {
+			if err := lim.Check(f.flag, f.n); err != nil {
+				at(p+"."+f.key, "stage %q: %v", s.Name, err)
+			}
+		}
+	}
 }
