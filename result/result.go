@@ -262,8 +262,9 @@ type Load struct {
 	GraceMS float64 `json:"grace_ms,omitempty"`
 	Valid   bool    `json:"valid"`
 	// InvalidCause says who made the stage invalid: concurrency_cap,
-	// server_backpressure, missed_sends, reader_lag, generator_saturated
-	// or faults_not_applied (the chaos proxy saw none of its requests).
+	// server_backpressure, missed_sends, reader_lag, generator_saturated,
+	// generator_file_limit (this machine ran out of file descriptors) or
+	// faults_not_applied (the chaos proxy saw none of its requests).
 	InvalidCause  string `json:"invalid_cause,omitempty"`
 	InvalidReason string `json:"invalid_reason,omitempty"`
 	// Validity holds the facts the validity rule judged (docs/figures.md).
