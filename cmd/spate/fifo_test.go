@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -95,7 +96,7 @@ func TestFIFOInputsObeySignals(t *testing.T) {
 	bin := spateBinary(t)
 	target, _ := hangServer(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
-		for _, name := range []string{"spate run FIFO", "--dataset FIFO", "spate merge FIFO"} {
+		for _, name := range []string{"spate run FIFO", "--dataset FIFO", "spate merge FIFO", "--dataset <(slow producer)"} {
 			t.Run(sig.String()+"/"+name, func(t *testing.T) {
 				p, out := fifo(t), filepath.Join(t.TempDir(), "r.json")
 				var args []string
@@ -104,7 +105,27 @@ func TestFIFOInputsObeySignals(t *testing.T) {
 						args = c.args
 					}
 				}
+				var extra []*os.File
+				if name == "--dataset <(slow producer)" {
+					// What a shell's process substitution gives: a pipe
+					// at /dev/fd/N whose producer wrote a line and then
+					// stalls, so the read (not the open) waits.
+					r, w, err := os.Pipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer w.Close()
+					defer r.Close()
+					w.WriteString(`{"prompt": "hi"}` + "\n")
+					extra = []*os.File{r}
+					for _, c := range fifoArgs("/dev/fd/3", target, out) {
+						if c.name == "--dataset FIFO" {
+							args = c.args
+						}
+					}
+				}
 				cmd := exec.Command(bin, args...)
+				cmd.ExtraFiles = extra
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
