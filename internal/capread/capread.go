@@ -73,6 +73,7 @@ type reader struct {
 	r           io.Reader
 	left, limit int64
 	name, key   string
+	stop        func() bool // ends Open's watch of ctx (nil: none)
 }
 
 func (c *reader) Read(p []byte) (int, error) {
@@ -80,6 +81,10 @@ func (c *reader) Read(p []byte) (int, error) {
 		return 0, fmt.Errorf("reading %s: %w", c.name, err)
 	}
 	n, err := c.read(p)
+	if err != nil && c.stop != nil {
+		// The read is over: ctx need no longer wake it.
+		c.stop()
+	}
 	if err != nil && err != io.EOF && c.ctx.Err() != nil {
 		// A read of a pipe ended by the deadline Open sets on cancel.
 		return n, fmt.Errorf("reading %s: %w", c.name, c.ctx.Err())
@@ -151,10 +156,11 @@ func Open(ctx context.Context, path string, limit int64, key string) (*os.File, 
 	}
 	// A read of a pipe waits in the runtime's poller, which a deadline in
 	// the past wakes; for a file that cannot wait (a regular file) the
-	// deadline is refused, which is fine. The registration ends with ctx,
-	// holding nothing but f meanwhile.
-	context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
-	return f, Reader(ctx, f, limit, path, key), nil
+	// deadline is refused, which is fine. The watch ends when the read
+	// does (end of file, an error) or with ctx.
+	r := Reader(ctx, f, limit, path, key).(*reader)
+	r.stop = context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	return f, r, nil
 }
 
 // open opens path for reading; a FIFO's open, which waits for a writer,
