@@ -41,6 +41,8 @@ func fifoArgs(p, target, out string) []struct {
 		{"--workload FIFO", with("--workload", p)},
 		{"--workflow FIFO", with("--workflow", p)},
 		{"--probes FIFO", with("--probes", p)},
+		{"--chaos-faults FIFO", with("--chaos-faults", p)},
+		{"spate chaos proxy --faults FIFO", []string{"chaos", "proxy", "--upstream", target, "--faults", p}},
 		{"spate merge FIFO", []string{"merge", p, "-o", out}},
 		{"spate report FIFO", []string{"report", p, "-o", out + ".html"}},
 		{"spate validate FIFO", []string{"validate", p}},

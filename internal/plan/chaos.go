@@ -111,7 +111,7 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	if x.Target.URL == "" {
 		return invalidf("--chaos-proxy needs --target, the service to put the proxy in front of")
 	}
-	set, err := chaos.LoadSet(x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
+	set, err := chaos.LoadSet(ctx, x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -170,7 +170,7 @@ func (f *chaosFeature) startVector(ctx context.Context, r *Run) error {
 	if err != nil {
 		return invalidf("--vector-proxy: %v", err)
 	}
-	set, err := chaos.LoadSet(x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
+	set, err := chaos.LoadSet(ctx, x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
