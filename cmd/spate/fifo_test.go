@@ -45,6 +45,7 @@ func fifoArgs(p, target, out string) []struct {
 		{"spate chaos proxy --faults FIFO", []string{"chaos", "proxy", "--upstream", target, "--faults", p}},
 		{"spate merge FIFO", []string{"merge", p, "-o", out}},
 		{"spate report FIFO", []string{"report", p, "-o", out + ".html"}},
+		{"spate compare FIFO", []string{"compare", p, p}},
 		{"spate validate FIFO", []string{"validate", p}},
 	}
 }
