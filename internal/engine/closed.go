@@ -66,8 +66,21 @@ func (r *run) closedLoop(ctx context.Context) error {
 				rec := r.pool.Get().(*record.Record)
 				rec.Reset()
 				rec.Seq, rec.Warmup, rec.Intent = r.seq(n), warm, req.Intent
-				if !r.do(req, rec, ready) {
+				ok, kind := r.doKind(req, rec, ready)
+				if !ok {
 					return
+				}
+				if kind == record.LocalFileLimit {
+					// This machine had no file descriptor for the
+					// request, and the next would fail the same at once:
+					// wait for one to free rather than spin, failing
+					// thousands a second.
+					t := time.NewTimer(OutOfFilesPause)
+					select {
+					case <-t.C:
+					case <-ctx.Done():
+						t.Stop()
+					}
 				}
 				ready = time.Now()
 			}

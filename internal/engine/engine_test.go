@@ -616,3 +616,23 @@ func TestClosedLoopStartsNoWorkerAfterItEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedLoopPausesWhenOutOfFiles: a worker whose request found no file
+// descriptor on this machine waits OutOfFilesPause before its next, where
+// the loop spun (32,000 failed requests in 5 s).
+func TestClosedLoopPausesWhenOutOfFiles(t *testing.T) {
+	noFiles := ClientFunc(func(_ context.Context, _ *workload.Request, rec *record.Record) {
+		rec.Fail(record.LocalFileLimit, "socket: too many open files", time.Now())
+	})
+	sink := &collect{}
+	d := 300 * time.Millisecond
+	if _, err := Run(context.Background(), Config{Concurrency: 4, Duration: d, Source: src, Client: noFiles, Sink: sink}); err != nil {
+		t.Fatal(err)
+	}
+	// Each worker: one request, then one a pause, until the duration.
+	most := 4 * (int(d/OutOfFilesPause) + 1)
+	t.Logf("%d requests in %v (at most %d)", sink.sent, d, most)
+	if sink.sent > most {
+		t.Errorf("%d requests in %v, want at most %d", sink.sent, d, most)
+	}
+}
