@@ -363,8 +363,12 @@ type Shard struct {
 // Load reads and checks an experiment file. The files it names (datasets,
 // images, length files, the workflow, a vector dataset, a chaos fault set)
 // are made relative to the file's directory.
-func Load(path string) (*Experiment, error) {
-	data, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
+func Load(path string) (*Experiment, error) { return LoadContext(context.Background(), path) }
+
+// LoadContext is Load with a read that stops when ctx is done: a FIFO
+// nobody writes to cannot keep Ctrl-C from working.
+func LoadContext(ctx context.Context, path string) (*Experiment, error) {
+	data, err := capread.ReadFile(ctx, path, capread.SettingsLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment: %w", err)
 	}
@@ -743,7 +747,13 @@ func looksLikeTrigger(expr string) bool {
 // paths made relative to the file's directory. Errors have the form
 // "path:line:column: message".
 func LoadWorkload(path string) (*Workload, error) {
-	data, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
+	return LoadWorkloadContext(context.Background(), path)
+}
+
+// LoadWorkloadContext is LoadWorkload with a read that stops when ctx is
+// done.
+func LoadWorkloadContext(ctx context.Context, path string) (*Workload, error) {
+	data, err := capread.ReadFile(ctx, path, capread.SettingsLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading workload: %w", err)
 	}

@@ -264,8 +264,9 @@ type Load struct {
 	GraceMS float64 `json:"grace_ms,omitempty"`
 	Valid   bool    `json:"valid"`
 	// InvalidCause says who made the stage invalid: concurrency_cap,
-	// server_backpressure, missed_sends, reader_lag, generator_saturated
-	// or faults_not_applied (the chaos proxy saw none of its requests).
+	// server_backpressure, missed_sends, reader_lag, generator_saturated,
+	// generator_file_limit (this machine ran out of file descriptors) or
+	// faults_not_applied (the chaos proxy saw none of its requests).
 	InvalidCause  string `json:"invalid_cause,omitempty"`
 	InvalidReason string `json:"invalid_reason,omitempty"`
 	// Validity holds the facts the validity rule judged (docs/figures.md).
@@ -491,8 +492,12 @@ func Encode(w io.Writer, r *Result) error {
 }
 
 // Read reads a result file and checks its schema.
-func Read(path string) (*Result, error) {
-	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
+func Read(path string) (*Result, error) { return ReadContext(context.Background(), path) }
+
+// ReadContext is Read with a read that stops when ctx is done: a FIFO
+// nobody writes to cannot keep Ctrl-C from working.
+func ReadContext(ctx context.Context, path string) (*Result, error) {
+	b, err := capread.ReadFile(ctx, path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading result: %w", err)
 	}

@@ -51,7 +51,7 @@ func runChaosProxy(cmd *cobra.Command, f chaosProxyFlags) error {
 	if f.upstream == "" {
 		return usageErr("--upstream is required, e.g. --upstream http://127.0.0.1:8000")
 	}
-	set, err := chaos.LoadSet(f.faultsFile, f.rules, int64(f.seed))
+	set, err := chaos.LoadSet(cmd.Context(), f.faultsFile, f.rules, int64(f.seed))
 	var pe *fs.PathError
 	if err != nil && !errors.As(err, &pe) {
 		return usageErr("%v", err)

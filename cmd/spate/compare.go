@@ -96,7 +96,7 @@ func runCompare(cmd *cobra.Command, f *compareFlags, args []string, dash int) er
 	if (len(f.baseRef) == 0) != (len(f.newRef) == 0) {
 		return usageErr("--base-ref and --new-ref go together")
 	}
-	s, err := compare.ReadSides(base, nw, f.baseRef, f.newRef)
+	s, err := compare.ReadSides(cmd.Context(), base, nw, f.baseRef, f.newRef)
 	if err != nil {
 		return err
 	}

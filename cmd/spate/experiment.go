@@ -51,7 +51,7 @@ func newValidateCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
 			for _, path := range args {
-				e, err := experiment.Load(path)
+				e, err := experiment.LoadContext(cmd.Context(), path)
 				if err == nil {
 					err = spate.Validate(e)
 				}

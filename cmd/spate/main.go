@@ -61,7 +61,17 @@ func main() {
 }
 
 // execute runs the command line args and returns the process exit code.
+// A command interrupted while it read its files exits 1, as an interrupted
+// run does, not 2: its read was stopped, the input was not wrong.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	code := executeCode(ctx, args, stdout, stderr)
+	if code == exitUsage && ctx.Err() != nil {
+		return exitError
+	}
+	return code
+}
+
+func executeCode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)

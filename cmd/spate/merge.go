@@ -45,7 +45,7 @@ func runMerge(cmd *cobra.Command, paths []string, out string, opt merge.Options,
 	}
 	var in []merge.Input
 	for _, p := range paths {
-		r, err := merge.Read(p)
+		r, err := merge.Read(cmd.Context(), p)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func newProbeListCmd() *cobra.Command {
 		Short: "List probe suites: family, kind, probes, OWASP ids, techniques",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			suites, err := probe.Load(specs)
+			suites, err := probe.Load(cmd.Context(), specs)
 			if err != nil {
 				return usageErr("--probes: %v", err)
 			}

@@ -48,7 +48,7 @@ func runReport(cmd *cobra.Command, args []string, out, format, title string) err
 		results := make([]*result.Result, len(args))
 		labels := make([]string, len(args))
 		for i, in := range args {
-			if results[i], err = result.Read(in); err != nil {
+			if results[i], err = result.ReadContext(cmd.Context(), in); err != nil {
 				return err
 			}
 			labels[i] = strings.TrimSuffix(filepath.Base(in), ".json")

@@ -170,14 +170,14 @@ func (f *runFlags) experiment(c *cobra.Command, args []string) (*experiment.Expe
 	x := &experiment.Experiment{Stages: []experiment.Stage{{Name: f.name}}}
 	if len(args) == 1 {
 		var err error
-		if x, err = experiment.Load(args[0]); err != nil {
+		if x, err = experiment.LoadContext(c.Context(), args[0]); err != nil {
 			return nil, &exitErr{code: exitUsage, err: err}
 		}
 	} else if !fl.Changed("duration") && !fl.Changed("requests") && f.bound.Values.Stages[0].Arrival != "trace" {
 		x.Stages[0].Duration = 30 * time.Second
 	}
 	if f.workloadFile != "" {
-		w, err := experiment.LoadWorkload(f.workloadFile)
+		w, err := experiment.LoadWorkloadContext(c.Context(), f.workloadFile)
 		if err != nil {
 			return nil, usageErr("--workload: %v", err)
 		}

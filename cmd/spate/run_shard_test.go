@@ -294,7 +294,7 @@ func TestShardProcesses(t *testing.T) {
 	}
 	var shards []*result.Result
 	for _, p := range paths {
-		r, err := merge.Read(p)
+		r, err := merge.Read(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
 		}

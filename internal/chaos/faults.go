@@ -287,11 +287,11 @@ func (r Rule) MarshalJSONString() (string, error) {
 // ("" for none), and rules as ParseRule reads them, added to the file's
 // schedule; seed is the set's seed when the file gives none. An error
 // reading the file is an *fs.PathError; the others say which part is
-// malformed.
-func LoadSet(file string, rules []string, seed int64) (Set, error) {
+// malformed. The file's read stops when ctx is done.
+func LoadSet(ctx context.Context, file string, rules []string, seed int64) (Set, error) {
 	var set Set
 	if file != "" {
-		b, err := capread.ReadFile(context.Background(), file, capread.SettingsLimit, "")
+		b, err := capread.ReadFile(ctx, file, capread.SettingsLimit, "")
 		if err != nil {
 			return set, fmt.Errorf("reading --faults file: %w", err)
 		}

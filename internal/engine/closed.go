@@ -26,7 +26,16 @@ func (r *run) closedLoop(ctx context.Context) error {
 	var workers sync.WaitGroup
 	allSent := make(chan struct{}) // closed when the last measured request is dispatched
 	var allSentOnce sync.Once
-	for w := 0; w < cfg.Concurrency; w++ {
+	w := 0
+	defer func() { r.out.Workers = w }()
+	for ; w < cfg.Concurrency; w++ {
+		// Starting millions of workers takes seconds: the loop stops
+		// starting them on interruption and at the deadline, as the
+		// workers themselves would stop at once. (The clock is read every
+		// 1024 workers: it costs more than a start.)
+		if ctx.Err() != nil || cfg.Duration > 0 && w%1024 == 0 && !time.Now().Before(stopAt) {
+			break
+		}
 		workers.Add(1)
 		r.wg.Add(1)
 		go func() {
@@ -57,8 +66,21 @@ func (r *run) closedLoop(ctx context.Context) error {
 				rec := r.pool.Get().(*record.Record)
 				rec.Reset()
 				rec.Seq, rec.Warmup, rec.Intent = r.seq(n), warm, req.Intent
-				if !r.do(req, rec, ready) {
+				ok, kind := r.doKind(req, rec, ready)
+				if !ok {
 					return
+				}
+				if kind == record.LocalFileLimit {
+					// This machine had no file descriptor for the
+					// request, and the next would fail the same at once:
+					// wait for one to free rather than spin, failing
+					// thousands a second.
+					t := time.NewTimer(OutOfFilesPause)
+					select {
+					case <-t.C:
+					case <-ctx.Done():
+						t.Stop()
+					}
 				}
 				ready = time.Now()
 			}

@@ -63,6 +63,10 @@ const (
 	// whose client has not is abandoned: recorded as cancelled, its
 	// goroutine left to end when the client returns.
 	AbandonAfter = 500 * time.Millisecond
+	// OutOfFilesPause is how long a closed-loop worker waits after a
+	// request this machine could not make for want of a file descriptor
+	// (record.LocalFileLimit) before it sends its next.
+	OutOfFilesPause = 50 * time.Millisecond
 	// MinGrace and MaxGrace bound Grace.
 	MinGrace = 500 * time.Millisecond
 	MaxGrace = time.Second
@@ -138,6 +142,10 @@ type Outcome struct {
 	Abandoned uint64
 	// Interrupted is true when the run's context was cancelled before the end.
 	Interrupted bool
+	// Workers is how many closed-loop workers were started: Concurrency,
+	// or fewer when the run was interrupted or its deadline passed while
+	// they were being started.
+	Workers int
 }
 
 func (c *Config) check() error {

@@ -577,3 +577,62 @@ func TestCancelCause(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedLoopStartsNoWorkerAfterItEnds: a closed loop of ten million
+// workers starts none once the run is interrupted or past its deadline
+// (starting them all took 48 s, deaf to Ctrl-C), and returns within the
+// interrupted drain plus 2 s (asserted as 10 s); a small one starts all.
+func TestClosedLoopStartsNoWorkerAfterItEnds(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name        string
+		ctx         context.Context
+		concurrency int
+		duration    time.Duration
+		workers     int
+	}{
+		{"interrupted", cancelled, 10_000_000, time.Minute, 0},
+		{"past the deadline", context.Background(), 10_000_000, time.Nanosecond, 0},
+		{"a small loop starts every worker", context.Background(), 3, 50 * time.Millisecond, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Now()
+			out, err := Run(tc.ctx, Config{
+				Concurrency: tc.concurrency, Duration: tc.duration, InterruptedDrain: 100 * time.Millisecond,
+				Source: src, Client: sleeper(time.Millisecond), Sink: &collect{},
+			})
+			took := time.Since(t0)
+			t.Logf("%d workers started, returned after %v", out.Workers, took)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Workers != tc.workers {
+				t.Errorf("%d workers started, want %d", out.Workers, tc.workers)
+			}
+			if took > 10*time.Second {
+				t.Errorf("returned after %v, want within 10 s", took)
+			}
+		})
+	}
+}
+
+// TestClosedLoopPausesWhenOutOfFiles: a worker whose request found no file
+// descriptor on this machine waits OutOfFilesPause before its next, where
+// the loop spun (32,000 failed requests in 5 s).
+func TestClosedLoopPausesWhenOutOfFiles(t *testing.T) {
+	noFiles := ClientFunc(func(_ context.Context, _ *workload.Request, rec *record.Record) {
+		rec.Fail(record.LocalFileLimit, "socket: too many open files", time.Now())
+	})
+	sink := &collect{}
+	d := 300 * time.Millisecond
+	if _, err := Run(context.Background(), Config{Concurrency: 4, Duration: d, Source: src, Client: noFiles, Sink: sink}); err != nil {
+		t.Fatal(err)
+	}
+	// Each worker: one request, then one a pause, until the duration.
+	most := 4 * (int(d/OutOfFilesPause) + 1)
+	t.Logf("%d requests in %v (at most %d)", sink.sent, d, most)
+	if sink.sent > most {
+		t.Errorf("%d requests in %v, want at most %d", sink.sent, d, most)
+	}
+}

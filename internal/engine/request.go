@@ -31,13 +31,21 @@ func (r *run) send(req *workload.Request, n uint64, intended time.Time, warm boo
 // free to send (for Record.Turnaround). It reports false when the engine
 // is no longer sending (see begin).
 func (r *run) do(req *workload.Request, rec *record.Record, ready time.Time) bool {
+	ok, _ := r.doKind(req, rec, ready)
+	return ok
+}
+
+// doKind is do, also returning the request's error kind (OK for a
+// conversation, whose turns each have their own).
+func (r *run) doKind(req *workload.Request, rec *record.Record, ready time.Time) (bool, record.ErrorKind) {
 	if len(req.Turns) > 0 {
-		return r.converse(req, rec, ready)
+		return r.converse(req, rec, ready), record.OK
 	}
 	f := r.exec(req, rec, ready, true)
 	ok := f != nil && r.settle(f, rec)
+	kind := rec.Err
 	r.pool.Put(rec)
-	return ok
+	return ok, kind
 }
 
 // exec sends req and fills rec: timings from the client, then the

@@ -151,6 +151,9 @@ type Recorder struct {
 
 	inFlight int
 	model    string
+	// outOfFiles counts the requests this machine could not make for want
+	// of a file descriptor (record.LocalFileLimit): the stage is invalid.
+	outOfFiles int
 	// lags samples the measured sends for the validity rule.
 	lags lagSample
 	// From the engine, once the stage is over (see Outcome).
@@ -304,6 +307,9 @@ func (r *Recorder) Record(rec *record.Record) {
 			r.total++
 		}
 		return
+	}
+	if rec.Err == record.LocalFileLimit {
+		r.outOfFiles++
 	}
 	r.series.CompletedPerS[s]++
 	if rec.Failed() {
@@ -638,6 +644,8 @@ const (
 	CauseBackpressure = "server_backpressure"
 	CauseMissed       = "missed_sends"
 	CauseGenerator    = "generator_saturated"
+	// CauseFileLimit: this machine ran out of file descriptors (EMFILE).
+	CauseFileLimit = "generator_file_limit"
 )
 
 // load works out whether the generator delivered the load it was asked
@@ -678,6 +686,13 @@ func (r *Recorder) load() result.Load {
 		LateReadShares(&l, v)
 	}
 	l.Validity, l.LagBoundMS = &j.validity, j.validity.BoundMS
+	if r.outOfFiles > 0 {
+		// Requests that never left this machine are the generator's
+		// failure, whatever the lag says: the load was not offered.
+		l.Valid, l.InvalidCause = false, CauseFileLimit
+		l.InvalidReason = fmt.Sprintf("%d requests failed on this machine, which ran out of file descriptors (EMFILE, RLIMIT_NOFILE): the limit is the load generator's, not the target's, so the load was not offered: lower the concurrency or the rate, raise the limit with ulimit -n, or shard the load", r.outOfFiles)
+		return l
+	}
 	if j.valid {
 		return l
 	}

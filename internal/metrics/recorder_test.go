@@ -151,6 +151,13 @@ func TestValidityCauses(t *testing.T) {
 			r.Written = r.Sent.Add(40 * time.Millisecond)
 			return r
 		}, "server_backpressure"},
+		{"out of file descriptors", 0, func(i int) *record.Record {
+			r := mk(uint64(i), time.Duration(i)*10*time.Millisecond, time.Millisecond, 5*time.Millisecond, time.Millisecond, 2)
+			if i%10 == 0 { // on time otherwise
+				r.Fail(record.LocalFileLimit, "socket: too many open files", r.Sent)
+			}
+			return r
+		}, "generator_file_limit"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,7 +47,7 @@ func proxyOn(c experiment.Chaos) bool { return len(c.Rules) > 0 || c.Faults != "
 // clientSide reports whether a failover client is needed.
 func clientSide(t experiment.Target) bool { return len(t.URLs) > 0 || t.Retries > 0 }
 
-func (f *chaosFeature) check(x *experiment.Experiment) error {
+func (f *chaosFeature) check(_ context.Context, x *experiment.Experiment) error {
 	t, c := x.Target, x.Chaos
 	if _, err := failover.ParsePolicy(t.Policy); err != nil {
 		return invalidf("--policy: %v", err)
@@ -111,7 +111,7 @@ func (f *chaosFeature) start(ctx context.Context, r *Run) error {
 	if x.Target.URL == "" {
 		return invalidf("--chaos-proxy needs --target, the service to put the proxy in front of")
 	}
-	set, err := chaos.LoadSet(x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
+	set, err := chaos.LoadSet(ctx, x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -170,7 +170,7 @@ func (f *chaosFeature) startVector(ctx context.Context, r *Run) error {
 	if err != nil {
 		return invalidf("--vector-proxy: %v", err)
 	}
-	set, err := chaos.LoadSet(x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
+	set, err := chaos.LoadSet(ctx, x.Chaos.Faults, x.Chaos.Rules, int64(r.seed()))
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

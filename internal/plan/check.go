@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"context"
+
 	"fmt"
 	"time"
 
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/fdlimit"
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/runner"
 	"github.com/spate-dev/spate/internal/schedule"
@@ -20,14 +23,18 @@ import (
 // settings and the tokenizer. What only a run can tell (the target is
 // reachable, a dataset reads) is left to Build; a missing target too, since
 // a file may leave it to the command line.
-func Check(e *experiment.Experiment) error {
+func Check(e *experiment.Experiment) error { return CheckContext(context.Background(), e) }
+
+// CheckContext is Check reading the files it checks (probe suites) under
+// ctx: a FIFO among them cannot keep Ctrl-C from working.
+func CheckContext(ctx context.Context, e *experiment.Experiment) error {
 	x := withDefaults(e)
 	ps := append(x.Problems(), problems(x)...)
 	if err := x.Errors(ps); err != nil {
 		return Invalid(err)
 	}
 	for _, f := range features() {
-		if err := f.check(x); err != nil {
+		if err := f.check(ctx, x); err != nil {
 			return Invalid(err)
 		}
 	}
@@ -68,6 +75,7 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 			at("$.slo."+k, "%v", err)
 		}
 	}
+	fdProblems(x, at)
 	var stages []runner.Stage
 	names := map[string]bool{}
 	for _, s := range x.Stages {
@@ -153,4 +161,26 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 		}
 	}
 	return ps
+}
+
+// fdProblems refuses a stage whose requests in flight (its closed loop's
+// workers, its open loop's cap) need more file descriptors than this
+// process may open: the run would fail on this machine (EMFILE), not at
+// the target.
+func fdProblems(x *experiment.Experiment, at func(path, format string, a ...any)) {
+	lim, ok := fdlimit.Current()
+	if !ok {
+		return
+	}
+	for i, s := range x.Stages {
+		p := fmt.Sprintf("$.stages[%d]", i)
+		for _, f := range []struct {
+			key, flag string
+			n         int
+		}{{"concurrency", "--concurrency", s.Concurrency}, {"maxConcurrency", "--max-concurrency", s.MaxConcurrency}} {
+			if err := lim.Check(f.flag, f.n); err != nil {
+				at(p+"."+f.key, "stage %q: %v", s.Name, err)
+			}
+		}
+	}
 }

@@ -13,8 +13,8 @@ import (
 // workload, adds observers) and acts on the result once it is written.
 type feature interface {
 	// check reports settings the feature cannot run with; x has its
-	// defaults. It starts nothing.
-	check(x *experiment.Experiment) error
+	// defaults. It starts nothing; a file it reads stops on ctx.
+	check(ctx context.Context, x *experiment.Experiment) error
 	// start runs before the core plan is built; it may change r.X (the
 	// chaos proxy takes the target's place) and register what Close
 	// stops with r.onClose.

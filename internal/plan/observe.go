@@ -25,7 +25,7 @@ type observeFeature struct {
 	ctx context.Context
 }
 
-func (f *observeFeature) check(x *experiment.Experiment) error {
+func (f *observeFeature) check(_ context.Context, x *experiment.Experiment) error {
 	o := x.Observe
 	for _, u := range o.Scrape {
 		if err := observe.CheckEndpoint(u); err != nil {

@@ -275,7 +275,7 @@ func withDefaults(e *experiment.Experiment) *experiment.Experiment {
 func Build(ctx context.Context, e *experiment.Experiment, env Env) (_ *Run, err error) {
 	red := redactor(e)
 	defer func() { err = red.Error(err) }()
-	if err := Check(e); err != nil {
+	if err := CheckContext(ctx, e); err != nil {
 		return nil, err
 	}
 	r := &Run{X: withDefaults(e), env: redactEnv(env, red), features: features(), red: red}

@@ -18,14 +18,14 @@ type probeFeature struct {
 	sched probe.Schedule
 }
 
-func (f *probeFeature) check(x *experiment.Experiment) error {
-	_, err := probeSchedule(x)
+func (f *probeFeature) check(ctx context.Context, x *experiment.Experiment) error {
+	_, err := probeSchedule(ctx, x)
 	return err
 }
 
 // probeSchedule loads the probe suites of x, or returns a zero schedule
 // when it has none.
-func probeSchedule(x *experiment.Experiment) (probe.Schedule, error) {
+func probeSchedule(ctx context.Context, x *experiment.Experiment) (probe.Schedule, error) {
 	pr := x.Probes
 	if len(pr.Suites) == 0 {
 		return probe.Schedule{}, nil
@@ -36,7 +36,7 @@ func probeSchedule(x *experiment.Experiment) (probe.Schedule, error) {
 	if x.Target.API != openai.Chat {
 		return probe.Schedule{}, invalidf("--probes sends chat conversations: use it with --api chat (got --api %s)", x.Target.API)
 	}
-	suites, err := probe.Load(pr.Suites)
+	suites, err := probe.Load(ctx, pr.Suites)
 	if err != nil {
 		return probe.Schedule{}, invalidf("--probes: %v", err)
 	}
@@ -47,8 +47,8 @@ func probeSchedule(x *experiment.Experiment) (probe.Schedule, error) {
 	return probe.Schedule{Set: set, Fraction: pr.Fraction}, nil
 }
 
-func (f *probeFeature) start(_ context.Context, r *Run) (err error) {
-	f.sched, err = probeSchedule(r.X)
+func (f *probeFeature) start(ctx context.Context, r *Run) (err error) {
+	f.sched, err = probeSchedule(ctx, r.X)
 	return err
 }
 

@@ -23,8 +23,8 @@ type reportFeature struct{}
 // liveEvery is the longest interval between redraws of the live block.
 const liveEvery = time.Second
 
-func (reportFeature) check(*experiment.Experiment) error { return nil }
-func (reportFeature) start(context.Context, *Run) error  { return nil }
+func (reportFeature) check(context.Context, *experiment.Experiment) error { return nil }
+func (reportFeature) start(context.Context, *Run) error                   { return nil }
 
 // apply replaces the plain progress lines with a block redrawn in place.
 func (reportFeature) apply(_ context.Context, r *Run) error {

@@ -24,7 +24,7 @@ func resilienceDefaults() experiment.Resilience {
 // resilience).
 type resilienceFeature struct{}
 
-func (resilienceFeature) check(x *experiment.Experiment) error {
+func (resilienceFeature) check(_ context.Context, x *experiment.Experiment) error {
 	rs := x.Resilience
 	if rs.Window < 2*time.Second || rs.Window%time.Second != 0 {
 		return invalidf("--resilience-window %v: want whole seconds, at least 2s", rs.Window)

@@ -35,7 +35,7 @@ type shardFeature struct {
 	clock   *result.ClockOffset
 }
 
-func (f *shardFeature) check(x *experiment.Experiment) error {
+func (f *shardFeature) check(_ context.Context, x *experiment.Experiment) error {
 	_, _, _, err := parseShard(x.Shard)
 	return err
 }

@@ -34,7 +34,7 @@ type vectorFeature struct {
 	placeTgt bool // the target was set by this feature
 }
 
-func (f *vectorFeature) check(x *experiment.Experiment) error {
+func (f *vectorFeature) check(_ context.Context, x *experiment.Experiment) error {
 	v := x.Vector
 	for _, s := range x.Stages {
 		switch {

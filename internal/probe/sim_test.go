@@ -59,7 +59,7 @@ func runProbes(t *testing.T, target string, suites []string, fraction float64, r
 // counts the probes per family the schedule puts in each stage.
 func runStages(t *testing.T, target string, suites []string, fraction float64, stream bool, stages []runner.Stage) (*result.Result, []map[string]int) {
 	t.Helper()
-	ss, err := probe.Load(suites)
+	ss, err := probe.Load(context.Background(), suites)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"context"
+
 	"testing"
 
 	"github.com/spate-dev/spate/internal/workload"
@@ -8,7 +10,7 @@ import (
 
 func testSet(t *testing.T, names ...string) *Set {
 	t.Helper()
-	suites, err := Load(names)
+	suites, err := Load(context.Background(), names)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,8 +257,8 @@ func Builtin() ([]*Suite, error) {
 
 // Load resolves a --probes list: built-in suite names, "all" (every
 // built-in suite) and paths of YAML suite files (anything with a '/' or
-// ending in .yaml or .yml).
-func Load(specs []string) ([]*Suite, error) {
+// ending in .yaml or .yml). A suite file's read stops when ctx is done.
+func Load(ctx context.Context, specs []string) ([]*Suite, error) {
 	all, err := Builtin()
 	if err != nil {
 		return nil, err
@@ -284,7 +284,7 @@ func Load(specs []string) ([]*Suite, error) {
 				}
 			}
 		case strings.ContainsRune(spec, '/') || strings.HasSuffix(spec, ".yaml") || strings.HasSuffix(spec, ".yml"):
-			b, err := capread.ReadFile(context.Background(), spec, capread.SettingsLimit, "")
+			b, err := capread.ReadFile(ctx, spec, capread.SettingsLimit, "")
 			if err != nil {
 				return nil, fmt.Errorf("reading probe suite: %w", err)
 			}

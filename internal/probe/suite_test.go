@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"context"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +63,7 @@ func TestLoad(t *testing.T) {
 		{[]string{filepath.Join(dir, "missing.yaml")}, "", "reading probe suite"},
 	}
 	for _, tc := range cases {
-		got, err := Load(tc.specs)
+		got, err := Load(context.Background(), tc.specs)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("Load(%q): error %v, want %q", tc.specs, err, tc.err)

@@ -1,6 +1,8 @@
 package probe
 
 import (
+	"context"
+
 	"github.com/spate-dev/spate/internal/golden"
 
 	"bytes"
@@ -31,7 +33,7 @@ func TestWriteFigures(t *testing.T) {
 }
 
 func TestWriteSuites(t *testing.T) {
-	suites, err := Load([]string{"injection-direct", "benign"})
+	suites, err := Load(context.Background(), []string{"injection-direct", "benign"})
 	if err != nil {
 		t.Fatal(err)
 	}

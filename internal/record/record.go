@@ -10,6 +10,7 @@ package record
 import (
 	"errors"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -39,7 +40,19 @@ const (
 	// TooLarge is a response over one of the run's limits (its kept text,
 	// its body, its model id).
 	TooLarge ErrorKind = "too_large"
+	// LocalFileLimit is a request this machine could not make: the
+	// process (EMFILE) or the system (ENFILE) had no file descriptor left
+	// for its connection. The limit is the load generator's, not the
+	// target's: the stage is invalid.
+	LocalFileLimit ErrorKind = "local_file_limit"
 )
+
+// OutOfFiles reports whether err is this machine's want of a file
+// descriptor (EMFILE, ENFILE), which a client records as LocalFileLimit
+// rather than as the target's connect error.
+func OutOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
 
 // ErrDrained is the cause (context.Cause) the engine cancels requests
 // with when its drain timeout runs out: a client records such a request

@@ -481,6 +481,9 @@ func classify(ctx context.Context, err error) (record.ErrorKind, string) {
 	case cause != nil:
 		return record.Cancelled, "cancelled: the run was stopping"
 	}
+	if record.OutOfFiles(err) {
+		return record.LocalFileLimit, "this machine ran out of file descriptors (" + err.Error() + "): the load generator's limit, not the target's"
+	}
 	if kind, msg, ok := kindOf(err); ok {
 		return kind, msg
 	}

@@ -271,6 +271,9 @@ func classify(ctx context.Context, err error) record.ErrorKind {
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return record.StreamBroken
 	}
+	if record.OutOfFiles(err) {
+		return record.LocalFileLimit // this machine's limit, not the target's
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return record.Connect

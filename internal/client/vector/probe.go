@@ -111,6 +111,9 @@ func classify(ctx context.Context, err error) record.ErrorKind {
 	if errors.As(err, &se) {
 		return record.HTTPStatus(se.Status)
 	}
+	if record.OutOfFiles(err) {
+		return record.LocalFileLimit // this machine's limit, not the target's
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return record.Connect

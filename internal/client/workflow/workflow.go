@@ -255,6 +255,9 @@ func classify(ctx context.Context, err error) record.ErrorKind {
 	if ctx.Err() != nil {
 		return record.Cancelled
 	}
+	if record.OutOfFiles(err) {
+		return record.LocalFileLimit // this machine's limit, not the target's
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return record.Connect

@@ -12,9 +12,10 @@ import (
 
 // Read reads one shard's result: a result file (spate run --out), or a log
 // that holds one among other lines, as kubectl logs gives for a pod run
-// with --result-stdout (progress and notes around the JSON document).
-func Read(path string) (*result.Result, error) {
-	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
+// with --result-stdout (progress and notes around the JSON document). The
+// read stops when ctx is done.
+func Read(ctx context.Context, path string) (*result.Result, error) {
+	b, err := capread.ReadFile(ctx, path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading shard result: %w", err)
 	}

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -20,8 +21,8 @@ func (e usageError) Is(target error) bool { return target == ErrUsage }
 
 // ReadSides reads the result files of each side, each a list of files or
 // globs; an error names the side by its flag (--base, --new, --base-ref,
-// --new-ref).
-func ReadSides(base, nw, baseRef, newRef []string) (Sides, error) {
+// --new-ref). The reads stop when ctx is done.
+func ReadSides(ctx context.Context, base, nw, baseRef, newRef []string) (Sides, error) {
 	var s Sides
 	for _, side := range []struct {
 		flag string
@@ -41,7 +42,7 @@ func ReadSides(base, nw, baseRef, newRef []string) (Sides, error) {
 				paths = m
 			}
 			for _, path := range paths {
-				r, err := result.Read(path)
+				r, err := result.ReadContext(ctx, path)
 				if err != nil {
 					return s, fmt.Errorf("%s: %w", side.flag, err)
 				}
