@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spate-dev/spate/result"
@@ -103,6 +105,22 @@ var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ms": ms, "num": num, "pct": pct,
 }).Parse(pageTemplate))
 
+// defaultTitle names the page after what was run: the experiment file's
+// name (or, without one, the model), and when it started.
+func defaultTitle(r *result.Result) string {
+	name := strings.TrimSuffix(filepath.Base(r.Config.Experiment), filepath.Ext(r.Config.Experiment))
+	switch {
+	case r.Config.Experiment == "" && r.Provenance.Model != "":
+		name = r.Provenance.Model
+	case r.Config.Experiment == "":
+		return "spate report"
+	}
+	if r.StartedAt.IsZero() {
+		return "spate: " + name
+	}
+	return "spate: " + name + ", " + r.StartedAt.UTC().Format("2006-01-02 15:04 MST")
+}
+
 // Render writes one self-contained HTML report of results to w. Every
 // string from the results is escaped.
 func Render(w io.Writer, results []*result.Result, opts Options) error {
@@ -118,7 +136,7 @@ func Render(w io.Writer, results []*result.Result, opts Options) error {
 		ECharts: template.JS(echartsJS), Script: template.JS(reportJS), Style: template.CSS(reportCSS),
 	}
 	if p.Title == "" {
-		p.Title = "spate report"
+		p.Title = defaultTitle(results[0])
 	}
 	gen := opts.Generated
 	if gen.IsZero() {

@@ -178,3 +178,21 @@ func TestRenderFeatureFigures(t *testing.T) {
 		t.Error("a result without feature sections got a figures section")
 	}
 }
+
+// TestDefaultTitle: a page is named after what was run (it was "spate
+// report" for every run): the experiment file, else the model.
+func TestDefaultTitle(t *testing.T) {
+	at := time.Date(2026, 12, 5, 21, 40, 0, 0, time.UTC)
+	for _, c := range []struct {
+		r    result.Result
+		want string
+	}{
+		{result.Result{Config: result.Config{Experiment: "examples/ci-gate.yaml"}, StartedAt: at}, "spate: ci-gate, 2026-12-05 21:40 UTC"},
+		{result.Result{Provenance: result.Provenance{Model: "llama-3"}, StartedAt: at}, "spate: llama-3, 2026-12-05 21:40 UTC"},
+		{result.Result{}, "spate report"},
+	} {
+		if got := defaultTitle(&c.r); got != c.want {
+			t.Errorf("title %q, want %q", got, c.want)
+		}
+	}
+}
