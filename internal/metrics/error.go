@@ -127,12 +127,15 @@ func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo S
 			a.bound[ITL] = max(a.bound[ITL], rec.ReadLag)
 			low.maxGap, high.maxGap = max(m.maxGap-rec.ReadLag, 0), m.maxGap+rec.ReadLag
 		}
-		if m.hasTTFT {
-			a.early[TTFTIntendedEarly].recordDuration(low.ttft + lag)
-		}
-		a.early[E2EEarly].recordDuration(low.e2e)
-		a.early[E2EIntendedEarly].recordDuration(low.e2e + lag)
 	}
+	// Every success, late or not, so that an early histogram has the
+	// samples of its distribution, one each (its figures are the ranges'
+	// lower ends, percentile for percentile).
+	if m.hasTTFT {
+		a.early[TTFTIntendedEarly].recordDuration(low.ttft + lag)
+	}
+	a.early[E2EEarly].recordDuration(low.e2e)
+	a.early[E2EIntendedEarly].recordDuration(low.e2e + lag)
 	if low.met(slo, 0) {
 		a.goodHi++
 	}

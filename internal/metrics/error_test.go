@@ -189,3 +189,37 @@ func TestICEBoundsJudgeBothEnds(t *testing.T) {
 		t.Fatal("an ICE with no tail (error bound 0) is exact")
 	}
 }
+
+// TestEarlyHistogramsHoldEverySample: an early histogram has a sample for
+// every success of its distribution, read late or not, and read-lag
+// measured or not (a redirect's request goes through net/http), so that
+// its percentiles are the distribution's, percentile for percentile.
+func TestEarlyHistogramsHoldEverySample(t *testing.T) {
+	start := time.Unix(1000, 0)
+	r := New(Config{Start: start, Mode: "closed"})
+	for i := range 20 {
+		sent := start.Add(time.Duration(i) * 100 * time.Millisecond)
+		r.Sent(sent, sent, false)
+		rec := &record.Record{}
+		rec.Reset()
+		rec.Sent, rec.Intended = sent, sent
+		rec.FirstToken, rec.End = sent.Add(10*time.Millisecond), sent.Add(20*time.Millisecond)
+		rec.OutputTokens, rec.Chunks = 2, 2
+		rec.Gaps = []time.Duration{10 * time.Millisecond}
+		if i%2 == 0 {
+			rec.ReadLag = 5 * time.Millisecond // measured, and the end late
+			rec.EndBound = 5 * time.Millisecond
+		}
+		r.Record(rec)
+	}
+	sc, hist, err := r.Scenario("s", start.Add(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for early, of := range map[string]string{E2EEarly: E2E, E2EIntendedEarly: E2EIntended, TTFTIntendedEarly: TTFTIntended, TTFTEarly: TTFT} {
+		h := decoded(hist, early)
+		if h == nil || h.TotalCount() != sc.Metrics[of].Count {
+			t.Errorf("%s: %v samples, %s has %d", early, h, of, sc.Metrics[of].Count)
+		}
+	}
+}
