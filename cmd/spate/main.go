@@ -16,13 +16,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/spate-dev/spate"
+	"github.com/spate-dev/spate/internal/flagbind"
 	"github.com/spate-dev/spate/internal/interrupt"
 	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/internal/scrub"
-	"github.com/spate-dev/spate/internal/suggest"
 	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/internal/verdict/compare"
 	"github.com/spate-dev/spate/internal/workload/logbuild"
@@ -61,22 +60,20 @@ func main() {
 }
 
 // execute runs the command line args and returns the process exit code.
-// A command interrupted while it read its files exits 1, as an interrupted
-// run does, not 2: its read was stopped, the input was not wrong.
+// A usage error after an interrupt exits 1, as an interrupted run does: a
+// read of the command's files was stopped, the input was not wrong. An
+// unknown command (cobra's, with its "Did you mean this?") is a usage
+// error like an unknown flag.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	code := executeCode(ctx, args, stdout, stderr)
-	if code == exitUsage && ctx.Err() != nil {
-		return exitError
-	}
-	return code
-}
-
-func executeCode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	usage := exitUsage
+	if ctx.Err() != nil {
+		usage = exitError
+	}
 	var ee *exitErr
 	switch {
 	case err == nil:
@@ -88,13 +85,14 @@ func executeCode(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			return ee.code // the output's last line says why
 		}
 		fmt.Fprintf(stderr, "spate: %v\n", redact(ee.err))
+		if ee.code == exitUsage {
+			return usage
+		}
 		return ee.code
 	case errors.Is(err, spate.ErrInvalid), errors.Is(err, report.ErrUsage), errors.Is(err, capacity.ErrUsage), errors.Is(err, compare.ErrUsage), errors.Is(err, logbuild.ErrUsage),
 		strings.HasPrefix(err.Error(), "unknown command "):
-		// Cobra's unknown command (with its "Did you mean this?") is a
-		// usage error like an unknown flag.
 		fmt.Fprintf(stderr, "spate: %v\n", redact(err))
-		return exitUsage
+		return usage
 	}
 	fmt.Fprintf(stderr, "spate: %v\n", redact(err))
 	return spate.ExitCode(err)
@@ -115,7 +113,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitErr{code: exitUsage, err: fmt.Errorf("%w%s\nrun '%s --help' for usage", err, suggestFlag(c, err), c.CommandPath())}
+		return &exitErr{code: exitUsage, err: fmt.Errorf("%w%s\nrun '%s --help' for usage", err, flagbind.Suggest(c.Flags(), err), c.CommandPath())}
 	})
 	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newInitCmd(), newSchemaCmd(),
 		newReportCmd(), newCompareCmd(), newCapacityCmd(), newWorkloadCmd(), newChaosCmd(), newProbeCmd(),
@@ -145,23 +143,4 @@ func newRootCmd() *cobra.Command {
 		}
 	}
 	return root
-}
-
-// suggestFlag is "; did you mean --NAME?" for an unknown flag within a
-// typo of one of c's flags, else "".
-func suggestFlag(c *cobra.Command, err error) string {
-	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
-	if !ok {
-		return ""
-	}
-	var names []string
-	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden {
-			names = append(names, f.Name)
-		}
-	})
-	if best := suggest.Closest(name, names); best != "" {
-		return "; did you mean --" + best + "?"
-	}
-	return ""
 }

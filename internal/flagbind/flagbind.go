@@ -17,6 +17,7 @@ import (
 
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/suggest"
 )
 
 // A Binding ties one flag to its field of the experiment. The flag's
@@ -309,3 +310,22 @@ func (v *limitsValue) Set(s string) error {
 }
 func (v *limitsValue) String() string { return v.p.String() }
 func (v *limitsValue) Type() string   { return "KEY=VALUE" }
+
+// Suggest is "; did you mean --NAME?" when err is pflag's unknown flag and
+// NAME, one of fs's visible flags, is within a typo of it, else "".
+func Suggest(fs *pflag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if best := suggest.Closest(name, names); best != "" {
+		return "; did you mean --" + best + "?"
+	}
+	return ""
+}
