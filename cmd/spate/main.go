@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate"
+	"github.com/spate-dev/spate/internal/cpuprofile"
 	"github.com/spate-dev/spate/internal/flagbind"
 	"github.com/spate-dev/spate/internal/interrupt"
 	"github.com/spate-dev/spate/internal/output/report"
@@ -59,11 +59,9 @@ func main() {
 	os.Exit(code)
 }
 
-// execute runs the command line args and returns the process exit code.
-// A usage error after an interrupt exits 1, as an interrupted run does: a
-// read of the command's files was stopped, the input was not wrong. An
-// unknown command (cobra's, with its "Did you mean this?") is a usage
-// error like an unknown flag.
+// execute runs the command line args and returns the process exit code:
+// a usage error (an unknown command too) exits 2, but 1 after an interrupt,
+// which stopped a read of the command's files rather than found them wrong.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
 	root.SetArgs(args)
@@ -118,29 +116,14 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newInitCmd(), newSchemaCmd(),
 		newReportCmd(), newCompareCmd(), newCapacityCmd(), newWorkloadCmd(), newChaosCmd(), newProbeCmd(),
 		newVectorCmd(), newMergeCmd(), newK8sCmd())
-	var cpuprofile string
-	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to this file (for bench/ scripts)")
+	var profile string
+	root.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile to this file (for bench/ scripts)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	var stopProfile func()
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		if cpuprofile == "" {
-			return nil
-		}
-		f, err := os.Create(cpuprofile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
-		return nil
+	stopProfile := func() {}
+	root.PersistentPreRunE = func(*cobra.Command, []string) (err error) {
+		stopProfile, err = cpuprofile.Start(profile)
+		return err
 	}
-	root.PersistentPostRun = func(*cobra.Command, []string) {
-		if stopProfile != nil {
-			stopProfile()
-		}
-	}
+	root.PersistentPostRun = func(*cobra.Command, []string) { stopProfile() }
 	return root
 }
