@@ -1,51 +1,24 @@
 package openai
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/llmtest"
 )
 
-// replay listens on loopback and answers every request with resp, byte
-// for byte: it reads the request whole, writes resp in one write and
-// closes the connection.
+// replay serves resp byte for byte (llmtest.Replay) until the test ends.
 func replay(t *testing.T, resp []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = c.Write(resp)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	s := llmtest.NewReplay(resp)
+	t.Cleanup(s.Close)
+	return s.URL
 }
 
 // recording is a response recorded byte for byte from a real server

@@ -1,10 +1,7 @@
 package plainhttp
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -15,61 +12,24 @@ import (
 	"github.com/spate-dev/spate/llmtest"
 )
 
-// notHTTP listens on loopback and answers every connection with bytes
-// that are not an HTTP response.
+// notHTTP answers every request with bytes that are not an HTTP
+// response.
 func notHTTP(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-				b := make([]byte, 4096)
-				_, _ = c.Read(b)
-				_, _ = c.Write([]byte("\x00\xffSSH-2.0-OpenSSH_9.6\r\n\r\nnot http at all\r\n\r\n"))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return replay(t, []byte("\x00\xffSSH-2.0-OpenSSH_9.6\r\n\r\nnot http at all\r\n\r\n"))
 }
 
-// strayAfter listens on loopback and answers every connection with a
-// complete response followed by bytes nobody asked for, in one write.
+// strayAfter answers every request with a complete response followed by
+// bytes nobody asked for, in one write.
 func strayAfter(t *testing.T) string {
+	return replay(t, []byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n"))
+}
+
+// replay serves resp byte for byte (llmtest.Replay) until the test ends.
+func replay(t *testing.T, resp []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n"))
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	s := llmtest.NewReplay(resp)
+	t.Cleanup(s.Close)
+	return s.URL
 }
 
 // TestHostileServer: on both paths, a reset before any response is
