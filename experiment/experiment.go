@@ -427,21 +427,9 @@ func (e *Experiment) Resolve(dir string) {
 	}
 }
 
-// unmarshal decodes strictly. go-yaml v1.19.2 panics on some malformed
-// input (found by FuzzParse, e.g. "stages:\n  - [\n"); that becomes an error.
-// YAML nested too deep or too big is refused before go-yaml sees it (see
-// yamllimit: 60 KB of nested brackets took it 1.4 GB).
-func unmarshal(data []byte, e any) (err error) {
-	if err := yamllimit.Check(data); err != nil {
-		return err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes and indentation", r)
-		}
-	}()
-	return yaml.UnmarshalWithOptions(data, e, yaml.DisallowUnknownField())
-}
+// unmarshal decodes strictly, bounded and without panics (see
+// yamllimit.Decode).
+func unmarshal(data []byte, e any) error { return yamllimit.Decode(data, e) }
 
 // yamlError turns a go-yaml error into "file:line:col: message" plus the
 // source excerpt it shows, in the words of the file rather than of Go: an

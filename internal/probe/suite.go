@@ -119,23 +119,16 @@ func ParseSuite(data []byte, name string) (*Suite, error) {
 	return &s, nil
 }
 
-// unmarshal decodes a suite strictly. go-yaml v1.19.2 panics on some
-// malformed input (FuzzParseSuite found "messages: !00 00", kept in
-// testdata/fuzz); the panic becomes an error. YAML nested too deep or too
-// big is refused before go-yaml sees it (see yamllimit).
-func unmarshal(data []byte, s *Suite) (err error) {
-	if err := yamllimit.Check(data); err != nil {
-		return err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
-		}
-	}()
-	if err := yaml.UnmarshalWithOptions(data, s, yaml.DisallowUnknownField()); err != nil {
+// unmarshal decodes a suite strictly, bounded and without panics (see
+// yamllimit.Decode; FuzzParseSuite found "messages: !00 00", kept in
+// testdata/fuzz), with go-yaml's errors shown with their source lines.
+func unmarshal(data []byte, s *Suite) error {
+	err := yamllimit.Decode(data, s)
+	var yerr yaml.Error
+	if errors.As(err, &yerr) {
 		return errors.New(yaml.FormatError(err, false, true))
 	}
-	return nil
+	return err
 }
 
 // compile validates s and builds its detectors.

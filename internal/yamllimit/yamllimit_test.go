@@ -122,3 +122,23 @@ func TestCheckBeforeParse(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRecovers: inputs on which go-yaml v1.19.2 panics (found by
+// the fuzz targets of the workflow, experiment and probe readers) come
+// back as errors.
+func TestDecodeRecovers(t *testing.T) {
+	for _, in := range []string{"steps: ! ", "stages:\n  - [\n", "messages: !00 00"} {
+		var v struct {
+			Steps    []struct{ Name string }  `yaml:"steps"`
+			Stages   []struct{ Rate float64 } `yaml:"stages"`
+			Messages []string                 `yaml:"messages"`
+		}
+		if err := Decode([]byte(in), &v); err == nil {
+			t.Errorf("%q: decoded, want an error", in)
+		}
+	}
+	var v struct{ A int }
+	if err := Decode([]byte("a: 1\n"), &v); err != nil || v.A != 1 {
+		t.Errorf("a: 1 decoded as %+v, %v", v, err)
+	}
+}

@@ -43,8 +43,14 @@ func FuzzSkimMatchesFastjson(f *testing.F) {
 		rec := &record.Record{}
 		rec.Reset()
 		reasoning, answer, err := (&Client{}).parseEvent(st, data, rec, true)
-		if err != nil {
-			t.Fatalf("skim accepted %q, fastjson: %v", data, err)
+		// The skim path checks the model id the same way (Client.model):
+		// a chunk both refuse is refused for the same reason.
+		skimErr := (&Client{}).model(&record.Record{}, sk.model)
+		if err != nil || skimErr != nil {
+			if err == nil || skimErr == nil || err.Error() != skimErr.Error() {
+				t.Fatalf("%q: skim's model check %v, fastjson %v", data, skimErr, err)
+			}
+			return
 		}
 		var text, ans []byte
 		var r, a bool

@@ -15,6 +15,7 @@ package workflow
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -91,12 +92,13 @@ func ReadFile(path string) (*Spec, error) {
 // YAML nested too deep or too big is refused before it is parsed (see
 // yamllimit).
 func Parse(b []byte) (*Spec, error) {
-	if err := yamllimit.Check(b); err != nil {
-		return nil, err
-	}
 	var s Spec
-	if err := yaml.UnmarshalWithOptions(b, &s, yaml.DisallowUnknownField()); err != nil {
-		return nil, fmt.Errorf("%s", yaml.FormatError(err, false, true))
+	if err := yamllimit.Decode(b, &s); err != nil {
+		var yerr yaml.Error
+		if errors.As(err, &yerr) {
+			return nil, fmt.Errorf("%s", yaml.FormatError(err, false, true))
+		}
+		return nil, err
 	}
 	if _, err := compile(&s); err != nil {
 		return nil, err
@@ -185,6 +187,53 @@ func compile(s *Spec) ([]step, error) {
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// ordered refuses a step whose templates read the values of a step that
+// runs later than it (or of the step itself): at run time every request
+// failed there, counted against the target. A name in vars (the
+// variables every step sees, such as target) is a value from the start,
+// and may be read before the step of that name replaces it.
+func ordered(steps []step, vars map[string]any) error {
+	index := make(map[string]int, len(steps))
+	for i := range steps {
+		index[steps[i].name] = i
+	}
+	for i := range steps {
+		if err := readsEarlier(i, &steps[i], index, vars); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readsEarlier is ordered for step i.
+func readsEarlier(i int, st *step, index map[string]int, vars map[string]any) error {
+	tpls := []*payload.Template{st.url, st.body}
+	for _, h := range st.headers {
+		tpls = append(tpls, h)
+	}
+	for _, t := range tpls {
+		if t == nil {
+			continue
+		}
+		for _, f := range t.Fields() {
+			if len(f.Path) < 2 || f.Path[0] != "Vars" {
+				continue
+			}
+			j, ok := index[f.Path[1]]
+			_, given := vars[f.Path[1]]
+			switch {
+			case !ok || j < i || given:
+				continue
+			case j == i:
+				return fmt.Errorf("%s: reads .Vars.%s, the step's own values, which exist only once it has run: a step reads the values of the steps before it", f.Where, f.Path[1])
+			default:
+				return fmt.Errorf("%s: reads .Vars.%s, the values of step %d, which runs later: a step reads the values of the steps before it (move %s earlier, or rename a dataset variable of that name)", f.Where, f.Path[1], j+1, f.Path[1])
+			}
+		}
+	}
+	return nil
 }
 
 func ident(s string) bool {

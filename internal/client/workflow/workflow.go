@@ -54,6 +54,9 @@ type Config struct {
 // New compiles spec.
 func New(spec *Spec, cfg Config) (*Workflow, error) {
 	steps, err := compile(spec)
+	if err == nil {
+		err = ordered(steps, cfg.Vars)
+	}
 	if err != nil {
 		return nil, err
 	}

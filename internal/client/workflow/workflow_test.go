@@ -276,11 +276,31 @@ func TestParseErrors(t *testing.T) {
 		{"steps:\n  - name: a\n    url: x\n    extract: {v: a..b}\n", "empty part"},
 		{"steps:\n  - name: a\n    url: x\n    timeout: soon\n", "timeout"},
 		{"steps:\n  - name: a\n    url: x\n    bogus: 1\n", "bogus"},
+		// A step reading a later step's values, or its own, is refused
+		// before the load (it failed every request at run time).
+		{"steps:\n  - name: a\n    url: x\n    body: '{{json .Vars.b.v}}'\n  - name: b\n    url: y\n    extract: {v: z}\n", "step 1 (a) body:1:12: reads .Vars.b, the values of step 2, which runs later"},
+		{"steps:\n  - name: a\n    url: '{{$.Vars.a.v}}'\n    extract: {v: z}\n", "reads .Vars.a, the step's own values"},
+		{"steps:\n  - name: a\n    url: x\n    headers: {X-K: '{{if .Vars.c}}1{{end}}'}\n  - name: b\n    url: y\n  - name: c\n    url: y\n", "the values of step 3"},
 	} {
-		_, err := Parse([]byte(tc.in))
+		spec, err := Parse([]byte(tc.in))
+		if err == nil {
+			_, err = New(spec, Config{Vars: map[string]any{"target": "x", "given": "y"}})
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want it to say %q", tc.in, err, tc.want)
 		}
+	}
+}
+
+// TestStepOrderAllowsGivenVars: a variable every step sees (Config.Vars)
+// may share a later step's name; reading it early reads the variable.
+func TestStepOrderAllowsGivenVars(t *testing.T) {
+	spec, err := Parse([]byte("steps:\n  - name: a\n    url: '{{.Vars.given}}/{{.Vars.target}}'\n  - name: given\n    url: '{{.Vars.a}}'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(spec, Config{Vars: map[string]any{"target": "x", "given": "y"}}); err != nil {
+		t.Fatalf("a given variable named like a later step: %v", err)
 	}
 }
 
@@ -326,7 +346,9 @@ func FuzzParse(f *testing.F) {
 		if len(s.Steps) == 0 {
 			t.Fatal("accepted a workflow with no steps")
 		}
-		if _, err := New(s, Config{}); err != nil {
+		// New also refuses steps reading later steps, which depends on
+		// the variables it is given; what Parse accepts compiles.
+		if _, err := compile(s); err != nil {
 			t.Fatalf("parsed but does not compile: %v", err)
 		}
 	})
