@@ -28,6 +28,7 @@ import (
 
 	"github.com/spate-dev/spate/internal/capread"
 	"github.com/spate-dev/spate/internal/suggest"
+	"github.com/spate-dev/spate/internal/yamlkeys"
 	"github.com/spate-dev/spate/internal/yamllimit"
 )
 
@@ -437,6 +438,14 @@ func unmarshal(data []byte, e any) error { return yamllimit.Decode(data, e) }
 // type read into), a number where a duration goes with the unit it lacks,
 // and a duration that does not parse at the place it is in data.
 func yamlError(name string, data []byte, err error, t reflect.Type) error {
+	if unk := yamlkeys.Find(data, t); len(unk) > 0 {
+		return unknownKeys(name, data, unk, t)
+	}
+	return valueError(name, data, err, t)
+}
+
+// valueError is yamlError for one error of go-yaml's.
+func valueError(name string, data []byte, err error, t reflect.Type) error {
 	var se yaml.Error
 	if errors.As(err, &se) && se.GetToken() != nil {
 		tok := se.GetToken()
@@ -465,6 +474,43 @@ func yamlError(name string, data []byte, err error, t reflect.Type) error {
 		return fmt.Errorf("%s:%d:%d: %q is not a duration: write a number and a unit (ms, s, m, h), e.g. 500ms", name, line, col, v)
 	}
 	return fmt.Errorf("%s: %v", name, err)
+}
+
+// unknownKeys words every unknown key of a file at once (go-yaml stops at
+// the first), each with the known key of its own mapping it is nearest,
+// then the first error of the values, found with those keys let through.
+func unknownKeys(name string, data []byte, unk []yamlkeys.Unknown, t reflect.Type) error {
+	lines := bytes.Split(data, []byte("\n"))
+	var b strings.Builder
+	for i, u := range unk {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		hint := fmt.Sprintf(" (the keys here: %s)", strings.Join(u.Known, ", "))
+		if u.Nearest != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", u.Nearest)
+		}
+		fmt.Fprintf(&b, "%s:%d:%d: unknown field %q%s", name, u.Line, u.Column, u.Key, hint)
+		if u.Line >= 1 && u.Line <= len(lines) {
+			fmt.Fprintf(&b, "\n> %3d | %s\n        %s^", u.Line, bytes.TrimRight(lines[u.Line-1], "\r"), strings.Repeat(" ", max(u.Column-1, 0)))
+		}
+	}
+	if err := lenient(data, t); err != nil {
+		b.WriteByte('\n')
+		b.WriteString(valueError(name, data, err, t).Error())
+	}
+	return errors.New(b.String())
+}
+
+// lenient decodes data into a new value of type t with unknown keys let
+// through, for the errors of the values.
+func lenient(data []byte, t reflect.Type) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
+		}
+	}()
+	return yaml.Unmarshal(data, reflect.New(t).Interface())
 }
 
 // quoted is the last double-quoted string in msg.

@@ -115,6 +115,14 @@ func TestYAMLErrorsInTheFilesWords(t *testing.T) {
 		{"bad duration", head + "slo:\n  ttft: 5x0ms\n" + stage, "x.yaml:4:9: \"5x0ms\" is not a duration", "time: unknown unit"},
 		{"mistyped key", head + "stagez: [{name: a, rate: 1, duration: 1s}]\n", "x.yaml:3:1: unknown field \"stagez\" (did you mean stages?)", ""},
 		{"mistyped inner key", head + "stages: [{name: a, rate: 1, duraton: 1s}]\n", "(did you mean duration?)", ""},
+		// Every unknown key at once, each with a key of its own mapping
+		// (it said only the first, and "load" got "did you mean load?",
+		// a key of another mapping), then the first error of the values.
+		{"every unknown key", head + "target:\n  url: http://x/v1\n  modle: m\nload:\n  rate: 1\nslo:\n  ttft: 500\n" + stage,
+			"x.yaml:5:3: unknown field \"modle\" (did you mean model?)\n>   5 |   modle: m\n          ^\n" +
+				"x.yaml:6:1: unknown field \"load\" (the keys here: apiVersion, kind, metadata, target, sut, workload, slo, stages,",
+			"did you mean load"},
+		{"the values' error after the keys", head + "target:\n  modle: m\nslo:\n  ttft: 500\n" + stage, "x.yaml:6:9: 500 is not a duration", ""},
 	} {
 		_, err := Parse([]byte(c.body), "x.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) || c.not != "" && strings.Contains(err.Error(), c.not) {
