@@ -16,7 +16,7 @@ import (
 // a writer comes, which none does.
 func fifo(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "in.fifo")
+	p := filepath.Join(t.TempDir(), "in.json") // .json: --tokenizer takes it as a file
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skipf("no FIFOs here: %v", err)
 	}
@@ -47,6 +47,9 @@ func fifoArgs(p, target, out string) []struct {
 		{"spate report FIFO", []string{"report", p, "-o", out + ".html"}},
 		{"spate compare FIFO", []string{"compare", p, p}},
 		{"spate validate FIFO", []string{"validate", p}},
+		{"--input-tokens empirical:FIFO", with("--input-tokens", "empirical:"+p)},
+		{"--tokenizer FIFO", with("--tokenizer", p)},
+		{"spate vector drift --baseline FIFO", []string{"vector", "drift", "--target", target, "--model", "x", "--baseline", p}},
 	}
 }
 

@@ -317,7 +317,7 @@ func TestExampleFilesParse(t *testing.T) {
 		t.Fatalf("%d example workflows", len(files))
 	}
 	for _, f := range files {
-		if _, err := workflow.ReadFile(f); err != nil {
+		if _, err := workflow.ReadFile(context.Background(), f); err != nil {
 			t.Error(err)
 		}
 	}

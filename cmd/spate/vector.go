@@ -76,7 +76,7 @@ func newVectorTruthCmd() *cobra.Command {
 				return err
 			}
 			start := time.Now()
-			t, err := vector.CachedTruth(vector.TruthDir(cache), ds, m, k)
+			t, err := vector.CachedTruth(cmd.Context(), vector.TruthDir(cache), ds, m, k)
 			if err != nil {
 				return err
 			}

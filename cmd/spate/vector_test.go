@@ -127,7 +127,7 @@ func TestVectorDriftCmd(t *testing.T) {
 		t.Fatalf("--count 2: exit %d\n%s", code, out)
 	}
 	// Move one canary's baseline vector: the comparison now fails (exit 3).
-	bl, err := vector.ReadBaseline(base)
+	bl, err := vector.ReadBaseline(context.Background(), base)
 	if err != nil {
 		t.Fatal(err)
 	}

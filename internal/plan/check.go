@@ -29,7 +29,7 @@ func Check(e *experiment.Experiment) error { return CheckContext(context.Backgro
 // ctx: a FIFO among them cannot keep Ctrl-C from working.
 func CheckContext(ctx context.Context, e *experiment.Experiment) error {
 	x := withDefaults(e)
-	ps := append(x.Problems(), problems(x)...)
+	ps := append(x.Problems(), problems(ctx, x)...)
 	if err := x.Errors(ps); err != nil {
 		return Invalid(err)
 	}
@@ -38,7 +38,7 @@ func CheckContext(ctx context.Context, e *experiment.Experiment) error {
 			return Invalid(err)
 		}
 	}
-	tok, err := tokenizer.Load(x.Measurement.Tokenizer)
+	tok, err := tokenizer.LoadContext(ctx, x.Measurement.Tokenizer)
 	if err != nil {
 		return invalidf("--tokenizer: %v", err)
 	}
@@ -53,7 +53,7 @@ func CheckContext(ctx context.Context, e *experiment.Experiment) error {
 // problems are the checks of an experiment's values that need the
 // parsers of the stages that read them: length distributions, SLOs,
 // threshold expressions, arrivals and ramps.
-func problems(x *experiment.Experiment) []experiment.Problem {
+func problems(ctx context.Context, x *experiment.Experiment) []experiment.Problem {
 	var ps []experiment.Problem
 	at := func(path, format string, a ...any) {
 		ps = append(ps, experiment.Problem{Path: path, Message: fmt.Sprintf(format, a...)})
@@ -61,14 +61,14 @@ func problems(x *experiment.Experiment) []experiment.Problem {
 	lengths := func(p string, w experiment.Workload) {
 		for _, f := range []struct{ key, v string }{{"inputTokens", w.InputTokens}, {"outputTokens", w.OutputTokens}} {
 			if f.v != "" {
-				if _, err := workload.ParseLengths(f.v); err != nil {
+				if _, err := workload.ParseLengthsContext(ctx, f.v); err != nil {
 					at(p+"."+f.key, "%v", err)
 				}
 			}
 		}
 	}
 	lengths("$.workload", x.Workload)
-	promptProblems(x, at)
+	promptProblems(ctx, x, at)
 	faultSetProblems(x, at)
 	for k, v := range x.SLO {
 		if _, err := metrics.ParseSLO(k + "=" + v.String()); err != nil {

@@ -44,13 +44,13 @@ func workloadLimits(l experiment.Limits) workload.Limits {
 }
 
 // promptProblems reports length distributions over the prompt limit.
-func promptProblems(x *experiment.Experiment, at func(path, format string, a ...any)) {
+func promptProblems(ctx context.Context, x *experiment.Experiment, at func(path, format string, a ...any)) {
 	limit := x.Limits.Or(limitDefaults()).PromptTokens
 	check := func(p string, w experiment.Workload) {
 		if w.InputTokens == "" {
 			return
 		}
-		l, err := workload.ParseLengths(w.InputTokens)
+		l, err := workload.ParseLengthsContext(ctx, w.InputTokens)
 		if err != nil {
 			return // problems says so
 		}

@@ -364,7 +364,7 @@ func (r *Run) build(ctx context.Context) error {
 	if err := runner.CheckThresholds(stages, p.Thresholds, x.Measurement.SLOFrom == SLOFromSent); err != nil {
 		return invalidf("%v", err)
 	}
-	if r.tok, err = tokenizer.Load(x.Measurement.Tokenizer); err != nil {
+	if r.tok, err = tokenizer.LoadContext(ctx, x.Measurement.Tokenizer); err != nil {
 		return invalidf("--tokenizer: %v", err)
 	}
 	spec := x.Workload

@@ -147,7 +147,7 @@ func (f *vectorFeature) applyVector(ctx context.Context, r *Run) error {
 	if maxK > len(ds.Vectors) {
 		return invalidf("--vector-k %d (or a stage's topK): the dataset has %d vectors", maxK, len(ds.Vectors))
 	}
-	truth, err := vector.CachedTruth(vector.TruthDir(v.TruthCache), ds, m, maxK)
+	truth, err := vector.CachedTruth(ctx, vector.TruthDir(v.TruthCache), ds, m, maxK)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,12 @@ package workload
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 
 	"github.com/spate-dev/spate/experiment"
@@ -45,7 +45,7 @@ type audioSet struct {
 }
 
 // newAudioSet reads the WAV files, or prepares synthetic tones.
-func newAudioSet(spec experiment.Audio, seed uint64) (*audioSet, error) {
+func newAudioSet(ctx context.Context, spec experiment.Audio, seed uint64) (*audioSet, error) {
 	a := &audioSet{rate: spec.SampleRate, fps: spec.FramesPerSecond, seed: seed, tones: map[int]audioClip{}}
 	if a.rate == 0 {
 		a.rate = 16000
@@ -60,7 +60,7 @@ func newAudioSet(spec experiment.Audio, seed uint64) (*audioSet, error) {
 		return nil, fmt.Errorf("audio.framesPerSecond %g: want a number above 0", a.fps)
 	}
 	for _, f := range spec.Files {
-		b, err := os.ReadFile(f)
+		b, err := readFile(ctx, f, Limits{})
 		if err != nil {
 			return nil, fmt.Errorf("audio: %w", err)
 		}
@@ -72,7 +72,7 @@ func newAudioSet(spec experiment.Audio, seed uint64) (*audioSet, error) {
 	}
 	if len(a.files) == 0 {
 		var err error
-		if a.seconds, err = lengthsOr(spec.Seconds, "5"); err != nil {
+		if a.seconds, err = lengthsOr(ctx, spec.Seconds, "5"); err != nil {
 			return nil, fmt.Errorf("audio.seconds: %w", err)
 		}
 		if a.seconds.Mean > maxClipSeconds {

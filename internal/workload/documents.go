@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spate-dev/spate/experiment"
@@ -13,15 +14,15 @@ const maxDocuments = 1000
 // withDocuments gives every request of src the documents a rerank or score
 // request ranks against its prompt: synthetic words, Count per request of
 // Tokens each, the same for the same request index and seed.
-func withDocuments(src Source, spec experiment.Documents, seed uint64) (Source, error) {
-	count, err := lengthsOr(spec.Count, "10")
+func withDocuments(ctx context.Context, src Source, spec experiment.Documents, seed uint64) (Source, error) {
+	count, err := lengthsOr(ctx, spec.Count, "10")
 	if err != nil {
 		return nil, fmt.Errorf("documents.count %w", err)
 	}
 	if count.Mean > maxDocuments {
 		return nil, fmt.Errorf("documents.count %s: at most %d documents a request", spec.Count, maxDocuments)
 	}
-	tokens, err := lengthsOr(spec.Tokens, "64")
+	tokens, err := lengthsOr(ctx, spec.Tokens, "64")
 	if err != nil {
 		return nil, fmt.Errorf("documents.tokens %w", err)
 	}

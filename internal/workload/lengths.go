@@ -2,14 +2,16 @@ package workload
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/spate-dev/spate/internal/capread"
 )
 
 // Lengths is a distribution of token lengths. Kind is one of:
@@ -44,10 +46,16 @@ type Lengths struct {
 //	choice:4096@0.5,16384@0.3,65536@0.2   weighted values
 //	empirical:FILE          lengths drawn from FILE: one integer a line
 //
+// A FILE is read without a context: use ParseLengthsContext where Ctrl-C
+// must stop the read (a FIFO, a pipe).
+func ParseLengths(s string) (Lengths, error) { return ParseLengthsContext(nil, s) }
+
 // maxLength bounds every number of a distribution.
 const maxLength = 1e12
 
-func ParseLengths(s string) (Lengths, error) {
+// ParseLengthsContext is ParseLengths whose read of an empirical FILE
+// ends when ctx is done (nil: never).
+func ParseLengthsContext(ctx context.Context, s string) (Lengths, error) {
 	s = strings.TrimSpace(s)
 	kind, rest, hasKind := strings.Cut(s, ":")
 	if !hasKind || isNumber(kind) {
@@ -124,7 +132,7 @@ func ParseLengths(s string) (Lengths, error) {
 			l.Mean += p * float64(v)
 		}
 	case "empirical":
-		vals, err := readLengths(rest)
+		vals, err := readLengths(ctx, rest)
 		if err != nil {
 			return Lengths{}, err
 		}
@@ -156,14 +164,16 @@ func isNumber(s string) bool {
 	return err == nil
 }
 
-// readLengths reads one integer a line; errors name the file and line.
-func readLengths(path string) ([]int, error) {
-	f, err := os.Open(path)
+// readLengths reads one integer a line under the default file size limit
+// and ctx (a FIFO's open and read end with it); errors name the file and
+// line.
+func readLengths(ctx context.Context, path string) ([]int, error) {
+	f, r, err := capread.Open(ctx, path, Limits{}.WithDefaults().FileSize, "fileSize")
 	if err != nil {
 		return nil, fmt.Errorf("reading lengths: %w", err)
 	}
 	defer f.Close()
-	return readLengthsFrom(bounded(nil, f, path, Limits{}), path)
+	return readLengthsFrom(r, path)
 }
 
 // readLengthsFrom reads one integer a line from r; name is in errors.

@@ -59,14 +59,14 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		seed = *s.Seed
 	}
 	promptLimit := o.Limits.WithDefaults().PromptTokens
-	in, err := lengthsOr(s.InputTokens, "256")
+	in, err := lengthsOr(o.Context, s.InputTokens, "256")
 	if err == nil {
 		in, err = in.Capped(promptLimit, "inputTokens")
 	}
 	if err != nil {
 		return Built{}, fmt.Errorf("inputTokens %w", err)
 	}
-	out, err := lengthsOr(s.OutputTokens, "128")
+	out, err := lengthsOr(o.Context, s.OutputTokens, "128")
 	if err != nil {
 		return Built{}, fmt.Errorf("outputTokens %w", err)
 	}
@@ -146,12 +146,12 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		src = withStampede(src, pre, o.BurstKeys, o.Burst, seed)
 	}
 	if s.Turns != nil {
-		if src, err = withTurns(src, *s.Turns, out, seed, promptLimit); err != nil {
+		if src, err = withTurns(o.Context, src, *s.Turns, out, seed, promptLimit); err != nil {
 			return Built{}, err
 		}
 	}
 	if s.Documents != nil {
-		if src, err = withDocuments(src, *s.Documents, seed); err != nil {
+		if src, err = withDocuments(o.Context, src, *s.Documents, seed); err != nil {
 			return Built{}, err
 		}
 	}
@@ -201,7 +201,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 	}
 	if s.Audio != nil {
-		if fin.audio, err = newAudioSet(*s.Audio, seed); err != nil {
+		if fin.audio, err = newAudioSet(o.Context, *s.Audio, seed); err != nil {
 			return Built{}, err
 		}
 		if fin.audioCount, err = newCount(s.Audio.Count, s.Audio.Counts); err != nil {
@@ -222,11 +222,11 @@ func orJSONL(format string) string {
 	return format
 }
 
-func lengthsOr(s, def string) (Lengths, error) {
+func lengthsOr(ctx context.Context, s, def string) (Lengths, error) {
 	if s == "" {
 		s = def
 	}
-	return ParseLengths(s)
+	return ParseLengthsContext(ctx, s)
 }
 
 func checkSharedPrefix(p *experiment.SharedPrefix) error {
@@ -290,7 +290,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 		iin, iout := in, out
 		var err error
 		if it.InputTokens != "" {
-			if iin, err = ParseLengths(it.InputTokens); err == nil {
+			if iin, err = ParseLengthsContext(o.Context, it.InputTokens); err == nil {
 				iin, err = iin.Capped(o.Limits.WithDefaults().PromptTokens, "inputTokens")
 			}
 			if err != nil {
@@ -298,7 +298,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 			}
 		}
 		if it.OutputTokens != "" {
-			if iout, err = ParseLengths(it.OutputTokens); err != nil {
+			if iout, err = ParseLengthsContext(o.Context, it.OutputTokens); err != nil {
 				return nil, fmt.Errorf("%s: outputTokens %w", where, err)
 			}
 		}
@@ -487,12 +487,12 @@ func popularityClass(p experiment.Popularity, n, k uint64) string {
 
 // withTurns makes every request a conversation: the source's request is
 // the first turn; later turns are synthetic user messages.
-func withTurns(src Source, t experiment.Turns, out Lengths, seed uint64, promptLimit int) (Source, error) {
-	count, err := ParseLengths(t.Count)
+func withTurns(ctx context.Context, src Source, t experiment.Turns, out Lengths, seed uint64, promptLimit int) (Source, error) {
+	count, err := ParseLengthsContext(ctx, t.Count)
 	if err != nil {
 		return nil, fmt.Errorf("turns.count %w", err)
 	}
-	turnIn, err := lengthsOr(t.TurnTokens, "64")
+	turnIn, err := lengthsOr(ctx, t.TurnTokens, "64")
 	if err == nil {
 		turnIn, err = turnIn.Capped(promptLimit, "turns.turnTokens")
 	}

@@ -47,9 +47,9 @@ type Canary struct {
 	Vector []float32 `json:"vector"`
 }
 
-// ReadBaseline reads a baseline file.
-func ReadBaseline(path string) (*Baseline, error) {
-	b, err := capread.ReadFile(context.Background(), path, capread.DataLimit, "")
+// ReadBaseline reads a baseline file; the read ends when ctx is done.
+func ReadBaseline(ctx context.Context, path string) (*Baseline, error) {
+	b, err := capread.ReadFile(ctx, path, capread.DataLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading drift baseline: %w", err)
 	}
@@ -287,7 +287,7 @@ func (w Worst) Gate(maxCosine, maxNormShift float64) error {
 // Run does the watch, printing to w, and returns the largest drift of any
 // comparison (zero when it wrote a baseline).
 func (d DriftWatch) Run(ctx context.Context, w io.Writer) (worst Worst, err error) {
-	base, err := ReadBaseline(d.Baseline)
+	base, err := ReadBaseline(ctx, d.Baseline)
 	if d.Update || errors.Is(err, fs.ErrNotExist) {
 		vecs, err := d.Embedder.Embed(ctx, DefaultCanaries)
 		if err != nil {

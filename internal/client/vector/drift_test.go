@@ -119,7 +119,7 @@ func TestBaselineWriteCreatesItsDirectory(t *testing.T) {
 	if err := b.Write(path); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadBaseline(path)
+	got, err := ReadBaseline(context.Background(), path)
 	if err != nil || len(got.Canaries) != 1 {
 		t.Fatalf("read back: %v %+v", err, got)
 	}

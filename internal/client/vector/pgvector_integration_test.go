@@ -97,7 +97,7 @@ func runSweep(t *testing.T, idx Index, ds *Dataset, m Metric, efs []int) ([]resu
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	truth, err := CachedTruth(t.TempDir(), ds, m, 10)
+	truth, err := CachedTruth(context.Background(), t.TempDir(), ds, m, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

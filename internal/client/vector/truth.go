@@ -75,14 +75,14 @@ func BruteForce(ds *Dataset, m Metric, k int) (*Truth, error) {
 // directory dir, computing and storing it when it is not there. The cache
 // file is named by the dataset's digest, the metric and k, so a changed
 // dataset is never matched with stale truth.
-func CachedTruth(dir string, ds *Dataset, m Metric, k int) (*Truth, error) {
+func CachedTruth(ctx context.Context, dir string, ds *Dataset, m Metric, k int) (*Truth, error) {
 	digest := ds.Digest()
 	path := filepath.Join(dir, fmt.Sprintf("truth-%s-%s-k%d.json", digest[:16], m, k))
 	// The truth of ds is at most k ids (10 digits and a comma each) a
 	// query (and the brackets): a larger file is not it, and is computed
 	// again rather than read whole.
 	limit := 4096 + int64(len(ds.Queries))*int64(k+1)*16
-	b, err := capread.ReadFile(context.Background(), path, limit, "")
+	b, err := capread.ReadFile(ctx, path, limit, "")
 	switch {
 	case errors.Is(err, capread.ErrTooLarge):
 	case err == nil:

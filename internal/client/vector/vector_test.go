@@ -1,6 +1,7 @@
 package vector
 
 import (
+	"context"
 	"github.com/spate-dev/spate/internal/golden"
 
 	"bytes"
@@ -92,7 +93,7 @@ func TestCachedTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t1, err := CachedTruth(dir, ds, Cosine, 5)
+	t1, err := CachedTruth(context.Background(), dir, ds, Cosine, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestCachedTruth(t *testing.T) {
 	if err := os.WriteFile(files[0], b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t2, err := CachedTruth(dir, ds, Cosine, 5)
+	t2, err := CachedTruth(context.Background(), dir, ds, Cosine, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestCachedTruth(t *testing.T) {
 	if err := os.WriteFile(files[0], append(b, bytes.Repeat([]byte(" "), 1<<20)...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if t2, err = CachedTruth(dir, ds, Cosine, 5); err != nil || t2.IDs[0][0] == 12345 {
+	if t2, err = CachedTruth(context.Background(), dir, ds, Cosine, 5); err != nil || t2.IDs[0][0] == 12345 {
 		t.Fatalf("an oversized cache file: %v, first id %v: want it computed again", err, t2)
 	}
 	if fi, err := os.Stat(files[0]); err != nil || fi.Size() > 4096 {
@@ -131,7 +132,7 @@ func TestCachedTruth(t *testing.T) {
 	}
 	// Another dataset (one component changed) misses the cache.
 	ds.Vectors[0][0] += 1
-	t3, err := CachedTruth(dir, ds, Cosine, 5)
+	t3, err := CachedTruth(context.Background(), dir, ds, Cosine, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

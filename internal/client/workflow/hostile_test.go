@@ -32,7 +32,7 @@ func TestHostileSpec(t *testing.T) {
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := ReadFile(p)
+			_, err := ReadFile(context.Background(), p)
 			runtime.ReadMemStats(&after)
 			if err == nil || !strings.Contains(err.Error(), "reading workflow "+p+": "+tc.want) {
 				t.Errorf("error %.300v, want %q", err, tc.want)

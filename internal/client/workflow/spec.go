@@ -74,9 +74,10 @@ type StepSpec struct {
 // DefaultStepTimeout is a step's timeout when it sets none.
 const DefaultStepTimeout = 60 * time.Second
 
-// ReadFile reads a workflow definition from a YAML file.
-func ReadFile(path string) (*Spec, error) {
-	b, err := capread.ReadFile(context.Background(), path, capread.SettingsLimit, "")
+// ReadFile reads a workflow definition from a YAML file; the read ends
+// when ctx is done (a FIFO with no writer cannot keep Ctrl-C from working).
+func ReadFile(ctx context.Context, path string) (*Spec, error) {
+	b, err := capread.ReadFile(ctx, path, capread.SettingsLimit, "")
 	if err != nil {
 		return nil, fmt.Errorf("reading workflow: %w", err)
 	}

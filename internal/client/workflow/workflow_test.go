@@ -374,7 +374,7 @@ func TestWriteSteps(t *testing.T) {
 
 // TestDocExample keeps the example of docs/vector.md valid.
 func TestDocExample(t *testing.T) {
-	s, err := ReadFile(filepath.Join("testdata", "rag.yaml"))
+	s, err := ReadFile(context.Background(), filepath.Join("testdata", "rag.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

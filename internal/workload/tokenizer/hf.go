@@ -45,7 +45,11 @@ func Llama3() (*BPE, error) {
 // Load returns a tokenizer by name: cl100k_base (the default), o200k_base,
 // llama3, or the path of a Hugging Face tokenizer.json of a byte-level BPE
 // model (Llama 3, Qwen 2, ...).
-func Load(name string) (*BPE, error) {
+func Load(name string) (*BPE, error) { return LoadContext(nil, name) }
+
+// LoadContext is Load whose read of a tokenizer.json ends when ctx is
+// done (nil: never): a FIFO or a pipe cannot keep Ctrl-C from working.
+func LoadContext(ctx context.Context, name string) (*BPE, error) {
 	switch name {
 	case "", "cl100k_base", "cl100k":
 		return CL100K()
@@ -55,7 +59,7 @@ func Load(name string) (*BPE, error) {
 		return Llama3()
 	}
 	if strings.HasSuffix(name, ".json") {
-		data, err := capread.ReadFile(context.Background(), name, capread.DataLimit, "")
+		data, err := capread.ReadFile(ctx, name, capread.DataLimit, "")
 		if err != nil {
 			return nil, fmt.Errorf("loading tokenizer: %w", err)
 		}
