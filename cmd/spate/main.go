@@ -18,6 +18,7 @@ import (
 
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/internal/cpuprofile"
+	"github.com/spate-dev/spate/internal/crash"
 	"github.com/spate-dev/spate/internal/flagbind"
 	"github.com/spate-dev/spate/internal/interrupt"
 	"github.com/spate-dev/spate/internal/output/report"
@@ -53,6 +54,7 @@ func usageErr(format string, a ...any) error {
 
 func main() {
 	tuneGC()
+	crash.ByAbort()
 	ctx, stop := interrupt.Watch(context.Background(), os.Stderr)
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
