@@ -388,9 +388,30 @@ func LoadContext(ctx context.Context, path string) (*Experiment, error) {
 func Parse(data []byte, name string) (*Experiment, error) {
 	var e Experiment
 	if err := unmarshal(data, &e); err != nil {
-		return nil, yamlError(name, data, err, reflect.TypeOf(e))
+		err = yamlError(name, data, err, reflect.TypeOf(e))
+		// With only keys unknown, what the file holds is checked too,
+		// so that one validate lists all of it.
+		var lax Experiment
+		if len(yamlkeys.Find(data, reflect.TypeOf(e))) > 0 && lenient(data, &lax) == nil {
+			lax.source, lax.name = data, name
+			if perr := lax.Errors(lax.checks()); perr != nil {
+				err = fmt.Errorf("%w\n%v", err, perr)
+			}
+		}
+		return nil, err
 	}
 	e.source, e.name = data, name
+	if err := e.Errors(e.checks()); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	e.SHA256 = hex.EncodeToString(sum[:])
+	return &e, nil
+}
+
+// checks are the problems Parse finds in e: its kind and version, and
+// Problems.
+func (e *Experiment) checks() []Problem {
 	var ps []Problem
 	if e.APIVersion != APIVersion {
 		ps = append(ps, Problem{"$.apiVersion", fmt.Sprintf("apiVersion must be %q, got %q", APIVersion, e.APIVersion)})
@@ -398,12 +419,7 @@ func Parse(data []byte, name string) (*Experiment, error) {
 	if e.Kind != Kind {
 		ps = append(ps, Problem{"$.kind", fmt.Sprintf("kind must be %q, got %q", Kind, e.Kind)})
 	}
-	if err := e.Errors(append(ps, e.Problems()...)); err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(data)
-	e.SHA256 = hex.EncodeToString(sum[:])
-	return &e, nil
+	return append(ps, e.Problems()...)
 }
 
 // Resolve makes the relative file paths the experiment names relative to
@@ -495,22 +511,22 @@ func unknownKeys(name string, data []byte, unk []yamlkeys.Unknown, t reflect.Typ
 			fmt.Fprintf(&b, "\n> %3d | %s\n        %s^", u.Line, bytes.TrimRight(lines[u.Line-1], "\r"), strings.Repeat(" ", max(u.Column-1, 0)))
 		}
 	}
-	if err := lenient(data, t); err != nil {
+	if err := lenient(data, reflect.New(t).Interface()); err != nil {
 		b.WriteByte('\n')
 		b.WriteString(valueError(name, data, err, t).Error())
 	}
 	return errors.New(b.String())
 }
 
-// lenient decodes data into a new value of type t with unknown keys let
-// through, for the errors of the values.
-func lenient(data []byte, t reflect.Type) (err error) {
+// lenient decodes data into v with unknown keys let through, for the
+// errors of the values.
+func lenient(data []byte, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
 		}
 	}()
-	return yaml.Unmarshal(data, reflect.New(t).Interface())
+	return yaml.Unmarshal(data, v)
 }
 
 // quoted is the last double-quoted string in msg.
@@ -577,6 +593,7 @@ func (e *Experiment) Errors(ps []Problem) error {
 		return nil
 	}
 	lines := make([]string, len(ps))
+	at := make([][2]int, len(ps))
 	for i, p := range ps {
 		if e.source == nil {
 			lines[i] = strings.TrimPrefix(strings.TrimPrefix(p.Path, "$"), ".") + ": " + p.Message
@@ -587,9 +604,26 @@ func (e *Experiment) Errors(ps []Problem) error {
 		}
 		line, col := position(e.source, p.Path)
 		lines[i] = fmt.Sprintf("%s:%d:%d: %s", e.name, line, col, p.Message)
+		at[i] = [2]int{line, col}
 	}
-	sort.Strings(lines)
-	return errors.New(strings.Join(lines, "\n"))
+	// In the file's order: by line, then column, then message (a sort of
+	// the text put line 10 before line 9).
+	idx := make([]int, len(lines))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		x, y := at[idx[a]], at[idx[b]]
+		if x != y {
+			return x[0] < y[0] || x[0] == y[0] && x[1] < y[1]
+		}
+		return lines[idx[a]] < lines[idx[b]]
+	})
+	sorted := make([]string, len(lines))
+	for i, j := range idx {
+		sorted[i] = lines[j]
+	}
+	return errors.New(strings.Join(sorted, "\n"))
 }
 
 // position finds where a YAML path starts in data (1:1 if it cannot).

@@ -123,6 +123,10 @@ func TestYAMLErrorsInTheFilesWords(t *testing.T) {
 				"x.yaml:6:1: unknown field \"load\" (the keys here: apiVersion, kind, metadata, target, sut, workload, slo, stages,",
 			"did you mean load"},
 		{"the values' error after the keys", head + "target:\n  modle: m\nslo:\n  ttft: 500\n" + stage, "x.yaml:6:9: 500 is not a duration", ""},
+		// With only keys unknown, the file's other problems are listed
+		// too, in the file's order (a sort of the text put 10 before 9).
+		{"keys and problems in one", head + "target:\n  modle: m\nstages:\n  - {name: a, rate: -1, duration: 1s}\n" + "  - {name: b, rate: 1, duration: 1s}\n  - {name: d, rate: 1, duration: 1s}\n  - {name: e, rate: 1, duration: 1s}\n  - {name: c, rate: -2, duration: 1s}\n",
+			"x.yaml:4:3: unknown field \"modle\" (did you mean model?)\n>   4 |   modle: m\n          ^\nx.yaml:6:21: rate: -1 is not a number >= 0\nx.yaml:10:21: rate: -2 is not a number >= 0", ""},
 	} {
 		_, err := Parse([]byte(c.body), "x.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) || c.not != "" && strings.Contains(err.Error(), c.not) {
