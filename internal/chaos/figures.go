@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/binomial"
+	"github.com/spate-dev/spate/internal/verdict/resilience"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -146,11 +147,23 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 			}
 			failing++
 			if !w.End.IsZero() && w.End.Before(o.End) {
-				if r, ok := recovery(samples, w.End, o.End, o.RecoveryBin, base.ErrorRate, bound); ok {
+				// Until the next failing window starts: a recovery is
+				// from this fault, not the next.
+				until := o.End
+				for _, x := range windows {
+					if x.Failing && !x.Start.Before(w.End) && x.Start.Before(until) {
+						until = x.Start
+					}
+				}
+				switch r, st := recovery(samples, w.End, until, o.RecoveryBin, base.ErrorRate, bound); st {
+				case resilience.Recovered:
 					cw.RecoveryMS = ptr(ms(r))
-				} else {
+				case resilience.NotRecovered:
 					unrecovered++
-					c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: not recovered by the end of the stage (error rate ≤ %.3f and E2E p99 ≤ %v per %v bin)", i, base.ErrorRate+0.01, bound, o.RecoveryBin))
+					c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: not recovered by the end of the stage or the next fault (error rate surely over %.3f, or E2E p99 over %v, in its last %v bin)", i, base.ErrorRate+0.01, bound, o.RecoveryBin))
+				default:
+					unrecovered++
+					c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: recovery not measured: the stage ended (or the next fault came) too soon after it, under one %v bin after its last bad bin, to tell", i, o.RecoveryBin))
 				}
 			}
 			// The stage's figures are its slowest window's.
@@ -268,26 +281,55 @@ func failoverTime(samples []Sample, onset, end time.Time) (d time.Duration, need
 	return best.Sub(onset), true, true
 }
 
-// recovery is the time from a fault's end to the start of the first bin
-// (of requests sent in it) whose error rate is within one point of the
-// baseline's and whose E2E p99 is under bound.
-func recovery(samples []Sample, end, stageEnd time.Time, bin time.Duration, baseErr float64, bound time.Duration) (time.Duration, bool) {
-	for from := end; from.Before(stageEnd); from = from.Add(bin) {
-		var in []Sample
-		for _, s := range samples {
-			if !s.Sent.Before(from) && s.Sent.Before(from.Add(bin)) {
-				in = append(in, s)
-			}
-		}
-		if len(in) == 0 {
+// recovery is the time from a fault's end until the service is back and
+// stays back, by the one definition spate has (resilience.RecoveryStatus,
+// the resilience verdict's): requests are put in bins of bin by when they
+// were sent, from end to stageEnd; a bin is bad when its E2E p99 is over
+// bound or its error rate is surely (Wilson, 99 %) over the baseline's
+// plus one point; the recovery is the start of the first bin after the
+// last bad one. status says when there is none: not recovered (the last
+// bin was bad) or not measured (the stage ended too soon to tell).
+func recovery(samples []Sample, end, stageEnd time.Time, bin time.Duration, baseErr float64, bound time.Duration) (time.Duration, int) {
+	if bin <= 0 || !end.Before(stageEnd) {
+		return 0, resilience.Unmeasured
+	}
+	// Whole bins, and a shorter one at the end when the time does not
+	// divide: a recovery first seen in it is under one bin long.
+	whole := int(stageEnd.Sub(end) / bin)
+	n := int((stageEnd.Sub(end) + bin - 1) / bin)
+	p99 := make([]float64, n)
+	weights := make([]int, n)
+	errs := &resilience.Errors{Done: make([]int, n), Failed: make([]int, n), Max: baseErr + 0.01}
+	e2e := make([][]float64, n)
+	for _, s := range samples {
+		if s.Sent.Before(end) || !s.Sent.Before(stageEnd) {
 			continue
 		}
-		sd := side(in)
-		if sd.ErrorRate <= baseErr+0.01 && (bound <= 0 || sd.E2EP99MS <= ms(bound)) {
-			return from.Sub(end), true
+		b := int(s.Sent.Sub(end) / bin)
+		errs.Done[b]++
+		if s.Failed {
+			errs.Failed[b]++
+			continue
 		}
+		e2e[b] = append(e2e[b], ms(s.End.Sub(s.Sent)))
 	}
-	return 0, false
+	for b, v := range e2e {
+		if len(v) == 0 {
+			continue
+		}
+		slices.Sort(v)
+		// A p99 of 0 ms reads as "no figure" (resilience.Windowed).
+		p99[b], weights[b] = math.Max(rank(v, 0.99), 1e-9), len(v)
+	}
+	slo := math.Inf(1)
+	if bound > 0 {
+		slo = ms(bound)
+	}
+	bins, st := resilience.RecoveryStatus(p99, weights, errs, 0, 1, slo)
+	if st == resilience.Recovered && bins >= whole && bins > 0 {
+		return 0, resilience.Unmeasured
+	}
+	return time.Duration(bins) * bin, st
 }
 
 // side summarises a set of requests.

@@ -231,3 +231,73 @@ func TestMSRWorstWindow(t *testing.T) {
 		t.Errorf("both complete: failover %v msr %v, want the slower window's 400 ms", c.FailoverMS, c.MSR)
 	}
 }
+
+// TestRecoveryOneDefinition: the chaos section's recovery is the
+// resilience verdict's definition (resilience.RecoveryStatus): back under
+// the bound and staying there until the stage ends or the next fault
+// comes, a bin's error rate judged surely over the baseline's (Wilson),
+// and "not measured" (no figure, a warning saying so) when the stage ends
+// within a bin of the last bad one. The chaos section used to take the
+// first good bin, so a service that came back and fell over again had
+// recovered at once.
+func TestRecoveryOneDefinition(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	// A request every 50 ms, 20 ms each, before a failing window from 2 s
+	// to 3 s; after it, took[k] is what the requests of the k-th 500 ms
+	// bin take (0: they fail).
+	stage := func(took []time.Duration, failEvery int) []Sample {
+		var ss []Sample
+		for i := 0; i < 100; i++ {
+			sent := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+			s := Sample{Sent: sent, End: sent.Add(20 * time.Millisecond), Attempts: 1, Upstream: "a"}
+			if sent.Sub(t0) >= 2*time.Second && sent.Sub(t0) < 3*time.Second {
+				s.End, s.Failed = sent.Add(300*time.Millisecond), true
+			}
+			if k := int(sent.Sub(t0.Add(3*time.Second)) / (500 * time.Millisecond)); sent.Sub(t0) >= 3*time.Second && k < len(took) {
+				s.End = sent.Add(took[k])
+				s.Failed = took[k] == 0
+			}
+			if failEvery > 0 && i%failEvery == 0 && sent.Sub(t0) >= 3*time.Second {
+				s.Failed = true
+			}
+			ss = append(ss, s)
+		}
+		return ss
+	}
+	ws := []Window{{Faults: `{"error_rate":1}`, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Failing: true}}
+	opts := FigureOptions{Start: t0, End: t0.Add(5 * time.Second), RecoveryBin: 500 * time.Millisecond, P99Bound: 50 * time.Millisecond}
+	for _, tc := range []struct {
+		name      string
+		took      []time.Duration
+		failEvery int
+		end, bin  time.Duration
+		want      float64 // ms; -1: none
+		warn      string
+	}{
+		{"back at once", nil, 0, 5 * time.Second, 0, 0, ""},
+		{"back, over again, back", []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}, 0, 5 * time.Second, 0, 1000, ""},
+		{"failing fast is not recovered", []time.Duration{20 * time.Millisecond, 0, 0, 0}, 0, 5 * time.Second, 0, -1, "not recovered"},
+		{"stage ends within a bin of the last bad one", []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond, 20 * time.Millisecond}, 0, 4700 * time.Millisecond, 0, -1, "recovery not measured"},
+		// One failure in twenty (a 1 s bin) after the fault, against a
+		// baseline of none: not surely over the baseline's rate plus
+		// one point (Wilson 99 %: from 0.6 %).
+		{"chance errors do not hold it back", nil, 20, 5 * time.Second, time.Second, 0, ""},
+	} {
+		o := opts
+		o.End = t0.Add(tc.end)
+		if tc.bin > 0 {
+			o.RecoveryBin = tc.bin
+		}
+		c := Figures(stage(tc.took, tc.failEvery), ws, o)
+		w := c.Windows[0]
+		switch {
+		case tc.want < 0 && (w.RecoveryMS != nil || c.RecoveryMS != nil):
+			t.Errorf("%s: recovery %v ms, want none", tc.name, *w.RecoveryMS)
+		case tc.want >= 0 && (w.RecoveryMS == nil || *w.RecoveryMS != tc.want):
+			t.Errorf("%s: recovery %v, want %v ms (warnings %q)", tc.name, w.RecoveryMS, tc.want, c.Warnings)
+		}
+		if tc.warn != "" && !strings.Contains(strings.Join(c.Warnings, "\n"), tc.warn) {
+			t.Errorf("%s: warnings %q, want one saying %q", tc.name, c.Warnings, tc.warn)
+		}
+	}
+}
