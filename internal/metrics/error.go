@@ -175,6 +175,35 @@ func (a *errorAgg) result(done int, sc *result.Scenario, hists map[string]string
 	return me
 }
 
+// window is the measurement error of a window of the stage (sc, a view
+// of its last seconds) from the stage's so far, for triggers judged
+// during the run: the window's samples are some of the stage's, so no
+// more of them are late than the stage's late samples, none by more than
+// the stage's bound, and no more of its requests can have their SLO
+// verdict turned than the stage's (a window has no goodput from the
+// intended time). Bounds ranges a window's figures with it, as a
+// stage's. nil when nothing may be off by over 1 ms.
+func (a *errorAgg) window(sc *result.Scenario) *result.MeasurementError {
+	me := &result.MeasurementError{Figures: map[string]result.FigureError{}}
+	for k, n := range a.late {
+		count := sc.Metrics[k].Count
+		if n == 0 || count == 0 {
+			continue
+		}
+		me.Figures[k] = result.FigureError{Late: min(n, count), Count: count, BoundMS: ms64(a.bound[k]), HighOnly: earlyOf[k] != ""}
+	}
+	done := sc.Requests.Succeeded + sc.Requests.Failed
+	turned := func(lo, hi int) float64 { return float64(min(hi-lo, done)) / float64(max(done, 1)) }
+	if t := turned(a.goodLo, a.goodHi); t > 0 && done > 0 {
+		f := sc.Goodput.Fraction
+		me.Goodput = result.Range{Low: max(f-t, 0), High: min(f+t, 1)}
+	}
+	if len(me.Figures) == 0 && me.Goodput.Low == me.Goodput.High && me.GoodputIntended.Low == me.GoodputIntended.High {
+		return nil
+	}
+	return me
+}
+
 // FillErrorRanges sets the P50 and P99 ranges of each of me's figures from
 // the scenario's histograms (the recorder's, or merged shards').
 func FillErrorRanges(me *result.MeasurementError, sc *result.Scenario, hists map[string]string) {

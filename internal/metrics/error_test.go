@@ -223,3 +223,32 @@ func TestEarlyHistogramsHoldEverySample(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowErrorFromTheStage: a window judged during the run (a
+// trigger's) carries the stage's measurement error so far, which bounds
+// its own: late samples no more than the window holds or the stage has
+// had, the stage's bound, and its goodput moved by the requests whose
+// verdict late stamps could turn, over the window's requests.
+func TestWindowErrorFromTheStage(t *testing.T) {
+	a := newErrorAgg()
+	a.lateBy(TTFT, 8*time.Millisecond)
+	a.late[TTFT] += 4 // 5 late, by up to 8 ms
+	a.goodLo, a.goodHi = 10, 13
+	sc := result.Scenario{Metrics: map[string]result.Dist{TTFT: {Count: 3}}, Requests: result.Requests{Succeeded: 18, Failed: 2}}
+	sc.Goodput.Fraction = 0.5
+	me := a.window(&sc)
+	if me == nil {
+		t.Fatal("no measurement error for a window of a stage with late reads")
+	}
+	fe := me.Figures[TTFT]
+	if fe.Late != 3 || fe.Count != 3 || fe.BoundMS != 8 || !fe.HighOnly {
+		t.Errorf("ttft %+v, want 3 of 3 late by up to 8 ms, high only", fe)
+	}
+	if math.Abs(me.Goodput.Low-0.35) > 1e-12 || math.Abs(me.Goodput.High-0.65) > 1e-12 {
+		t.Errorf("goodput range %+v, want [0.35, 0.65] (3 of 20 requests may turn)", me.Goodput)
+	}
+	empty := newErrorAgg()
+	if me := empty.window(&sc); me != nil {
+		t.Errorf("a stage with no late reads gave its window %+v", me)
+	}
+}

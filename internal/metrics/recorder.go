@@ -905,6 +905,9 @@ func (r *Recorder) WindowSpan(now time.Time, from, to int) (result.Scenario, map
 	// The usage check so far, so that figures resting on usage it does
 	// not trust are not judged on the window either (Source.Doubt).
 	sc.Tokens, sc.Goodput.SLOms = r.usageSoFar(), r.cfg.SLO.Millis()
+	// The stage's measurement error so far, bounding the window's
+	// (Source.Bounds): a trigger is judged at both ends of it.
+	sc.MeasurementError = r.errs.window(&sc)
 	return sc, hist, true
 }
 

@@ -374,6 +374,47 @@ func (c Cond) Measure(now, base Source) (float64, error) {
 	return (v - b) / b, nil
 }
 
+// Range is the range the true value of c's figure lies in given the
+// measurement error of now and base (each a Bounder, else exact), for the
+// measured value v Measure gave: for a change, from the ends of both
+// figures' ranges. ok is false when neither has a range.
+func (c Cond) Range(now, base Source, v float64) (lo, hi float64, ok bool) {
+	bounds := func(src Source) (lo, hi float64, ok bool) {
+		if src == nil {
+			return 0, 0, false
+		}
+		b, is := src.(Bounder)
+		if !is {
+			return 0, 0, false
+		}
+		return b.Bounds(c.Threshold.Agg, c.Threshold.Percentile, c.Threshold.LookupName())
+	}
+	nlo, nhi, nok := bounds(now)
+	if c.Change == "" {
+		return nlo, nhi, nok
+	}
+	blo, bhi, bok := bounds(base)
+	if !nok && !bok {
+		return 0, 0, false
+	}
+	n, _ := lookup(now, c.Threshold)
+	b, _ := lookup(base, c.Threshold)
+	if !nok {
+		nlo, nhi = n, n
+	}
+	if !bok {
+		blo, bhi = b, b
+	}
+	if c.Change == ChangeDelta {
+		return nlo - bhi, nhi - blo, true
+	}
+	if blo <= 0 {
+		return math.Inf(-1), math.Inf(1), true // the baseline may be 0: any change
+	}
+	// (n − b) / b = n/b − 1 rises with n and falls with b (figures ≥ 0).
+	return nlo/bhi - 1, nhi/blo - 1, true
+}
+
 // Holds reports whether the measured value v meets c's comparison.
 func (c Cond) Holds(v float64) bool {
 	cmp, ok := compare[c.Op]

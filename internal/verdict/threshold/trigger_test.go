@@ -265,3 +265,55 @@ func TestWatchDoubted(t *testing.T) {
 		}
 	}
 }
+
+// boundedSrc is a src whose figures carry a measurement-error range.
+type boundedSrc struct {
+	src
+	lo, hi map[string]float64
+}
+
+func (b boundedSrc) Bounds(_ string, _ float64, metric string) (float64, float64, bool) {
+	lo, ok := b.lo[metric]
+	return lo, b.hi[metric], ok
+}
+
+// TestWatchJudgesAtErrorEnds: a trigger is judged at both ends of its
+// figures' measurement error, as a threshold is: a window whose range
+// straddles the limit is an unknown step (it cannot fire the trigger, and
+// a hold of them leaves it unable to judge), one whose whole range is
+// over fires it, one whose whole range is under passes. Changes take the
+// ends of both the window's range and the baseline's. It judged the
+// measured figure alone.
+func TestWatchJudgesAtErrorEnds(t *testing.T) {
+	over, _ := ParseTrigger("p99(ttft) > 100ms for 3s")
+	delta, _ := ParseTrigger("delta(p99(ttft)) > 50ms for 3s")
+	at := func(v, lo, hi float64) Source {
+		return boundedSrc{src{"ttft": v}, map[string]float64{"ttft": lo}, map[string]float64{"ttft": hi}}
+	}
+	for _, tc := range []struct {
+		name   string
+		tr     Trigger
+		now    Source
+		base   Source
+		fired  int
+		pass   bool
+		errHas string
+	}{
+		{"range straddles the limit", over, at(103, 97, 103), nil, 0, false, "true value anywhere in [97, 103]"},
+		{"whole range over", over, at(150, 140, 150), nil, 1, false, ""},
+		{"whole range under", over, at(60, 55, 60), nil, 0, true, ""},
+		{"no range: the measured figure", over, src{"ttft": 103}, nil, 1, false, ""},
+		// 160 − 100 = 60 measured; at the ends [150−104, 160−100] = [46, 60].
+		{"change straddles", delta, at(160, 150, 160), at(100, 100, 104), 0, false, "[46, 60]"},
+		{"change surely over", delta, at(200, 190, 200), at(100, 100, 104), 1, false, ""},
+	} {
+		w := &Watch{Trigger: tc.tr}
+		for s := 0; s <= 6; s++ {
+			w.Step(time.Duration(s)*time.Second, tc.now, []Source{tc.base})
+		}
+		o := w.Outcome()
+		if w.Fired() != tc.fired || o.Pass != tc.pass || !strings.Contains(o.Err, tc.errHas) || (tc.errHas == "") != (o.Err == "") {
+			t.Errorf("%s: fired %d pass %v err %q; want fired %d pass %v err with %q", tc.name, w.Fired(), o.Pass, o.Err, tc.fired, tc.pass, tc.errHas)
+		}
+	}
+}

@@ -78,7 +78,17 @@ func (w *Watch) Step(at time.Duration, now Source, bases []Source) bool {
 		if i == 0 {
 			w.lastValue = v
 		}
-		if !c.Holds(v) {
+		holds := c.Holds(v)
+		// Judged at both ends of the measurement error (responses read
+		// late): ends that disagree make the step unknown, as a figure
+		// that was not measured does.
+		if lo, hi, ok := c.Range(now, base, v); ok && (c.Holds(lo) != holds || c.Holds(hi) != holds) {
+			if state == stepTrue {
+				state, unknownErr = stepUnknown, fmt.Sprintf("%s measured %s, but responses read late (a busy machine) put the true value anywhere in [%s, %s], on both sides of the limit", c.subject(), num(v), num(lo), num(hi))
+			}
+			continue
+		}
+		if !holds {
 			state = stepFalse
 		}
 	}
