@@ -130,17 +130,54 @@ func TestConsoleGolden(t *testing.T) {
 	golden.Check(t, "console.golden", b.Bytes())
 }
 
+// rampStage is a stage of a ramp: sent a second for 6 s, the server
+// completing done a second from its first (E2E 100 ms), in flight
+// growing by grow a second, and goodput good.
+func rampStage(name string, sent, done, grow int, good float64) result.Scenario {
+	sc := result.Scenario{Name: name, DurationS: 6,
+		Load:       result.Load{Mode: "open", Arrival: "poisson", TargetRate: float64(sent), AchievedRate: float64(sent), Valid: true},
+		Requests:   result.Requests{Total: 6 * sent, Succeeded: 6 * done},
+		Throughput: result.Throughput{RequestsPerS: float64(done), OutputTokensPerS: float64(64 * done)},
+		Metrics:    map[string]result.Dist{"ttft_ms": {P50: 80, P99: 120}, "tpot_ms": {P50: 12}},
+	}
+	sc.Goodput.Fraction = good
+	for i := range 7 {
+		s, d := sent, done
+		if i == 6 {
+			s, d = 0, 0 // the drain
+		}
+		sc.Series.SentPerS = append(sc.Series.SentPerS, s)
+		sc.Series.CompletedPerS = append(sc.Series.CompletedPerS, d)
+		sc.Series.ErrorsPerS = append(sc.Series.ErrorsPerS, 0)
+		sc.Series.InFlight = append(sc.Series.InFlight, 2+grow*i)
+		sc.Series.E2Ep50ms = append(sc.Series.E2Ep50ms, 100)
+		sc.Series.TTFTp50ms = append(sc.Series.TTFTp50ms, 80)
+	}
+	return sc
+}
+
+// TestSweepGolden: the knee is the most load the server sustained
+// (capacity's rule): rate-40 met the SLO for 95 % of what it answered
+// but completed 25 of the 40 requests a second it was sent, so it is not
+// the knee, and the table shows the completed/sent that says so (the knee
+// was rate-40 before: goodput alone). An invalid stage is named too.
 func TestSweepGolden(t *testing.T) {
-	r := sampleMore()
-	r.Scenarios[0].Goodput.Fraction = 0.95
-	r.Scenarios[2].Goodput.Fraction = 0.97 // met the SLO, but invalid: the knee line names it
-	r.Scenarios[2].Load.Valid, r.Scenarios[2].Load.InvalidCause = false, "generator_saturated"
-	r.Scenarios = r.Scenarios[:3]
+	r := sample()
+	r.Scenarios = []result.Scenario{
+		rampStage("rate-10", 10, 10, 0, 1),
+		rampStage("rate-20", 20, 20, 0, 0.97),
+		rampStage("rate-40", 40, 25, 15, 0.95),
+		rampStage("rate-60", 60, 25, 30, 0.4),
+	}
+	r.Scenarios[3].Load.Valid, r.Scenarios[3].Load.InvalidCause = false, "generator_saturated"
 	var b bytes.Buffer
 	if err := Sweep(&b, r, 0.9); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "sweep.golden", b.Bytes())
+	if !strings.Contains(b.String(), "knee: rate-20,") {
+		t.Errorf("knee is not rate-20:\n%s", b.String())
+	}
 }
 
 // TestConsoleEscapesServerText: a model id and warnings with terminal
