@@ -118,7 +118,7 @@ func smallGPU(t *testing.T) string {
 // TestCapacitySearchFindsTheKnee runs spate capacity against the
 // simulator's engine mode and checks that it lands within 10 % of the
 // knee of a dense sweep: the highest rate, of rates 1 req/s apart, that
-// passes the same trial verdict (capacity.Judge: metrics.Knee's condition
+// passes the same trial verdict (capacity.Judge: capacity.Knee's condition
 // — valid, some success, goodput ≥ target — plus the rate delivered and
 // TTFT not growing), below the first rate that fails. The sweep's trials
 // run one after the other against a second simulator.

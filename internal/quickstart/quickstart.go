@@ -14,6 +14,7 @@ import (
 	"github.com/spate-dev/spate"
 	"github.com/spate-dev/spate/examples"
 	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/output/headline"
 	"github.com/spate-dev/spate/internal/output/report"
 	"github.com/spate-dev/spate/sim"
 )
@@ -74,7 +75,7 @@ func Run(ctx context.Context, out, errw io.Writer, c Config) error {
 	if res == nil {
 		return runErr
 	}
-	if err := report.Sweep(out, res, 0.9); err != nil {
+	if err := report.Sweep(out, res, headline.MinGoodput); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\nresult written to %s; open %s in a browser for the charts\n", resPath, htmlPath)

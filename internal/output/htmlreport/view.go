@@ -6,16 +6,20 @@ import (
 	"strings"
 
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/output/headline"
 	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
 // runView is what the page's tables show of one run.
 type runView struct {
-	Label      string
-	Res        *result.Result
-	Verdict    string // PASS, FAIL, INCONCLUSIVE or NONE (no thresholds)
-	Invalid    int    // stages whose measurement is not valid
+	Label   string
+	Res     *result.Result
+	Verdict string // PASS, FAIL, INCONCLUSIVE or NONE (no thresholds)
+	// Headline is the knee or the capacity the summary leads with (nil:
+	// the run has none, see headline.Of).
+	Headline   *headline.Headline
+	Invalid    int // stages whose measurement is not valid
 	Notes      []string
 	Stages     []stageView
 	Thresholds []thresholdView
@@ -28,6 +32,7 @@ type runView struct {
 type stageView struct {
 	Sc      *result.Scenario
 	Offered string
+	Mark    string // the headline's kind when the row is one it comes from
 	Errors  string
 	Latency []latencyRow
 }
@@ -67,11 +72,18 @@ var latencyRows = []struct{ key, label string }{
 func newRunView(r run) runView {
 	res := r.res
 	v := runView{Label: r.label, Res: res, Verdict: "NONE", Figures: figureBlocks(res)}
+	if h, ok := headline.Of(res, headline.MinGoodput); ok {
+		v.Headline = &h
+	}
 	n := 0
 	for i := range res.Scenarios {
 		sc := &res.Scenarios[i]
 		n += len(sc.Thresholds)
-		v.Stages = append(v.Stages, newStageView(sc))
+		s := newStageView(sc)
+		if v.Headline != nil && v.Headline.IsMarked(i) {
+			s.Mark = v.Headline.Kind
+		}
+		v.Stages = append(v.Stages, s)
 		for _, o := range sc.Thresholds {
 			t := thresholdView{Stage: sc.Name, Expr: o.Expr, Value: fmt.Sprintf("%.4g", o.Value), Status: "pass"}
 			if o.Low != nil && o.High != nil {

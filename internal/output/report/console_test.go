@@ -130,10 +130,10 @@ func TestConsoleGolden(t *testing.T) {
 	golden.Check(t, "console.golden", b.Bytes())
 }
 
-// rampStage is a stage of a ramp: sent a second for 6 s, the server
+// seriesStage is a stage of a ramp: sent a second for 6 s, the server
 // completing done a second from its first (E2E 100 ms), in flight
 // growing by grow a second, and goodput good.
-func rampStage(name string, sent, done, grow int, good float64) result.Scenario {
+func seriesStage(name string, sent, done, grow int, good float64) result.Scenario {
 	sc := result.Scenario{Name: name, DurationS: 6,
 		Load:       result.Load{Mode: "open", Arrival: "poisson", TargetRate: float64(sent), AchievedRate: float64(sent), Valid: true},
 		Requests:   result.Requests{Total: 6 * sent, Succeeded: 6 * done},
@@ -164,10 +164,10 @@ func rampStage(name string, sent, done, grow int, good float64) result.Scenario 
 func TestSweepGolden(t *testing.T) {
 	r := sample()
 	r.Scenarios = []result.Scenario{
-		rampStage("rate-10", 10, 10, 0, 1),
-		rampStage("rate-20", 20, 20, 0, 0.97),
-		rampStage("rate-40", 40, 25, 15, 0.95),
-		rampStage("rate-60", 60, 25, 30, 0.4),
+		seriesStage("rate-10", 10, 10, 0, 1),
+		seriesStage("rate-20", 20, 20, 0, 0.97),
+		seriesStage("rate-40", 40, 25, 15, 0.95),
+		seriesStage("rate-60", 60, 25, 30, 0.4),
 	}
 	r.Scenarios[3].Load.Valid, r.Scenarios[3].Load.InvalidCause = false, "generator_saturated"
 	var b bytes.Buffer

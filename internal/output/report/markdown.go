@@ -7,12 +7,15 @@ import (
 	"strings"
 
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/output/headline"
 	"github.com/spate-dev/spate/internal/verdict"
 	"github.com/spate-dev/spate/result"
 )
 
 // Markdown writes a short summary of r for a pull-request comment: the
-// verdict, a table of stages, the thresholds and what a reader should
+// verdict, the knee of a run of rising load or the capacity of a capacity
+// search (package headline) with what it means, a table of stages marking
+// the stages it comes from, the thresholds and what a reader should
 // know. Strings from the result are escaped for Markdown tables.
 func Markdown(w io.Writer, r *result.Result) error {
 	var b strings.Builder
@@ -56,8 +59,22 @@ func Markdown(w io.Writer, r *result.Result) error {
 	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "model `%s` · fingerprint `%s` · %d stage%s · spate %s\n\n",
 		code(orDash(r.Provenance.Model)), code(orDash(r.Fingerprint)), len(r.Scenarios), plural(len(r.Scenarios)), code(orDash(r.SpateVersion)))
-	b.WriteString("| stage | offered | achieved/s | valid | requests | failed | TTFT p50 | TTFT p99 | TPOT p50 | E2E p99 | out tok/s | goodput |\n")
-	b.WriteString("|---|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	// The knee, or the capacity, leads: what the run found, then the
+	// stage table marks the stages it comes from.
+	hl, ok := headline.Of(r, headline.MinGoodput)
+	mark := ok && len(hl.Marked) > 0
+	if ok {
+		fmt.Fprintf(&b, "#### %s\n\n%s\n\n", line(hl.Title()), line(hl.Sentence()))
+	}
+	b.WriteString("| stage | offered | achieved/s | valid | requests | failed | TTFT p50 | TTFT p99 | TPOT p50 | E2E p99 | out tok/s | goodput |")
+	if mark {
+		fmt.Fprintf(&b, " %s |", hl.Kind)
+	}
+	b.WriteString("\n|---|--:|--:|:-:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	if mark {
+		b.WriteString(":-:|")
+	}
+	b.WriteString("\n")
 	for i := range r.Scenarios {
 		sc := &r.Scenarios[i]
 		valid := "yes"
@@ -69,10 +86,17 @@ func Markdown(w io.Writer, r *result.Result) error {
 			// The server's word, not measured (see the stage's warning).
 			tpot, outTPS = tpot+" (untrusted usage)", outTPS+" (untrusted usage)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %d | %d | %s | %s | %s | %s | %s | %.1f %% |\n",
+		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %d | %d | %s | %s | %s | %s | %s | %.1f %% |",
 			cell(sc.Name), offered(sc), sc.Load.AchievedRate, valid, sc.Requests.Total, sc.Requests.Failed,
 			mdMS(sc, metrics.TTFT, 50), mdMS(sc, metrics.TTFT, 99), tpot, mdMS(sc, metrics.E2E, 99),
 			outTPS, 100*sc.Goodput.Fraction)
+		switch {
+		case mark && hl.IsMarked(i):
+			fmt.Fprintf(&b, " **◀ %s** |", hl.Kind)
+		case mark:
+			b.WriteString("  |")
+		}
+		b.WriteString("\n")
 	}
 	if n > 0 {
 		b.WriteString("\n| stage | threshold | observed | result |\n|---|---|--:|:-:|\n")

@@ -6,6 +6,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/spate-dev/spate/llmtest"
+	"github.com/spate-dev/spate/result"
 )
 
 func TestMarkdownGolden(t *testing.T) {
@@ -59,5 +62,110 @@ func TestMarkdownVerdicts(t *testing.T) {
 				t.Errorf("header %q, want %q", first, c.header)
 			}
 		})
+	}
+}
+
+// rampStage is an open-loop stage at rate whose goodput is good, whose
+// server kept up with it.
+func rampStage(name string, rate, good float64) result.Scenario {
+	sc := result.Scenario{
+		Name:     name,
+		Load:     result.Load{Mode: "open", TargetRate: rate, AchievedRate: rate, Valid: true},
+		Requests: result.Requests{Total: 100, Succeeded: 100},
+		Goodput:  result.Goodput{Fraction: good, SLOms: map[string]float64{"ttft": 500}},
+	}
+	llmtest.KeptUp(&sc, 6)
+	return sc
+}
+
+// headlineResults are a ramp with a knee (rate-4), one with none, a
+// capacity search (20 req/s in [18, 22], trials 2 and 4 at it) and a
+// single stage, each with the lines its Markdown must hold (and lack).
+func headlineResults() []struct {
+	name          string
+	r             *result.Result
+	want, notWant []string
+} {
+	ramp := func() *result.Result {
+		return &result.Result{Scenarios: []result.Scenario{rampStage("rate-2", 2, 0.99), rampStage("rate-4", 4, 0.95), rampStage("rate-8", 8, 0.5)}}
+	}
+	noKnee := ramp()
+	for i := range noKnee.Scenarios {
+		noKnee.Scenarios[i].Goodput.Fraction = 0.4
+	}
+	capa := &result.Result{Scenarios: []result.Scenario{rampStage("trial-1", 10, 1), rampStage("trial-2", 20, 0.95), rampStage("trial-3", 24, 0.6), rampStage("trial-4", 20, 0.93)},
+		Capacity: &result.Capacity{Method: "adaptive", GoodputTarget: 0.9, SLOms: map[string]float64{"ttft": 2000},
+			RateRPS: 20, Confidence: 0.95, RateTrials: [2]int{2, 2}, LowRPS: 20, HighRPS: 24,
+			Interval: &result.CapacityInterval{LowRPS: 18, HighRPS: 22, EstimateRPS: 20.4, Confidence: 0.95},
+			Trials: []result.CapacityTrial{{Scenario: "trial-1", RateRPS: 10, Pass: true}, {Scenario: "trial-2", RateRPS: 20, Pass: true},
+				{Scenario: "trial-3", RateRPS: 24}, {Scenario: "trial-4", RateRPS: 20, Pass: true}}}}
+	single := ramp()
+	single.Scenarios = single.Scenarios[:1]
+	return []struct {
+		name          string
+		r             *result.Result
+		want, notWant []string
+	}{
+		{"knee", ramp(), []string{
+			"#### Knee: 4.0 req/s offered (stage rate-4)\n\nrate-4, 4.0 req/s offered, is the most load the server sustained: it kept up with what it was sent and kept 90 % of requests within the SLO (ttft ≤ 500 ms) on a valid measurement (rate-8: goodput 50 %). Its stage is marked ◀ knee in the stage table.\n",
+			"| goodput | knee |\n", "| rate-4 | 4/s |", "| 95.0 % | **◀ knee** |\n", "| 99.0 % |  |\n",
+		}, []string{"| 50.0 % | **◀ knee**"}},
+		{"no knee", noKnee, []string{
+			"#### Knee: none\n\nno stage was sustained with 90 % of requests within the SLO (ttft ≤ 500 ms) on a valid measurement (rate-2: goodput 40 %; rate-4: goodput 40 %; rate-8: goodput 40 %).\n",
+		}, []string{"◀", "| knee |"}},
+		{"capacity", capa, []string{
+			"#### Capacity: 20 req/s, 95 % CI [18, 22]\n\n20 req/s is the most load that kept 90 % of requests within the SLO (ttft ≤ 2000 ms), decided at 95 % confidence (2 of 2 trials passed); the 95 % confidence interval of the capacity is [18, 22] req/s, estimate 20.4. The trials at that rate are marked ◀ capacity in the stage table.\n",
+			"| goodput | capacity |\n", "| 95.0 % | **◀ capacity** |\n", "| 93.0 % | **◀ capacity** |\n", "| 60.0 % |  |\n",
+		}, []string{"#### Knee"}},
+		{"single stage", single, nil, []string{"####", "◀", "knee", "capacity"}},
+	}
+}
+
+// TestMarkdownHeadline: the knee (or the capacity) leads the Markdown with
+// what it means, and the stage table marks its rows; a single stage has
+// neither.
+func TestMarkdownHeadline(t *testing.T) {
+	for _, c := range headlineResults() {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Markdown(&b, c.r); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, "markdown-"+strings.ReplaceAll(c.name, " ", "-")+".golden", b.Bytes())
+			out := b.String()
+			for _, s := range c.want {
+				if !strings.Contains(out, s) {
+					t.Errorf("lacks %q:\n%s", s, out)
+				}
+			}
+			for _, s := range c.notWant {
+				if strings.Contains(out, s) {
+					t.Errorf("holds %q:\n%s", s, out)
+				}
+			}
+			// The section comes before the stage table.
+			if i, j := strings.Index(out, "####"), strings.Index(out, "| stage |"); i > j {
+				t.Errorf("the headline comes after the stage table:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestConsoleKneeAgreesWithMarkdown: the console's knee line and the
+// Markdown's knee sentence are the same words.
+func TestConsoleKneeAgreesWithMarkdown(t *testing.T) {
+	for _, c := range headlineResults()[:2] {
+		var con, md bytes.Buffer
+		if err := Sweep(&con, c.r, 0.9); err != nil {
+			t.Fatal(err)
+		}
+		if err := Markdown(&md, c.r); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(con.String()), "\n")
+		knee := strings.TrimPrefix(lines[len(lines)-1], "knee: ")
+		if !strings.Contains(md.String(), "\n\n"+knee+".") {
+			t.Errorf("%s: the console says %q, the Markdown does not:\n%s", c.name, knee, md.String())
+		}
 	}
 }
