@@ -15,18 +15,23 @@ import (
 
 // queue is a synthetic server for the tests whose pass probability near
 // its knee is realistic: Slots requests served at once, each for Service
-// (exactly, or exponentially distributed around it when Random), the rest
+// (exactly; exponentially distributed around it when Random; lognormally,
+// with that mean and coefficient of variation CV, when CV > 0), the rest
 // waiting their turn in order of arrival; the trial's requests arrive as
 // a Poisson process at its rate for Duration. A trial is simulated
 // in-process, without HTTP, and described by the per-second series Assess
 // judges. The server completes at most Slots / Service requests a second;
-// Unbounded serves every request at once.
+// Unbounded serves every request at once. With an SLO, goodput is the
+// fraction of the requests whose E2E (its TTFT too: a plain HTTP server's
+// first byte is its last) is within it; without, every request counts.
 type queue struct {
 	Slots     int
 	Service   time.Duration
 	Random    bool
+	CV        float64
 	Unbounded bool
 	Duration  time.Duration
+	SLO       time.Duration
 	rng       *rand.Rand
 }
 
@@ -38,18 +43,25 @@ func newQueue(slots int, service, duration time.Duration, seed uint64) *queue {
 // seconds are all whole.
 func (q *queue) criteria() Criteria { return Criteria{Duration: q.Duration} }
 
-func (q *queue) trial(_ context.Context, l Load) (*result.Scenario, error) {
-	secs := int(q.Duration / time.Second)
+// simulate draws the arrivals of secs seconds of Poisson load at rate on
+// an idle server and when each completes (s from the start).
+func (q *queue) simulate(rate float64, secs int) (arrive, done []float64) {
 	svc := q.Service.Seconds()
-	var arrive []float64
-	for t := q.rng.ExpFloat64() / l.Rate; t < float64(secs); t += q.rng.ExpFloat64() / l.Rate {
+	// The lognormal's parameters for mean svc and coefficient of
+	// variation CV: σ² = log(1 + CV²), μ = log(svc) − σ²/2.
+	sigma := math.Sqrt(math.Log1p(q.CV * q.CV))
+	mu := math.Log(svc) - sigma*sigma/2
+	for t := q.rng.ExpFloat64() / rate; t < float64(secs); t += q.rng.ExpFloat64() / rate {
 		arrive = append(arrive, t)
 	}
 	free := make([]float64, max(q.Slots, 1)) // when each slot is next free
-	done := make([]float64, len(arrive))
+	done = make([]float64, len(arrive))
 	for i, a := range arrive {
 		s := svc
-		if q.Random {
+		switch {
+		case q.CV > 0:
+			s = math.Exp(mu + sigma*q.rng.NormFloat64())
+		case q.Random:
 			s = svc * q.rng.ExpFloat64()
 		}
 		if q.Unbounded {
@@ -65,6 +77,27 @@ func (q *queue) trial(_ context.Context, l Load) (*result.Scenario, error) {
 		done[i] = math.Max(a, free[j]) + s
 		free[j] = done[i]
 	}
+	return arrive, done
+}
+
+// good is how many of the requests completed within the queue's SLO (all
+// of them without one).
+func (q *queue) good(arrive, done []float64) int {
+	if q.SLO == 0 {
+		return len(arrive)
+	}
+	k := 0
+	for i, a := range arrive {
+		if done[i]-a <= q.SLO.Seconds() {
+			k++
+		}
+	}
+	return k
+}
+
+func (q *queue) trial(_ context.Context, l Load) (*result.Scenario, error) {
+	secs := int(q.Duration / time.Second)
+	arrive, done := q.simulate(l.Rate, secs)
 	n := secs + 1
 	if len(done) > 0 {
 		n = max(n, int(slices.Max(done))+1)
@@ -117,10 +150,15 @@ func (q *queue) trial(_ context.Context, l Load) (*result.Scenario, error) {
 		slices.Sort(all)
 		p99 = all[int(0.99*float64(len(all)-1))]
 	}
+	gp := result.Goodput{Fraction: 1}
+	if q.SLO > 0 && len(arrive) > 0 {
+		ms := float64(q.SLO) / float64(time.Millisecond)
+		gp = result.Goodput{Fraction: float64(q.good(arrive, done)) / float64(len(arrive)), SLOms: map[string]float64{"ttft": ms, "e2e": ms}}
+	}
 	return &result.Scenario{
 		Load:     result.Load{Valid: true, ScheduledRate: l.Rate, AchievedRate: float64(len(arrive)) / float64(secs)},
 		Requests: result.Requests{Total: len(arrive), Succeeded: len(arrive)},
-		Goodput:  result.Goodput{Fraction: 1},
+		Goodput:  gp,
 		Metrics:  map[string]result.Dist{"ttft_ms": {Count: int64(len(all)), P99: p99}, "e2e_ms": {Count: int64(len(all)), P99: p99}},
 		Series:   s,
 	}, nil
