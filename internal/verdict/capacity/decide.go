@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Decision settings. Near a server's knee a trial is a coin toss — a real
@@ -71,7 +73,14 @@ func (s *searcher) decide(ctx context.Context, rate float64) (verdict, error) {
 	limit := max(MaxRateTrials, s.cfg.Confirm)
 	for {
 		t := s.tallies[rate]
-		if v := t.decision(); (v != undecided && t.n >= s.cfg.Confirm) || t.n >= limit {
+		v := t.decision()
+		if v == passes {
+			// Most trials passed; the rate passes when their requests,
+			// taken together, were good often enough too (see
+			// goodputDecision).
+			v = s.goodputDecision(rate)
+		}
+		if (v != undecided && t.n >= s.cfg.Confirm) || t.n >= limit {
 			s.decided[rate] = v
 			return v, nil
 		}
@@ -91,6 +100,46 @@ func (s *searcher) decide(ctx context.Context, rate float64) (verdict, error) {
 		}
 	}
 }
+
+// goodputDecision decides, at DecisionConfidence, whether the requests
+// of a long run at rate would be good (succeed within every SLO) often
+// enough: whether the mean goodput fraction of the judged trials at rate
+// meets the target. Trials whose goodput passes three times in four may
+// still fall short on the whole: near a knee a trial's goodput is skewed
+// — most trials a little over the target, a burst of slow service taking
+// one far under it — so four passes and one trial at 55 % are a rate
+// that serves under the target. The test is one-sided at each end:
+// passes when the mean is surely at least the target, fails when surely
+// under it, undecided otherwise; its margin is the larger of the trials'
+// spread (Student's t over their goodputs) and the binomial spread of
+// their requests pooled at the target, so that a few trials that happen
+// to agree do not stand for a spread of zero.
+func (s *searcher) goodputDecision(rate float64) verdict {
+	g := s.goodputs[rate]
+	n := len(g)
+	if n < 2 {
+		return undecided
+	}
+	target := s.cfg.Goodput
+	half := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(DecisionConfidence) * stddev(g) / math.Sqrt(float64(n))
+	reqs := 0
+	for _, k := range s.requests[rate] {
+		reqs += k
+	}
+	if reqs > 0 {
+		half = math.Max(half, goodputZ*math.Sqrt(target*(1-target)/float64(reqs)))
+	}
+	switch m := mean(g); {
+	case m-half >= target:
+		return passes
+	case m+half < target:
+		return fails
+	}
+	return undecided
+}
+
+// goodputZ is the standard normal quantile of DecisionConfidence.
+var goodputZ = distuv.UnitNormal.Quantile(DecisionConfidence)
 
 // settle decides the final bracket's ends at DecisionConfidence and
 // returns the decided bracket: lo, the highest rate decided to pass (0:
@@ -216,6 +265,12 @@ func (s *searcher) settled(err error) (lo, hi float64) {
 			continue
 		}
 		t := s.tallies[r]
+		if t.decision() == passes {
+			// Decided by neither test: its trials passed, their goodput
+			// was not surely over the target.
+			open = append(open, fmt.Sprintf("%.4g req/s (passed %d of %d trials, goodput %.2f %% over them)", r, t.passed, t.n, 100*mean(s.goodputs[r])))
+			continue
+		}
 		open = append(open, fmt.Sprintf("%.4g req/s (passed %d of %d trials)", r, t.passed, t.n))
 	}
 	what := ""

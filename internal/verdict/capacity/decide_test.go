@@ -112,3 +112,37 @@ func TestCoinTossKnee(t *testing.T) {
 		}
 	}
 }
+
+// TestGoodputDecision: a rate passes when its trials' mean goodput is
+// surely at least the target, fails when surely under it, and is
+// undecided between; the margin is at least the binomial spread of the
+// trials' requests pooled at the target, so two trials of 10 requests
+// that agree do not decide. Trials that pass 4 times in 5, the fifth far under the target,
+// do not pass (their mean, 89 %, is under it; a long run at the rate
+// would miss it), nor yet surely fail.
+func TestGoodputDecision(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		goodputs []float64
+		requests int
+		want     verdict
+	}{
+		{"one trial", []float64{1}, 200, undecided},
+		{"three clean trials of 200", []float64{1, 0.995, 1}, 200, passes},
+		{"two clean trials of 10", []float64{1, 1}, 10, undecided},
+		{"three clean trials of 48", []float64{1, 1, 1}, 48, passes},
+		{"just over the target", []float64{0.96, 0.955, 0.962}, 200, undecided},
+		{"four good, one far under", []float64{0.98, 0.97, 0.99, 0.98, 0.55}, 150, undecided},
+		{"under on the whole", []float64{0.96, 0.6, 0.955, 0.5, 0.7, 0.65}, 150, fails},
+		{"surely under", []float64{0.8, 0.82, 0.79}, 200, fails},
+	} {
+		s := newSearcher(nil, Config{}.withDefaults(), "adaptive")
+		for _, g := range c.goodputs {
+			s.goodputs[10] = append(s.goodputs[10], g)
+			s.requests[10] = append(s.requests[10], c.requests)
+		}
+		if got := s.goodputDecision(10); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

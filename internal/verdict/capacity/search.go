@@ -91,6 +91,8 @@ type searcher struct {
 	// rate, scores their scores (Assessment.Score) and tallies how many
 	// of them passed.
 	goodputs map[float64][]float64
+	// requests are the judged trials' request counts at each rate.
+	requests map[float64][]int
 	scores   map[float64][]float64
 	tallies  map[float64]tally
 	// decided holds the decisions on the rates the search decided (see
@@ -165,6 +167,7 @@ func (s *searcher) run(ctx context.Context, load Load, retry bool) (Assessment, 
 	s.out.Scenarios = append(s.out.Scenarios, *sc)
 	if load.Rate > 0 && !a.CannotTell && !Rerun(a) {
 		s.goodputs[load.Rate] = append(s.goodputs[load.Rate], sc.Goodput.Fraction)
+		s.requests[load.Rate] = append(s.requests[load.Rate], sc.Requests.Total)
 		s.scores[load.Rate] = append(s.scores[load.Rate], a.Score)
 		t := s.tallies[load.Rate]
 		t.n++
@@ -193,7 +196,7 @@ func describe(l Load) string {
 }
 
 func newSearcher(trial Trial, cfg Config, method string) *searcher {
-	return &searcher{trial: trial, cfg: cfg, goodputs: map[float64][]float64{}, scores: map[float64][]float64{},
+	return &searcher{trial: trial, cfg: cfg, goodputs: map[float64][]float64{}, requests: map[float64][]int{}, scores: map[float64][]float64{},
 		tallies: map[float64]tally{}, decided: map[float64]verdict{},
 		out: Outcome{Capacity: &result.Capacity{Method: method, GoodputTarget: cfg.Goodput, Repeats: cfg.Repeats, Trials: []result.CapacityTrial{}}}}
 }
