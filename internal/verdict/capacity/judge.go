@@ -116,14 +116,17 @@ type Assessment struct {
 	CompletedRPS float64
 	Delivered    float64
 	// QueueGrowth is how many requests in flight grew by over those
-	// seconds (least-squares slope × their length).
-	QueueGrowth float64
+	// seconds (least-squares slope × their length), and QueueGrowthSE
+	// its standard error (0 with fewer than 4 seconds: not estimated).
+	QueueGrowth, QueueGrowthSE float64
 	// WithinNoise marks a trial that completed under MinDelivered of its
 	// sends, but not surely (DeliveryConfidence): its shortfall is within
 	// the count's sampling noise, and the delivery criterion passes.
 	WithinNoise bool
 	// minDelivered is the criterion WithinNoise fell short of.
 	minDelivered float64
+	// queueFitSE is QueueGrowthSE from the fit's residuals alone.
+	queueFitSE float64
 	// completed and sent are the counts Delivered is made of, and
 	// sentVar the variance of sent (see sentIn).
 	completed int
@@ -181,7 +184,7 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 		switch {
 		case underdelivered(a, c.MinDelivered):
 			return fail(ReasonUnderdelivery)
-		case a.QueueGrowth > math.Max(3, 0.1*offered):
+		case queueGrowing(a, offered):
 			return fail(ReasonQueueGrowing)
 		}
 		a.WithinNoise, a.minDelivered = float64(a.completed+1) < c.MinDelivered*a.sent, c.MinDelivered
@@ -218,6 +221,90 @@ func underdelivered(a Assessment, d float64) bool {
 	sd := math.Sqrt(a.sent*d*(1-d) + d*d*a.sentVar)
 	return short > deliveryZ*sd
 }
+
+// QueueConfidence is the one-sided confidence at which a trial's requests
+// in flight are judged to grow (see queueGrowing): higher than
+// DeliveryConfidence, since a ramp judges each of its stages once and a
+// false alarm at a low stage moves its knee down (the delivery check
+// catches a server falling behind in any case).
+const QueueConfidence = 0.99
+
+// queueGrowing says whether the requests in flight grew through the
+// trial by more than 10 % of those offered in the meantime (at least 3),
+// and surely so: by more than the noise allows at QueueConfidence
+// (Student's t, the standard error from growthSE).
+// Requests in flight swing by several with Poisson sends and batched
+// completions: at 4 req/s of 2 s requests a burst of sends in the last
+// seconds "grew" them by 5 in a 12 s stage of a server that kept up.
+// With fewer than 4 steady seconds the noise is not estimated and the
+// growth alone decides.
+func queueGrowing(a Assessment, offered float64) bool {
+	if a.QueueGrowth <= math.Max(3, 0.1*offered) {
+		return false
+	}
+	if a.QueueGrowthSE <= 0 || a.SteadyS < 4 {
+		return true
+	}
+	q := queueZ // the standard error of a server that kept up: its variance known
+	if a.queueFitSE > a.QueueGrowthSE*(1-1e-9) {
+		// the residuals' own: estimated, with n − 2 degrees of freedom
+		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(a.SteadyS - 2)}.Quantile(QueueConfidence)
+	}
+	return a.QueueGrowth > q*a.QueueGrowthSE
+}
+
+// growthSE is the standard error of the growth of requests in flight
+// fitted to flight (one value a second, the least-squares slope given,
+// times their length), the larger of two estimates: the fit's residuals,
+// and what a server that kept up would show — requests in flight
+// then swing as a Poisson count (variance its mean) correlated over the
+// requests' service time (tau seconds, at least 1), which the residuals
+// of a dozen seconds understate; the slope of n such seconds has a
+// variance of about 12·var·tau/n³. fit is the residuals' estimate alone.
+// Both are 0 with fewer than 4 seconds.
+func growthSE(flight []float64, slope, tau float64) (se, fit float64) {
+	n := float64(len(flight))
+	if len(flight) < 4 {
+		return 0, 0
+	}
+	mean := 0.0
+	for _, y := range flight {
+		mean += y
+	}
+	mean /= n
+	model := math.Sqrt(12 * math.Max(mean, 1) * math.Max(tau, 1) / (n * n * n))
+	fit = slopeSE(flight, slope) * n
+	return math.Max(fit, model*n), fit
+}
+
+// slopeSE is the standard error of the least-squares slope of ys against
+// their index, given the slope: 0 with fewer than 4 values.
+func slopeSE(ys []float64, slope float64) float64 {
+	n := float64(len(ys))
+	if len(ys) < 4 {
+		return 0
+	}
+	var mx, my float64
+	for i, y := range ys {
+		mx += float64(i)
+		my += y
+	}
+	mx, my = mx/n, my/n
+	var sxx, rss float64
+	for i, y := range ys {
+		dx := float64(i) - mx
+		sxx += dx * dx
+		r := y - my - slope*dx
+		rss += r * r
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return math.Sqrt(rss / (n - 2) / sxx)
+}
+
+// queueZ is the standard normal quantile of QueueConfidence.
+var queueZ = distuv.UnitNormal.Quantile(QueueConfidence)
 
 // deliveryZ is the standard normal quantile of DeliveryConfidence.
 var deliveryZ = distuv.UnitNormal.Quantile(DeliveryConfidence)
@@ -294,6 +381,7 @@ func delivery(a *Assessment, sc *result.Scenario, c Criteria) {
 		}
 		if slope, _, ok := resilience.Slope(flight, nil, len(flight)); ok {
 			a.QueueGrowth = slope * float64(len(flight))
+			a.QueueGrowthSE, a.queueFitSE = growthSE(flight, slope, lag/1000)
 		}
 	}
 }

@@ -43,3 +43,36 @@ func TestKnee(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueGrowthIsSurely: the queue criterion fails a trial only when its
+// requests in flight surely grew, beyond the swings of Poisson sends and
+// batched completions. A server that kept up at 4 req/s with in flight
+// swinging 5–15 and ending on a burst is not growing (it failed, "grew by
+// 5", in the quickstart's 12 s stage at 4 req/s); one whose queue climbs 3
+// a second is.
+func TestQueueGrowthIsSurely(t *testing.T) {
+	stage := func(flight []int) result.Scenario {
+		sc := result.Scenario{Load: result.Load{Mode: "open", TargetRate: 4, Valid: true}, Requests: result.Requests{Succeeded: 40}}
+		sc.Goodput.Fraction = 1
+		llmtest.KeptUp(&sc, len(flight))
+		copy(sc.Series.InFlight, flight)
+		for i := range sc.Series.E2Ep50ms {
+			sc.Series.E2Ep50ms[i] = 1900 // the quickstart's requests: 2 s each
+		}
+		return sc
+	}
+	for _, c := range []struct {
+		name   string
+		flight []int
+		pass   bool
+	}{
+		{"swings, a burst at the end", []int{3, 9, 10, 9, 5, 5, 7, 7, 9, 11, 14, 15}, true},
+		{"climbing", []int{2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 32, 35}, false},
+	} {
+		sc := stage(c.flight)
+		a := Assess(&sc, 4, Criteria{Goodput: 0.9})
+		if a.Pass != c.pass {
+			t.Errorf("%s: pass %v (%s, growth %.1f ± %.1f over %d s), want %v", c.name, a.Pass, a.Reason, a.QueueGrowth, a.QueueGrowthSE, a.SteadyS, c.pass)
+		}
+	}
+}
