@@ -184,7 +184,11 @@ func runOffsets(sc *result.Scenario, m Metric) (lo, hi float64) {
 		return 0, 0
 	}
 	if m.Name == "goodput" {
-		return min(me.Goodput.Low-sc.Goodput.Fraction, 0), max(me.Goodput.High-sc.Goodput.Fraction, 0)
+		g := me.Goodput
+		if g.Low >= g.High {
+			return 0, 0 // exact (as metrics.Bounds reads it)
+		}
+		return min(g.Low-sc.Goodput.Fraction, 0), max(g.High-sc.Goodput.Fraction, 0)
 	}
 	fe, ok := me.Figures[m.dist]
 	if m.dist == "" || !ok || fe.Late <= 0 || fe.BoundMS <= 0 {
@@ -313,11 +317,19 @@ func judgeEnds(r, least, most *Row, alpha float64, n int) {
 	if m.HigherIsBetter {
 		best, worst = worst, best
 	}
-	at := func(x *Row, newAt, baseAt string) string {
-		return fmt.Sprintf("%s (new %s at its %s, base %s at its %s: %s)", pctUnit(x.Change, x.Absolute, x.Unit),
-			value(Value{Center: x.New.Center}, x.Unit), newAt, value(Value{Center: x.Base.Center}, x.Unit), baseAt, x.Verdict)
+	side := func(name string, v, measured float64, pos string) string {
+		if v == measured {
+			pos = "as measured"
+		} else {
+			pos = "at its " + pos
+		}
+		return fmt.Sprintf("%s %s %s", name, value(Value{Center: v}, r.Unit), pos)
 	}
-	ends := "at the end least favourable to a regression " + at(least, best, worst) + ", at the most favourable " + at(most, worst, best)
+	at := func(x *Row, newAt, baseAt string) string {
+		return fmt.Sprintf("%s (%s, %s: %s)", pctUnit(x.Change, x.Absolute, x.Unit),
+			side("new", x.New.Center, r.New.Center, newAt), side("base", x.Base.Center, r.Base.Center, baseAt), x.Verdict)
+	}
+	ends := at(least, best, worst) + " at the end least favourable to a regression and " + at(most, worst, best) + " at the most favourable"
 	if g := gateOutcome(least.Verdict); g == gateOutcome(most.Verdict) {
 		v := least.Verdict
 		if most.Verdict != v {
@@ -330,11 +342,11 @@ func judgeEnds(r, least, most *Row, alpha float64, n int) {
 		}
 		r.Verdict = v
 		if least.Change != most.Change {
-			e.Note = fmt.Sprintf("measured imprecisely (responses read late, a busy machine): the change is %s; %s at both ends, so the verdict stands", ends, g)
+			e.Note = fmt.Sprintf("measured imprecisely (responses read late, a busy machine): the change is %s: %s at both ends, so the verdict stands", ends, g)
 		}
 		return
 	}
 	r.Verdict = Unknown
-	r.Warnings = append(r.Warnings, fmt.Sprintf("responses read late (a busy machine) put the change anywhere between its two ends, %s; the gate (a regression beyond ±%s, significant at α=%g over the %d gated rows) says %s at one and %s at the other: cannot judge; lower the load on the generator's machine or shard the load",
+	r.Warnings = append(r.Warnings, fmt.Sprintf("responses read late (a busy machine) leave the change anywhere from %s; the gate (a regression beyond ±%s, significant at α=%g over the %d gated rows) says %s at one and %s at the other: cannot judge; lower the load on the generator's machine or shard the load",
 		ends, marginText(r.Margin, r.Absolute, r.Unit), alpha, n, gateOutcome(least.Verdict), gateOutcome(most.Verdict)))
 }
