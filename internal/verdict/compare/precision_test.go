@@ -241,3 +241,32 @@ func TestUntrustedUsageCannotJudge(t *testing.T) {
 		t.Errorf("inconclusive %q", rep.Inconclusive)
 	}
 }
+
+// TestMeasurementErrorRepeatedRuns: repeated runs (the U test on whole-run
+// figures) are judged at both ends too, each run's figure moved to the end
+// of its range (the stage's P99 range): +10 % on E2E p99 stands with the new
+// runs 20 ms early, and cannot be judged with them up to 150 ms early.
+func TestMeasurementErrorRepeatedRuns(t *testing.T) {
+	m := baseModel
+	m.Secs = 30
+	for _, c := range []struct {
+		bound float64
+		want  string
+	}{{20, Regressed}, {150, Unknown}} {
+		base := runs(m, 6, 100, "v1")
+		nm := m
+		nm.P99Factor = 1.10
+		nw := runs(nm, 6, 200, "v2")
+		for _, in := range nw {
+			lateBy(in.Result, "e2e_ms", all, c.bound, true)
+		}
+		rep, err := Compare(Sides{Base: base, New: nw}, Config{Seed: 1, Gate: []string{"e2e_p99_ms"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := row(t, rep, "main", "e2e_p99_ms")
+		if r.Method != "mann-whitney" || r.Verdict != c.want || r.MeasurementError == nil {
+			t.Errorf("new runs up to %g ms early: %s by %s, want %s judged at both ends: %v", c.bound, r.Verdict, r.Method, c.want, r.Warnings)
+		}
+	}
+}
