@@ -278,13 +278,17 @@ type Ends struct {
 
 // End is a row's figures and verdict at one end of the measurement error.
 type End struct {
+	// Base and New are the sides' figures moved to this end (as Row's
+	// Base.Center and New.Center), Change the change between them and P
+	// its p-value.
 	Base   float64 `json:"base"`
 	New    float64 `json:"new"`
 	Change float64 `json:"change"`
 	P      float64 `json:"p"`
 	// PHolm is the adjusted p-value over the gated rows, each at this end.
-	PHolm   *float64 `json:"p_holm,omitempty"`
-	Verdict string   `json:"verdict"`
+	PHolm *float64 `json:"p_holm,omitempty"`
+	// Verdict is the row's verdict at this end, after the correction.
+	Verdict string `json:"verdict"`
 }
 
 func endOf(r *Row) End {
