@@ -88,6 +88,9 @@ type Config struct {
 	// (familyBound): bootstrap p-values must be able to reach Alpha over
 	// it.
 	family int
+	// end, when set, moves each side's figures to that end of their
+	// measurement error (see precision.go).
+	end *end
 }
 
 func (c Config) withDefaults() Config {
@@ -279,6 +282,16 @@ type Row struct {
 	RefRatio *Value   `json:"ref_ratio,omitempty"`
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings,omitempty"`
+	// MeasurementError is a gated row judged again at both ends of the
+	// sides' measurement error, when a side has one that moves it: the
+	// verdict stands when the gate says the same at both, else it is "?"
+	// (docs/compare.md, "Measurement error").
+	MeasurementError *Ends `json:"measurement_error,omitempty"`
+
+	// ends are the row at the end least (0) and most (1) favourable to a
+	// regression, before Holm's correction (applyHolm judges each end as
+	// a family and then the row by both: judgeEnds).
+	ends [2]*Row
 }
 
 // Compare judges the new results against the base ones.
@@ -349,7 +362,8 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 		rep.Inconclusive = inconclusive(rep, invalid) // an interrupted search is partial
 		return rep, nil
 	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x5eed))
+	src := rand.NewPCG(cfg.Seed, 0x5eed)
+	rng := rand.New(src)
 	common, missing := commonStages(s.Base, s.New, rep)
 	invalid = append(invalid, missing...)
 	// Holm's first threshold is α over the gated rows: the U test must be
@@ -393,15 +407,19 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 		scfg := cfg
 		scfg.Window = st.WindowS
 		for _, m := range metrics {
-			var row Row
-			switch {
-			case len(s.BaseRef) > 0:
-				row = normalisedRow(m, name, s, scfg, rng)
-			case repeated || m.window == nil || !everyHas(s, name, m):
-				row = runsRow(m, name, s, scfg, rng)
-			default:
-				row = windowRow(m, name, s, scfg, rng)
+			compute := func(c Config, rng *rand.Rand) Row {
+				switch {
+				case len(s.BaseRef) > 0:
+					return normalisedRow(m, name, s, c, rng)
+				case repeated || m.window == nil || !everyHas(s, name, m):
+					return runsRow(m, name, s, c, rng)
+				}
+				return windowRow(m, name, s, c, rng)
 			}
+			// Each end of the measurement error draws the same resamples
+			// as the measured row, which alone moves the shared stream on.
+			state := *src
+			row := compute(scfg, rng)
 			row.Gated = slices.Contains(cfg.Gate, m.Name)
 			if row.Method == "none" && row.NBase == 0 && row.NNew == 0 {
 				if !row.Gated || !cfg.gateChosen {
@@ -409,6 +427,18 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 				}
 				// Gated by name: its absence is no verdict, not a pass.
 				row.Warnings = append(row.Warnings, "neither side has this figure")
+			}
+			if why := usageDoubt(s, name, m); why != "" && row.Verdict != Unknown {
+				row.Verdict = Unknown
+				row.Warnings = append(row.Warnings, why)
+			} else if row.Gated && row.Verdict != Unknown && imprecise(s, name, m, scfg) {
+				for i, toward := range []bool{false, true} {
+					ecfg, esrc := scfg, state
+					ecfg.end = &end{toward: toward}
+					e := compute(ecfg, rand.New(&esrc))
+					e.Gated = true
+					row.ends[i] = &e
+				}
 			}
 			st.Rows = append(st.Rows, row)
 		}
@@ -427,8 +457,9 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 func metricLag1(s Sides, stage string, m Metric, cfg Config) float64 {
 	c := cfg
 	c.Window = 1
-	b, _ := sideWindows(s.Base, stage, m, c, false)
-	n, _ := sideWindows(s.New, stage, m, c, false)
+	c.end = nil // a run's windows all move alike: their autocorrelation does not
+	b, _ := sideWindows(s.Base, stage, m, c, sideBase)
+	n, _ := sideWindows(s.New, stage, m, c, sideNew)
 	return secondLag1(append(b, n...))
 }
 
@@ -679,20 +710,31 @@ func span(r *result.Result, sc *result.Scenario, cfg Config) Span {
 	return Span{Skip: skip, Window: cfg.Window}
 }
 
-// sideWindows are the metric's windows of a stage in each run of a side.
-func sideWindows(in []Input, stage string, m Metric, cfg Config, ref bool) (runs [][]float64, warns []string) {
+// sideWindows are the metric's windows of a stage in each run of a side;
+// at an end of the measurement error (cfg.end) each run's windows are
+// moved by how far its figures may be off (windowOffsets).
+func sideWindows(in []Input, stage string, m Metric, cfg Config, side sideKind) (runs [][]float64, warns []string) {
 	for _, x := range in {
 		sc := scenario(x.Result, stage)
-		if ref {
+		if side == sideRef {
 			sc = refScenario(x.Result, stage)
 		}
 		if sc == nil {
 			warns = append(warns, fmt.Sprintf("%s has no stage %s", x.Path, stage))
 			continue
 		}
-		v, empty := Windows(&sc.Series, span(x.Result, sc, cfg), m)
+		sp := span(x.Result, sc, cfg)
+		v, empty := Windows(&sc.Series, sp, m)
 		if empty > 0 {
 			warns = append(warns, fmt.Sprintf("%s: %d empty window(s) skipped", x.Path, empty))
+		}
+		if cfg.end != nil && side != sideRef {
+			lo, hi := windowOffsets(sc, sp, m)
+			if d := cfg.end.offset(m, side, lo, hi); d != 0 {
+				for i := range v {
+					v[i] = clampTo(m, v[i]+d)
+				}
+			}
 		}
 		runs = append(runs, v)
 	}
@@ -712,8 +754,8 @@ func newRow(m Metric, method string, cfg Config) Row {
 // moving-block bootstrap for the interval of the change.
 func windowRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 	row := newRow(m, "welch+block-bootstrap", cfg)
-	bruns, w1 := sideWindows(s.Base, stage, m, cfg, false)
-	nruns, w2 := sideWindows(s.New, stage, m, cfg, false)
+	bruns, w1 := sideWindows(s.Base, stage, m, cfg, sideBase)
+	nruns, w2 := sideWindows(s.New, stage, m, cfg, sideNew)
 	row.Warnings = append(w1, w2...)
 	b, n := flatten(bruns), flatten(nruns)
 	row.NBase, row.NNew = len(b), len(n)
@@ -800,11 +842,15 @@ func fmtMeans(xs []float64) string {
 func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 	row := newRow(m, "mann-whitney", cfg)
 	infinite := 0
-	collect := func(in []Input) []float64 {
+	collect := func(in []Input, side sideKind) []float64 {
 		var v []float64
 		for _, x := range in {
 			if sc := scenario(x.Result, stage); sc != nil {
 				if f, ok := m.run(sc); ok && finite(f) {
+					if cfg.end != nil {
+						lo, hi := runOffsets(sc, m)
+						f = clampTo(m, f+cfg.end.offset(m, side, lo, hi))
+					}
 					v = append(v, f)
 				} else if ok {
 					infinite++
@@ -813,7 +859,7 @@ func runsRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) Row {
 		}
 		return v
 	}
-	b, n := collect(s.Base), collect(s.New)
+	b, n := collect(s.Base, sideBase), collect(s.New, sideNew)
 	row.NBase, row.NNew = len(b), len(n)
 	if infinite > 0 {
 		// A recovery that never came is +Inf: leaving its run out would
@@ -875,12 +921,12 @@ func normalisedRow(m Metric, stage string, s Sides, cfg Config, rng *rand.Rand) 
 		return row
 	}
 	var warns []string
-	side := func(in []Input, ref bool) [][]float64 {
-		r, w := sideWindows(in, stage, m, cfg, ref)
+	side := func(in []Input, k sideKind) [][]float64 {
+		r, w := sideWindows(in, stage, m, cfg, k)
 		warns = append(warns, w...)
 		return r
 	}
-	b, n, br, nr := side(s.Base, false), side(s.New, false), side(s.BaseRef, true), side(s.NewRef, true)
+	b, n, br, nr := side(s.Base, sideBase), side(s.New, sideNew), side(s.BaseRef, sideRef), side(s.NewRef, sideRef)
 	row.Warnings = warns
 	fb, fn, fbr, fnr := flatten(b), flatten(n), flatten(br), flatten(nr)
 	row.NBase, row.NNew = len(fb), len(fn)

@@ -75,6 +75,11 @@ func footer(rep *Report) []string {
 		for _, w := range order {
 			lines = append(lines, fmt.Sprintf("warning: %s/%s: %s", st.Name, strings.Join(who[w], ","), w))
 		}
+		for _, r := range st.Rows {
+			if r.MeasurementError != nil && r.MeasurementError.Note != "" {
+				lines = append(lines, fmt.Sprintf("note: %s/%s: %s", st.Name, r.Metric, r.MeasurementError.Note))
+			}
+		}
 	}
 	switch {
 	case len(rep.Regressed) > 0:

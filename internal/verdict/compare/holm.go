@@ -46,8 +46,13 @@ func holmAdjust(ps []float64) []float64 {
 // Holm-adjusted p-value, and a change on a gated row stands only when that
 // is below alpha, so that the chance of any false red across all the gated
 // rows stays at alpha however many are gated. A row significant alone but
-// not in the family is "~" with a warning giving both p-values. It then
-// lists the gated regressions in the report, in stage and row order.
+// not in the family is "~" with a warning giving both p-values. Rows with a
+// measurement error are judged at each of its ends too, each end as a
+// family of its own (every gated row at that end, the exact ones as
+// measured), and then by both (judgeEnds): a regression stands only when
+// the family at the end least favourable to regressions calls it, so the
+// chance of a false red stays at alpha. It then lists the gated
+// regressions in the report, in stage and row order.
 func applyHolm(rep *Report, alpha float64) {
 	var gated []*Row
 	for si := range rep.Stages {
@@ -58,6 +63,39 @@ func applyHolm(rep *Report, alpha float64) {
 		}
 	}
 	rep.Correction, rep.Family = Correction, len(gated)
+	var ends [2][]*Row
+	if slices.ContainsFunc(gated, func(r *Row) bool { return r.ends[0] != nil }) {
+		for e := range ends {
+			fam := make([]*Row, len(gated))
+			for i, r := range gated {
+				if fam[i] = r.ends[e]; fam[i] == nil {
+					c := *r // exact: as measured
+					c.Warnings = slices.Clone(r.Warnings)
+					fam[i] = &c
+				}
+			}
+			holmFamily(fam, alpha)
+			ends[e] = fam
+		}
+	}
+	holmFamily(gated, alpha)
+	for i, r := range gated {
+		if r.ends[0] != nil {
+			judgeEnds(r, ends[0][i], ends[1][i], alpha, len(gated))
+		}
+	}
+	for _, st := range rep.Stages {
+		for _, r := range st.Rows {
+			if r.Gated && r.Verdict == Regressed {
+				rep.Regressed = append(rep.Regressed, st.Name+"/"+r.Metric)
+			}
+		}
+	}
+}
+
+// holmFamily sets each row's Holm-adjusted p-value over the rows, and
+// calls a change whose adjusted p-value is not below alpha no change.
+func holmFamily(gated []*Row, alpha float64) {
 	ps := make([]float64, len(gated))
 	for i, r := range gated {
 		ps[i] = r.P
@@ -68,13 +106,6 @@ func applyHolm(rep *Report, alpha float64) {
 		if adj >= alpha && (r.Verdict == Regressed || r.Verdict == Improved) {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("p %.3g alone, but %.3g after Holm–Bonferroni over the %d gated rows, not below α=%g: called no change", r.P, adj, len(gated), alpha))
 			r.Verdict = Same
-		}
-	}
-	for _, st := range rep.Stages {
-		for _, r := range st.Rows {
-			if r.Gated && r.Verdict == Regressed {
-				rep.Regressed = append(rep.Regressed, st.Name+"/"+r.Metric)
-			}
 		}
 	}
 }

@@ -41,6 +41,14 @@ type Metric struct {
 	has func(s *result.Series) bool
 	// run is the figure of a whole scenario (used across repeated runs).
 	run func(sc *result.Scenario) (v float64, ok bool)
+	// dist and stat name a latency's distribution (a key of
+	// Scenario.Metrics and of MeasurementError.Figures) and which of its
+	// figures the metric is ("p50", "p99", "mean"); empty for the others.
+	dist, stat string
+	// weights are the weights of seconds [a, b) in the window's value
+	// (a latency's: the requests each second's value is of, 0 for a second
+	// left out), for how far late samples can move it (see errorShift).
+	weights func(s *result.Series, a, b int) []float64
 }
 
 // Margins of the metrics (docs/compare.md).
@@ -75,9 +83,9 @@ func buildMetrics() []Metric {
 	var ms []Metric
 	for _, f := range latencyFamilies {
 		ms = append(ms,
-			latency(f.name+"_p50_ms", f.dist, f.p50, f.successes, func(d result.Dist) float64 { return d.P50 }),
-			latency(f.name+"_p99_ms", f.dist, f.p99, f.successes, func(d result.Dist) float64 { return d.P99 }),
-			latency(f.name+"_mean_ms", f.dist, f.mean, f.successes, func(d result.Dist) float64 { return d.Mean }))
+			latency(f.name+"_p50_ms", f.dist, "p50", f.p50, f.successes, func(d result.Dist) float64 { return d.P50 }),
+			latency(f.name+"_p99_ms", f.dist, "p99", f.p99, f.successes, func(d result.Dist) float64 { return d.P99 }),
+			latency(f.name+"_mean_ms", f.dist, "mean", f.mean, f.successes, func(d result.Dist) float64 { return d.Mean }))
 	}
 	ms = append(ms,
 		Metric{
@@ -183,27 +191,42 @@ func MetricByName(name string) (Metric, bool) {
 // latency is a latency metric: the per-second values of a window weighted
 // by the requests that completed in each second (TTFT counts every
 // completed request that got a first token, the others the succeeded ones).
-func latency(name, dist string, col func(*result.Series) []float64, successes bool, pick func(result.Dist) float64) Metric {
+func latency(name, dist, stat string, col func(*result.Series) []float64, successes bool, pick func(result.Dist) float64) Metric {
+	// weight is the weight of second i in a window's value, 0 when it is
+	// left out.
+	weight := func(s *result.Series, vals []float64, i int) float64 {
+		n := at(s.CompletedPerS, i)
+		if successes {
+			n -= at(s.ErrorsPerS, i)
+		}
+		if n <= 0 || i >= len(vals) || vals[i] <= 0 {
+			return 0
+		}
+		return float64(n)
+	}
 	return Metric{
-		Name: name, Unit: "ms", MinEffect: latencyMargin,
+		Name: name, Unit: "ms", MinEffect: latencyMargin, dist: dist, stat: stat,
 		window: func(s *result.Series, a, b int) (float64, bool) {
 			vals := col(s)
 			var sum, w float64
 			for i := a; i < b; i++ {
-				n := at(s.CompletedPerS, i)
-				if successes {
-					n -= at(s.ErrorsPerS, i)
+				if n := weight(s, vals, i); n > 0 {
+					sum += vals[i] * n
+					w += n
 				}
-				if n <= 0 || i >= len(vals) || vals[i] <= 0 {
-					continue
-				}
-				sum += vals[i] * float64(n)
-				w += float64(n)
 			}
 			if w == 0 {
 				return 0, false
 			}
 			return sum / w, true
+		},
+		weights: func(s *result.Series, a, b int) []float64 {
+			vals := col(s)
+			ws := make([]float64, 0, b-a)
+			for i := a; i < b; i++ {
+				ws = append(ws, weight(s, vals, i))
+			}
+			return ws
 		},
 		has: func(s *result.Series) bool { return len(col(s)) > 0 },
 		run: func(sc *result.Scenario) (float64, bool) {

@@ -67,8 +67,14 @@ func usable(s *result.Series, skip int) int {
 // metric's aggregate of each. Windows in which no request completed are
 // skipped, as are windows the metric finds nothing in; empty counts them.
 func Windows(s *result.Series, sp Span, m Metric) (vals []float64, empty int) {
+	vals, _, empty = windowSpans(s, sp, m)
+	return vals, empty
+}
+
+// windowSpans is Windows with the first second of each window kept.
+func windowSpans(s *result.Series, sp Span, m Metric) (vals []float64, starts []int, empty int) {
 	if m.window == nil || sp.Window <= 0 || (m.has != nil && !m.has(s)) {
-		return nil, 0
+		return nil, nil, 0
 	}
 	end := measuredEnd(s)
 	for a := max(sp.Skip, 0); a+sp.Window <= end; a += sp.Window {
@@ -85,9 +91,9 @@ func Windows(s *result.Series, sp Span, m Metric) (vals []float64, empty int) {
 			empty++
 			continue
 		}
-		vals = append(vals, v)
+		vals, starts = append(vals, v), append(starts, a)
 	}
-	return vals, empty
+	return vals, starts, empty
 }
 
 // secondLag1 is the lag-1 autocorrelation of a metric's per-second
