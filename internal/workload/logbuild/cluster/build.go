@@ -298,11 +298,20 @@ func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *
 			}
 		}
 		chosenK = best.K
+		// Two clear gaps in a row, at k and k + 1: the one merge between
+		// them joined two groups far less alike than their own members
+		// and far more alike than the rest (two intents that share words,
+		// e.g. a small topic and its neighbour). Keep them apart.
+		for _, sc := range res.Scores {
+			if sc.K == chosenK+1 && best.Gap > 1 && math.Log(sc.Gap) >= nextGapShare*math.Log(best.Gap) {
+				chosenK = sc.K
+			}
+		}
 		if best.Gap < clearGap {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("no k stands out (the largest linkage gap is %.2f, at k = %d): the clusters may be arbitrary cuts of fewer topics; set --k", best.Gap, best.K))
 		}
-		if best.K == kmax && kmax < distinct {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the linkage gap was largest at the largest k tried (%d): the log may hold finer clusters; raise --k-max or set --k", kmax))
+		if chosenK == kmax && kmax < distinct {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the linkage gap chose the largest k tried (%d): the log may hold finer clusters; raise --k-max or set --k", kmax))
 		}
 	default:
 		res.KChosenBy = "one topic"
@@ -469,6 +478,11 @@ func compact(points []textembed.Vector) []textembed.Vector {
 // clearGap is the linkage gap below which no k stands out.
 const clearGap = 1.5
 
+// nextGapShare: the k one above the largest gap's is chosen instead when
+// its gap is at least the largest to the power nextGapShare (on a log
+// scale, within 20 % of it), and so on up.
+const nextGapShare = 0.8
+
 // unrelatedShare is the share of the mean cosine between two queries of
 // the log below which a merge joins unrelated groups.
 const unrelatedShare = 0.25
@@ -572,7 +586,21 @@ func describe(texts []string, points []textembed.Vector, index []int, km *KMeans
 		}
 		cs[c].Size = len(cs[c].Members)
 		cs[c].Share = float64(cs[c].Size) / float64(clustered)
-		cs[c].TopTerms = topTerms(texts, cs[c].Members, terms, top)
+	}
+	// Top terms: each cluster's own words first, against the weight of
+	// every cluster.
+	sums := make([]map[string]float64, len(cs))
+	total := map[string]float64{}
+	for c := range cs {
+		sums[c] = termSums(texts, index, near[c], points, km.Centroids[c], terms)
+		for t, w := range sums[c] {
+			total[t] += w
+		}
+	}
+	for c := range cs {
+		if len(cs[c].Members) > 0 && terms != nil {
+			cs[c].TopTerms = topTerms(sums[c], total, top)
+		}
 	}
 	out := make([]Cluster, 0, len(cs))
 	for _, c := range cs {
@@ -598,26 +626,43 @@ func describe(texts []string, points []textembed.Vector, index []int, km *KMeans
 	return out
 }
 
-// topTerms returns the n terms of largest weight in the TF-IDF centroid of
-// the member texts (the mean of their normalised term weights); ties go
-// to the term first in alphabetical order.
-func topTerms(texts []string, members []int, terms *textembed.Model, n int) []string {
-	if terms == nil || len(members) == 0 {
+// termSums returns the sum of the normalised TF-IDF term weights of a
+// cluster's members (point indices; index maps them to texts), each
+// weighted by the square of its cosine to the cluster's centroid, so that
+// the queries typical of the cluster count most and a query drawn in by
+// one shared word hardly counts (nil without a model).
+func termSums(texts []string, index, members []int, points []textembed.Vector, centroid []float64, terms *textembed.Model) map[string]float64 {
+	if terms == nil {
 		return nil
 	}
 	sum := map[string]float64{}
-	for _, i := range members {
-		for t, w := range terms.Weights(texts[i]) {
-			sum[t] += w
+	for _, p := range members {
+		cos := math.Max(0, points[p].DotDense(centroid))
+		for t, w := range terms.Weights(texts[index[p]]) {
+			sum[t] += cos * cos * w
 		}
 	}
+	return sum
+}
+
+// topTerms returns the n terms that most set a cluster apart: a term
+// scores its weight in the cluster (sum, see termSums) times the share of
+// its weight over every cluster (total) that falls in this one, so that a
+// word the cluster shares with other clusters counts for less than one of
+// its own. Ties go to the term first in alphabetical order.
+func topTerms(sum, total map[string]float64, n int) []string {
+	score := make(map[string]float64, len(sum))
 	all := make([]string, 0, len(sum))
-	for t := range sum {
+	for t, w := range sum {
+		score[t] = w
+		if total[t] > 0 {
+			score[t] = w * w / total[t]
+		}
 		all = append(all, t)
 	}
 	sort.Slice(all, func(a, b int) bool {
-		if sum[all[a]] != sum[all[b]] {
-			return sum[all[a]] > sum[all[b]]
+		if score[all[a]] != score[all[b]] {
+			return score[all[a]] > score[all[b]]
 		}
 		return all[a] < all[b]
 	})

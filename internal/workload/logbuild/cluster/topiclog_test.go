@@ -19,8 +19,9 @@ type topicLog struct {
 	names []string
 }
 
-// topicTemplates are the five planted topics: each query is one of the
-// topic's sentences with its slots filled from the topic's words.
+// topicTemplates are the planted topics (issue 21's five, then two more
+// for the small-intent logs): each query is one of the topic's sentences
+// with its slots filled from the topic's words.
 var topicTemplates = []struct {
 	name      string
 	sentences []string
@@ -84,6 +85,28 @@ var topicTemplates = []struct {
 	}, map[string][]string{
 		"place": {"Lisbon", "Tokyo", "Mexico City", "the Greek islands", "Cape Town"},
 		"trip":  {"flight", "trip", "cruise", "train journey"},
+	}},
+	// The last two are only in the small-intent logs (smallIntentSizes).
+	{"shipping", []string{
+		"where is my {parcel}, the tracking number shows no update",
+		"the courier left my {parcel} at the wrong address",
+		"my {parcel} arrived damaged, can I get a replacement",
+		"how long does {speed} delivery take for a {parcel}",
+		"can I change the delivery address of my {parcel}",
+		"the tracking shows my {parcel} as delivered but it never came",
+	}, map[string][]string{
+		"parcel": {"package", "parcel", "order", "box of books"},
+		"speed":  {"express", "standard", "next-day", "international"},
+	}},
+	{"cooking", []string{
+		"how long should I bake {dish} in the oven",
+		"what can I use instead of {ingredient} in {dish}",
+		"is there a vegetarian recipe for {dish}",
+		"how do I keep {dish} from getting soggy",
+		"can I freeze {dish} made with {ingredient}",
+	}, map[string][]string{
+		"dish":       {"lasagna", "banana bread", "chicken curry", "pizza dough", "apple pie"},
+		"ingredient": {"butter", "eggs", "fresh basil", "heavy cream", "yeast"},
 	}},
 }
 
