@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spate-dev/spate"
@@ -16,6 +17,7 @@ import (
 	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/output/headline"
 	"github.com/spate-dev/spate/internal/output/report"
+	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/sim"
 )
 
@@ -79,6 +81,10 @@ func Run(ctx context.Context, out, errw io.Writer, c Config) error {
 		return err
 	}
 	fmt.Fprintf(out, "\nresult written to %s; open %s in a browser for the charts\n", resPath, htmlPath)
-	fmt.Fprintf(out, "next: spate sim --preset %s, then spate run %s (or spate run --target http://127.0.0.1:8000/v1 --rate 8 --duration 30s)\n", c.Preset, expPath)
+	rate := "8"
+	if k, _ := capacity.Knee(res.Scenarios, headline.MinGoodput); k >= 0 {
+		rate = strconv.FormatFloat(res.Scenarios[k].Load.TargetRate, 'g', -1, 64) // a run at the knee
+	}
+	fmt.Fprintf(out, "next: spate sim --preset %s, then spate run %s (or spate run --target http://127.0.0.1:8000/v1 --rate %s --duration 30s)\n", c.Preset, expPath, rate)
 	return runErr
 }
