@@ -23,7 +23,7 @@ type (
 // it sets (docs/design.md §4); the load flags (those of a stage) apply to every
 // stage of a file.
 var runBindings = []flagbind.Binding{
-	// Target.
+	{Group: "Target"},
 	{Name: "target", Usage: "base URL of the API, e.g. http://127.0.0.1:8000/v1 (required)", X: func(x *xp) any { return &x.Target.URL }},
 	{Name: "model", Usage: "model name to request (default: the first model the server lists)", X: func(x *xp) any { return &x.Target.Model }},
 	{Name: "api", Usage: "API to drive: chat, completions, responses, embeddings, rerank, score or http", X: func(x *xp) any { return &x.Target.API }},
@@ -45,7 +45,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "attempt-timeout", Usage: "give up one attempt after this long and fail over or retry (0: only --timeout)", X: func(x *xp) any { return &x.Target.AttemptTimeout }},
 	{Name: "sut-version", Usage: "version of the system under test, recorded in the result's provenance", X: func(x *xp) any { return &x.SUT.Version }},
 
-	// Load: a field of every stage.
+	{Group: "Load (every stage)"},
 	{Name: "rate", Usage: "open loop: requests per second", S: func(s *st) any { return &s.Rate }, Also: flagbind.Loop("rate")},
 	{Name: "concurrency", Usage: "closed loop: number of concurrent workers", S: func(s *st) any { return &s.Concurrency }, Also: flagbind.Loop("concurrency")},
 	{Name: "token-rate", Usage: "open loop in tokens per second: gaps scaled by each request's expected tokens (input + output)", S: func(s *st) any { return &s.TokenRate }, Also: flagbind.Loop("token-rate")},
@@ -61,7 +61,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "stampede", Usage: "open loop: add cache stampedes, bursts for one key: every=30s,width=200ms,rate=500[,start=10s][,keys=fresh|expiring]", S: func(s *st) any { return &s.Stampede }},
 	{Name: "complexity-shaping", Usage: "scale each open-loop gap by the request's complexity score: rate × 0.75^(score/20)", S: func(s *st) any { return &s.ComplexityShaping }},
 
-	// Workload.
+	{Group: "Workload"},
 	{Name: "dataset", Usage: "file of requests: spate JSONL ({\"prompt\"|\"messages\"|\"body\": ...} a line), ShareGPT, OpenAI batch or CSV", X: func(x *xp) any { return &x.Workload.Dataset }},
 	{Name: "dataset-format", Usage: "format of --dataset: jsonl, sharegpt, batch, csv or mooncake (default: guessed from the file)", X: func(x *xp) any { return &x.Workload.DatasetFormat }},
 	{Name: "trace-block-size", Usage: "tokens per hash id of a Mooncake trace --dataset (default 512)", X: func(x *xp) any { return &x.Workload.TraceBlockSize }},
@@ -70,7 +70,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "output-tokens", Usage: "output tokens to ask for (max_tokens), a distribution like --input-tokens; 0 for the server's default", X: func(x *xp) any { return &x.Workload.OutputTokens }},
 	{Name: "seed", Usage: "seed of the arrival schedule and the synthetic workload", X: func(x *xp) any { return &x.Workload.Seed }},
 
-	// Figures and verdict.
+	{Group: "SLO, threshold and figure"},
 	{Name: "slo", Usage: "per-request objectives for goodput, e.g. ttft=500ms,tpot=50ms (keys ttft, tpot, itl, e2e)", X: func(x *xp) any { return &x.SLO }},
 	{Name: "threshold", Usage: "pass/fail expression, e.g. 'p99(ttft) < 800ms' (repeatable; exit 3 if any fails)", X: func(x *xp) any { return &x.Thresholds }, Join: true},
 	{Name: "lag-bound", Usage: "floor of the validity rule's lag bound (the bound is the largest of it, twice the schedule's median gap and a tenth of the latency p50)", X: func(x *xp) any { return &x.Measurement.LagBound }},
@@ -83,7 +83,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "resilience-window", Usage: "sliding window of the resilience slope (whole seconds, ≥ 2s)", X: func(x *xp) any { return &x.Resilience.Window }},
 	{Name: "recovery-window", Usage: "window of the windowed P99 that recovery time is measured on (whole seconds)", X: func(x *xp) any { return &x.Resilience.RecoveryWindow }},
 
-	// Outputs.
+	{Group: "Output"},
 	{Name: "out", Short: "o", Usage: "result file to write", X: func(x *xp) any { return &x.Outputs.Result }},
 	{Name: "records", Usage: "also write every request as a JSON line to this file", X: func(x *xp) any { return &x.Outputs.Records }},
 	{Name: "report", Usage: "also write a self-contained HTML report to this file", X: func(x *xp) any { return &x.Outputs.Report }},
@@ -94,7 +94,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "quiet", Usage: "print no progress and no summary", X: func(x *xp) any { return &x.Outputs.Quiet }},
 	{Name: "progress", Usage: "interval of progress lines on stderr (0: none)", X: func(x *xp) any { return &x.Outputs.Progress }},
 
-	// Observe.
+	{Group: "Observability"},
 	{Name: "scrape", Usage: "scrape this Prometheus URL of the server under test during each stage, e.g. http://127.0.0.1:8000/metrics (repeatable)", X: func(x *xp) any { return &x.Observe.Scrape }, Array: true},
 	{Name: "scrape-interval", Usage: "interval between scrapes of --scrape URLs", X: func(x *xp) any { return &x.Observe.ScrapeInterval }},
 	{Name: "scrape-metric", Usage: "also keep this scraped metric as a series: name or name{label=\"value\"} (repeatable)", X: func(x *xp) any { return &x.Observe.ScrapeMetrics }, Array: true},
@@ -104,7 +104,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "otlp-traces", Usage: "also push one span per request over OTLP, with the trace and span id of its traceparent header", X: func(x *xp) any { return &x.Observe.OTLPTraces }},
 	{Name: "otlp-interval", Usage: "interval between OTLP metric pushes", X: func(x *xp) any { return &x.Observe.OTLPInterval }},
 
-	// Chaos.
+	{Group: "Chaos"},
 	{Name: "chaos-proxy", Usage: "start the chaos proxy in front of --target (a stage's faults: url /admin/faults then reach it)", X: func(x *xp) any { return &x.Chaos.Proxy }},
 	{Name: "chaos", Usage: "run-wide fault rule on the chaos proxy, e.g. 'error_rate=0.1,latency=lognormal:3.2:0.5,from=10s,until=20s' (repeatable; implies --chaos-proxy)", X: func(x *xp) any { return &x.Chaos.Rules }, Array: true},
 	{Name: "chaos-faults", Usage: "JSON fault set for the chaos proxy, as PUT to /admin/faults (implies --chaos-proxy)", X: func(x *xp) any { return &x.Chaos.Faults }},
@@ -113,11 +113,11 @@ var runBindings = []flagbind.Binding{
 	{Name: "chaos-tmax", Usage: "T_max of MSR", X: func(x *xp) any { return &x.Chaos.TMax }},
 	{Name: "chaos-recovery-bin", Usage: "bin width that recovery after a fault window is judged on", X: func(x *xp) any { return &x.Chaos.RecoveryBin }},
 
-	// Probes.
+	{Group: "Security probe"},
 	{Name: "probes", Usage: "interleave security probes: built-in suites (spate probe list), 'all', or YAML suite files, comma-separated", X: func(x *xp) any { return &x.Probes.Suites }},
 	{Name: "probe-fraction", Usage: "with --probes: share of requests that are probes, in (0, 1]", X: func(x *xp) any { return &x.Probes.Fraction }},
 
-	// Vector search and workflows.
+	{Group: "Vector search and workflow"},
 	{Name: "vector", Usage: "drive a vector database instead: pgvector://user:pass@host:port/db?table=T, chroma://host:port/collection or qdrant://host:port/collection", X: func(x *xp) any { return &x.Vector.URL }},
 	{Name: "vector-dataset", Usage: "with --vector: JSONL file of {\"vector\": [...]} and {\"query\": [...]} lines, or gen:N,DIM,CLUSTERS,QUERIES for generated clusters (seeded by --seed)", X: func(x *xp) any { return &x.Vector.Dataset }},
 	{Name: "vector-metric", Usage: "with --vector: distance of the index and the ground truth: cosine, l2 or dot", X: func(x *xp) any { return &x.Vector.Metric }},
@@ -128,7 +128,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "vector-truth-cache", Usage: "with --vector: directory caching exact top-k ground truth (default: the user cache dir, spate/truth)", X: func(x *xp) any { return &x.Vector.TruthCache }},
 	{Name: "workflow", Usage: "run this multi-step workflow (YAML) for every request: per-step timing and failures", X: func(x *xp) any { return &x.Workflow }},
 
-	// Shards.
+	{Group: "Sharding"},
 	{Name: "shard", Usage: "send shard I of N of the load (I from 0), e.g. 0/4; merge the shards' results with spate merge", X: func(x *xp) any { return &x.Shard.Part }},
 	{Name: "shards", Usage: "shard count when the index comes from $JOB_COMPLETION_INDEX (Kubernetes Indexed Job); default $SPATE_SHARDS", X: func(x *xp) any { return &x.Shard.Count }},
 	{Name: "start-at", Usage: "wait until this time (RFC 3339, e.g. 2026-01-02T15:04:05Z) before sending, so that shards start together", X: func(x *xp) any { return &x.Shard.StartAt }},
@@ -154,6 +154,7 @@ func addRunFlags(c *cobra.Command, out string) *runFlags {
 	vals.Outputs.Result = out
 	fl := c.Flags()
 	f := &runFlags{bound: flagbind.Register(fl, runBindings, vals)}
+	flagbind.GroupHelp(c)
 	fl.BoolVar(&f.noTrace, "no-trace-header", false, "do not send a W3C traceparent header (sent by default; its ids are in --records)")
 	fl.StringVar(&f.workloadFile, "workload", "", "workload file (YAML): intents, shared prefixes, popularity, turns, images, checks (see examples/)")
 	fl.StringVar(&f.name, "name", vals.Stages[0].Name, "scenario name in the result (of the one stage of a run without an experiment file)")

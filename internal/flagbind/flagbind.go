@@ -41,6 +41,9 @@ type Binding struct {
 	Also func(s *experiment.Stage, changed func(string) bool)
 	// Short is the one-letter shorthand, if any.
 	Short string
+	// Group, set alone (no Name), heads the flags after it in the table
+	// in help (see Grouped): "Target", "Load", ...
+	Group string
 }
 
 // field returns b's field in x, or in its stage s.
@@ -66,9 +69,19 @@ type Flags struct {
 func Register(fs *pflag.FlagSet, table []Binding, defaults *experiment.Experiment) *Flags {
 	bf := &Flags{Values: defaults}
 	vals := defaults
+	group, order := "", 0
 	for _, b := range table {
+		if b.Name == "" {
+			group, order = b.Group, order+1
+			continue
+		}
 		if fs.Lookup(b.Name) != nil {
 			continue
+		}
+		if group != "" {
+			defer func(name, group string, order, at int) {
+				_ = fs.SetAnnotation(name, groupKey, []string{group, strconv.Itoa(order), strconv.Itoa(at)})
+			}(b.Name, group, order, len(bf.table))
 		}
 		bf.table = append(bf.table, b)
 		n, sh, u := b.Name, b.Short, b.Usage
