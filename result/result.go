@@ -274,12 +274,18 @@ type Load struct {
 
 	// TargetTokenRate is the tokens per second a token-paced stage was
 	// asked for, counted on TokenRateBasis: total (input + output) or
-	// output; AchievedTokenRate is what its sends offered: the expected
-	// tokens of the requests sent per second (the served tokens are in
-	// throughput, and fall short when answers end before max_tokens).
+	// output; AchievedTokenRate is what its sends offered, an estimate:
+	// the expected tokens (prompt tokens and max_tokens) of the requests
+	// sent per second. ServedTokenRate is measured: the tokens of those
+	// requests that succeeded, their output as counted (ServedTokenSource:
+	// "usage", "tokenizer" or "usage and tokenizer"), per second of the
+	// same sends; it falls short of the offered rate when answers end
+	// before max_tokens, and is absent when a success had no count.
 	TargetTokenRate   float64 `json:"target_token_rate,omitempty"`
 	TokenRateBasis    string  `json:"token_rate_basis,omitempty"`
 	AchievedTokenRate float64 `json:"achieved_token_rate,omitempty"`
+	ServedTokenRate   float64 `json:"served_token_rate,omitempty"`
+	ServedTokenSource string  `json:"served_token_source,omitempty"`
 }
 
 // Validity is how a stage's measurement was judged: the checks that failed

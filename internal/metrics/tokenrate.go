@@ -16,6 +16,13 @@ type tokenPace struct {
 	first, last time.Time // earliest and latest send
 	lastTokens  float64   // tokens of the latest send
 	n           int
+	// served counts the tokens the requests that succeeded were served
+	// (their input, and their output as counted: the server's usage or
+	// the local tokenizer), total and output only, lastServed* the latest
+	// send's; sources counts the successes by their output's source.
+	served, servedOut         float64
+	lastServed, lastServedOut float64
+	sources                   [3]int // by record.TokenSource
 }
 
 // add counts a finished record (cancelled ones included: they were sent).
@@ -29,9 +36,34 @@ func (t *tokenPace) add(rec *record.Record) {
 	if t.first.IsZero() || rec.Sent.Before(t.first) {
 		t.first = rec.Sent
 	}
+	var in, out float64
+	if !rec.Failed() {
+		in, out = float64(rec.InputTokens), float64(rec.OutputTokens)
+		t.served += in + out
+		t.servedOut += out
+		if int(rec.OutputSource) < len(t.sources) {
+			t.sources[rec.OutputSource]++
+		}
+	}
 	if !rec.Sent.Before(t.last) {
 		t.last, t.lastTokens = rec.Sent, rec.PacedTokens
+		t.lastServed, t.lastServedOut = in+out, out
 	}
+}
+
+// servedSource says what the served tokens' output counts rest on: "usage",
+// "tokenizer" or "usage and tokenizer"; "" when some success had no count
+// (the figure is then not a measurement).
+func (t *tokenPace) servedSource() string {
+	switch u, k, none := t.sources[record.TokensUsage], t.sources[record.TokensTokenizer], t.sources[record.TokensNone]; {
+	case none > 0 || u+k == 0:
+		return ""
+	case k == 0:
+		return "usage"
+	case u == 0:
+		return "tokenizer"
+	}
+	return "usage and tokenizer"
 }
 
 // fill sets the load's token-rate figures: the tokens of every request but
@@ -52,6 +84,13 @@ func (t *tokenPace) fill(l *result.Load, target float64, outputBasis bool, gapCV
 	}
 	if span := t.last.Sub(t.first).Seconds(); t.n > 1 && span > 0 {
 		l.AchievedTokenRate = (t.sum - t.lastTokens) / span
+		if src := t.servedSource(); src != "" {
+			served := t.served - t.lastServed
+			if outputBasis {
+				served = t.servedOut - t.lastServedOut
+			}
+			l.ServedTokenRate, l.ServedTokenSource = served/span, src
+		}
 	}
 	if t.n > 1 && t.sum > 0 {
 		if spread := 1.96 * gapCV * math.Sqrt(t.sumSq) / t.sum; spread > 0.02 {

@@ -32,6 +32,12 @@ func TestTokenRateFigures(t *testing.T) {
 	}
 	// 100 + 300 + 100 tokens over the 0.5 s from the first send to the last.
 	approx(t, "achieved token rate", l.AchievedTokenRate, 1000, 1e-9)
+	// Served, measured: each answer was 100 prompt tokens and 2 output
+	// tokens by usage, not the tokens pacing expected: 3 × 102 over 0.5 s.
+	approx(t, "served token rate", l.ServedTokenRate, 612, 1e-9)
+	if l.ServedTokenSource != "usage" {
+		t.Errorf("served token source %q, want usage", l.ServedTokenSource)
+	}
 	for _, w := range sc.Warnings {
 		if strings.Contains(w, "spreads") {
 			t.Errorf("a constant schedule warned of spread: %s", w)
@@ -45,5 +51,14 @@ func TestTokenRateFigures(t *testing.T) {
 	sc, _, _ = rc.Scenario("s", t0.Add(3*time.Second))
 	if sc.Load.TokenRateBasis != "output" || !strings.Contains(strings.Join(sc.Warnings, "\n"), "spreads by about ±110 %") {
 		t.Errorf("basis %q warnings %q", sc.Load.TokenRateBasis, sc.Warnings)
+	}
+	approx(t, "served output token rate", sc.Load.ServedTokenRate, 12, 1e-9)
+
+	// A success whose output had no count: served is not measured.
+	recs[1].OutputSource = record.TokensNone
+	rc = New(Config{Start: t0, Mode: "open", Arrival: "constant", TargetTokenRate: 1000})
+	feed(rc, recs...)
+	if sc, _, _ = rc.Scenario("s", t0.Add(3*time.Second)); sc.Load.ServedTokenRate != 0 || sc.Load.ServedTokenSource != "" {
+		t.Errorf("served %v from %q with an uncounted answer, want none", sc.Load.ServedTokenRate, sc.Load.ServedTokenSource)
 	}
 }

@@ -221,10 +221,10 @@ var timelineSpecs = []struct {
 	id, title, y string
 	series       []seriesSpec
 }{
-	{"rate", "Offered vs achieved rate", "requests/s", []seriesSpec{
-		{label: "offered (sent/s)", step: true, values: func(sc *result.Scenario) []float64 { return ints(sc.Series.SentPerS) }},
-		{label: "achieved (completed/s)", step: true, values: func(sc *result.Scenario) []float64 { return ints(sc.Series.CompletedPerS) }},
-		{label: "target", dashed: true, values: targetLine},
+	{"rate", "Sent vs completed rate", "requests/s", []seriesSpec{
+		{label: "sent/s", step: true, values: func(sc *result.Scenario) []float64 { return ints(sc.Series.SentPerS) }},
+		{label: "completed/s", step: true, values: func(sc *result.Scenario) []float64 { return ints(sc.Series.CompletedPerS) }},
+		{label: "offered", dashed: true, values: targetLine},
 	}},
 	{"inflight", "Requests in flight (max per second)", "requests", []seriesSpec{
 		{label: "in flight", step: true, values: func(sc *result.Scenario) []float64 { return ints(sc.Series.InFlight) }},
@@ -367,9 +367,9 @@ func appendMark(ms []Mark, m Mark) []Mark {
 }
 
 // sweepCharts returns, for runs of several stages, latency against
-// achieved throughput and goodput against offered rate, a point a stage.
+// completed throughput and goodput against offered rate, a point a stage.
 func sweepCharts(runs []run) []Chart {
-	lat := Chart{ID: "sweep-latency", Title: "Latency vs throughput (a point per stage)", XAxis: "value", XName: "achieved requests/s", YName: "ms", Scatter: true}
+	lat := Chart{ID: "sweep-latency", Title: "Latency vs throughput (a point per stage)", XAxis: "value", XName: "completed requests/s", YName: "ms", Scatter: true}
 	good := Chart{ID: "sweep-goodput", Title: "Goodput vs offered rate (a point per stage)", XAxis: "value", XName: "offered requests/s", YName: "requests/s", Scatter: true}
 	for _, r := range runs {
 		if len(r.res.Scenarios) < 2 {
@@ -379,7 +379,7 @@ func sweepCharts(runs []run) []Chart {
 		p99 := Line{Name: name(runs, r, "TTFT p99"), Dashed: true}
 		e99 := Line{Name: name(runs, r, "E2E p99"), Dashed: true}
 		gp := Line{Name: name(runs, r, "goodput requests/s")}
-		ach := Line{Name: name(runs, r, "achieved requests/s"), Dashed: true}
+		ach := Line{Name: name(runs, r, "completed requests/s"), Dashed: true}
 		for _, sc := range r.res.Scenarios {
 			x := sc.Throughput.RequestsPerS
 			if d, ok := sc.Metrics[metrics.TTFT]; ok && d.Count > 0 {

@@ -1,6 +1,6 @@
 // Package progress shows a run's progress on a terminal: one block per
 // stage, redrawn in place with ANSI escapes, with elapsed and remaining
-// time, offered against achieved rate, requests in flight, TTFT p50/p99 of
+// time, sent and offered against completed rate, requests in flight, TTFT p50/p99 of
 // the last second, output tokens per second and errors. Where the output is
 // not an interactive terminal it falls back to plain periodic lines.
 //
@@ -77,22 +77,22 @@ func Render(st runner.Stage, elapsed, remaining time.Duration, pr metrics.Progre
 	case st.Requests > 0:
 		head += fmt.Sprintf(" · %d of %d requests sent", pr.Sent, st.Requests)
 	}
-	// Offered is over the sending time: a stage that drains after its
+	// Sent is over the sending time: a stage that drains after its
 	// duration sends nothing more.
-	offered := rate(float64(pr.Sent))
+	sent := rate(float64(pr.Sent))
 	if send := st.Warmup + st.Duration; st.Duration > 0 && elapsed > send {
-		offered = float64(pr.Sent) / send.Seconds()
+		sent = float64(pr.Sent) / send.Seconds()
 	}
-	load := fmt.Sprintf("  rate    offered %.1f/s", offered)
+	load := fmt.Sprintf("  rate    sent %.1f/s", sent)
 	switch {
 	case st.Concurrency > 0:
 		load += fmt.Sprintf(" (closed loop, %d workers)", st.Concurrency)
 	case st.Rate > 0:
-		load += fmt.Sprintf(" (target %.4g/s)", st.Rate)
+		load += fmt.Sprintf(" (offered %.4g/s)", st.Rate)
 	case st.TokenRate > 0:
-		load += fmt.Sprintf(" (target %.4g tokens/s)", st.TokenRate)
+		load += fmt.Sprintf(" (offered %.4g tokens/s)", st.TokenRate)
 	}
-	load += fmt.Sprintf("  achieved %.1f/s  in flight %d", rate(float64(pr.Completed)), pr.InFlight)
+	load += fmt.Sprintf("  completed %.1f/s  in flight %d", rate(float64(pr.Completed)), pr.InFlight)
 	ttft := "  TTFT    -"
 	if pr.TTFTp50ms > 0 {
 		ttft = fmt.Sprintf("  TTFT    p50 %s  p99 %s (last second)", ms(pr.TTFTp50ms), ms(pr.TTFTp99ms))

@@ -49,7 +49,7 @@ func TestRenderFigures(t *testing.T) {
 	got := Render(st, 4*time.Second, 6*time.Second, metrics.Progress{Sent: 32, Completed: 20, Failed: 1, InFlight: 12, OutputTokens: 1280, TTFTp50ms: 64, TTFTp99ms: 170})
 	want := []string{
 		"stage s  [█████████···············]  0:04 elapsed · 0:06 left",
-		"  rate    offered 8.0/s (target 8/s)  achieved 5.0/s  in flight 12",
+		"  rate    sent 8.0/s (offered 8/s)  completed 5.0/s  in flight 12",
 		"  TTFT    p50 64 ms  p99 170 ms (last second)",
 		"  output  320 tok/s  errors 1 (5.0 %)  sent 32  done 20",
 	}

@@ -122,8 +122,8 @@ func num(v float64) string {
 	return fmt.Sprintf("%.4g", v)
 }
 
-// loadLine describes a stage's load: the loop, the arrivals and what was
-// achieved.
+// loadLine describes a stage's load: the loop, the arrivals, what was
+// offered and what was sent (docs/figures.md, "Load shape").
 func loadLine(l result.Load) string {
 	if l.Mode != "open" {
 		return fmt.Sprintf("closed loop, %d concurrent (%s req/s sent)", l.Concurrency, num(l.AchievedRate))
@@ -131,13 +131,17 @@ func loadLine(l result.Load) string {
 	var load string
 	switch {
 	case l.TargetTokenRate > 0:
-		load = fmt.Sprintf("open loop, %s %s %s tokens/s (achieved %s, %s req/s)", l.Arrival, num(l.TargetTokenRate), l.TokenRateBasis, num(l.AchievedTokenRate), num(l.AchievedRate))
+		served := "served: not measured, a success had no token count"
+		if l.ServedTokenSource != "" {
+			served = fmt.Sprintf("served %s, measured from %s", num(l.ServedTokenRate), l.ServedTokenSource)
+		}
+		load = fmt.Sprintf("open loop, %s %s %s tokens/s (offered %s, estimated from prompt tokens and max_tokens; %s; %s req/s)", l.Arrival, num(l.TargetTokenRate), l.TokenRateBasis, num(l.AchievedTokenRate), served, num(l.AchievedRate))
 	case l.Arrival == "trace":
-		load = fmt.Sprintf("open loop, trace replay (scheduled %s req/s, achieved %s)", num(l.ScheduledRate), num(l.AchievedRate))
+		load = fmt.Sprintf("open loop, trace replay (scheduled %s req/s, sent %s)", num(l.ScheduledRate), num(l.AchievedRate))
 	case l.RampFrom > 0:
-		load = fmt.Sprintf("open loop, %s ramp %s→%s req/s (achieved %s)", l.Arrival, num(l.RampFrom), num(l.TargetRate), num(l.AchievedRate))
+		load = fmt.Sprintf("open loop, %s ramp %s→%s req/s (sent %s)", l.Arrival, num(l.RampFrom), num(l.TargetRate), num(l.AchievedRate))
 	default:
-		load = fmt.Sprintf("open loop, %s %s req/s (achieved %s)", l.Arrival, num(l.TargetRate), num(l.AchievedRate))
+		load = fmt.Sprintf("open loop, %s %s req/s (sent %s)", l.Arrival, num(l.TargetRate), num(l.AchievedRate))
 	}
 	if l.Shaped {
 		load += ", shaped by complexity"

@@ -66,7 +66,7 @@ func Markdown(w io.Writer, r *result.Result) error {
 	if ok {
 		fmt.Fprintf(&b, "#### %s\n\n%s\n\n", line(hl.Title()), line(hl.Sentence()))
 	}
-	b.WriteString("| stage | offered | achieved/s | valid | requests | failed | TTFT p50 | TTFT p99 | TPOT p50 | E2E p99 | out tok/s | goodput |")
+	b.WriteString("| stage | offered | sent/s | valid | requests | failed | TTFT p50 | TTFT p99 | TPOT p50 | E2E p99 | out tok/s | goodput |")
 	if mark {
 		fmt.Fprintf(&b, " %s |", hl.Kind)
 	}
