@@ -454,10 +454,28 @@ func unmarshal(data []byte, e any) error { return yamllimit.Decode(data, e) }
 // type read into), a number where a duration goes with the unit it lacks,
 // and a duration that does not parse at the place it is in data.
 func yamlError(name string, data []byte, err error, t reflect.Type) error {
-	if unk := yamlkeys.Find(data, t); len(unk) > 0 {
-		return unknownKeys(name, data, unk, t)
+	if yamllimit.Check(data) != nil {
+		return valueError(name, data, err, t) // over a limit: nothing more is parsed
 	}
-	return valueError(name, data, err, t)
+	var parts []string
+	unk := yamlkeys.Find(data, t)
+	if len(unk) > 0 {
+		parts = append(parts, unknownKeys(name, data, unk))
+	}
+	// The values' errors, every top-level section's first (go-yaml stops
+	// at the first of the file), with unknown keys let through.
+	if lerr := lenient(data, reflect.New(t).Interface()); lerr != nil {
+		errs := yamlkeys.SectionErrors(data, t)
+		if len(errs) == 0 {
+			errs = []error{lerr}
+		}
+		for _, e := range errs {
+			parts = append(parts, valueError(name, data, e, t).Error())
+		}
+	} else if len(unk) == 0 {
+		parts = append(parts, valueError(name, data, err, t).Error())
+	}
+	return errors.New(strings.Join(parts, "\n"))
 }
 
 // valueError is yamlError for one error of go-yaml's.
@@ -478,12 +496,16 @@ func valueError(name string, data []byte, err error, t reflect.Type) error {
 			}
 		case strings.Contains(msg, "of type time.Duration"):
 			msg = fmt.Sprintf("%s is not a duration: give it a unit, e.g. %sms or %ss", tok.Value, tok.Value, tok.Value)
+		case strings.Contains(msg, "cannot unmarshal") && (strings.HasSuffix(msg, "of type float64") || strings.Contains(msg, "of type int") || strings.Contains(msg, "of type uint")):
+			msg = fmt.Sprintf("%q is not a number: write one, e.g. 10 or 2.5", tok.Value)
+		case strings.Contains(msg, "cannot unmarshal") && strings.HasSuffix(msg, "of type bool"):
+			msg = fmt.Sprintf("%q is not true or false", tok.Value)
 		}
 		return fmt.Errorf("%s:%d:%d: %s%s\n%s", name, pos.Line, pos.Column, msg, hint, excerpt(err))
 	}
 	// A duration that does not parse ("5x0ms") comes without a position:
 	// the place of its text in the file, when it is there once.
-	if v, ok := quoted(err.Error()); ok && strings.Contains(err.Error(), "in duration") && bytes.Count(data, []byte(v)) == 1 {
+	if v, ok := quoted(err.Error()); ok && strings.Contains(err.Error(), "duration") && bytes.Count(data, []byte(v)) == 1 {
 		i := bytes.Index(data, []byte(v))
 		line := bytes.Count(data[:i], []byte("\n")) + 1
 		col := i - bytes.LastIndexByte(data[:i], '\n')
@@ -493,9 +515,8 @@ func valueError(name string, data []byte, err error, t reflect.Type) error {
 }
 
 // unknownKeys words every unknown key of a file at once (go-yaml stops at
-// the first), each with the known key of its own mapping it is nearest,
-// then the first error of the values, found with those keys let through.
-func unknownKeys(name string, data []byte, unk []yamlkeys.Unknown, t reflect.Type) error {
+// the first), each with the known key of its own mapping it is nearest.
+func unknownKeys(name string, data []byte, unk []yamlkeys.Unknown) string {
 	lines := bytes.Split(data, []byte("\n"))
 	var b strings.Builder
 	for i, u := range unk {
@@ -511,11 +532,7 @@ func unknownKeys(name string, data []byte, unk []yamlkeys.Unknown, t reflect.Typ
 			fmt.Fprintf(&b, "\n> %3d | %s\n        %s^", u.Line, bytes.TrimRight(lines[u.Line-1], "\r"), strings.Repeat(" ", max(u.Column-1, 0)))
 		}
 	}
-	if err := lenient(data, reflect.New(t).Interface()); err != nil {
-		b.WriteByte('\n')
-		b.WriteString(valueError(name, data, err, t).Error())
-	}
-	return errors.New(b.String())
+	return b.String()
 }
 
 // lenient decodes data into v with unknown keys let through, for the

@@ -123,6 +123,14 @@ func TestYAMLErrorsInTheFilesWords(t *testing.T) {
 				"x.yaml:6:1: unknown field \"load\" (the keys here: apiVersion, kind, metadata, target, sut, workload, slo, stages,",
 			"did you mean load"},
 		{"the values' error after the keys", head + "target:\n  modle: m\nslo:\n  ttft: 500\n" + stage, "x.yaml:6:9: 500 is not a duration", ""},
+		// Every section's value error, not the file's first alone, each
+		// in the file's words (a number that is not one said "cannot
+		// unmarshal string into Go struct field Stage.Rate of type
+		// float64"; a bad duration in a section had no place).
+		{"every section's value error", head + "slo:\n  ttft: 500\nstages: [{name: a, rate: fast, duration: 1s}]\nmeasurement:\n  lagBound: soon\n",
+			"x.yaml:4:9: 500 is not a duration", "Go struct"},
+		{"a number that is not one", head + "slo:\n  ttft: 500\nstages: [{name: a, rate: fast, duration: 1s}]\n", "x.yaml:5:26: \"fast\" is not a number", "Go struct"},
+		{"a duration that is not one, placed", head + "slo:\n  ttft: 500\nstages: [{name: a, rate: 1, duration: 1s}]\nmeasurement:\n  lagBound: soon\n", "x.yaml:7:13: \"soon\" is not a duration", ""},
 		// With only keys unknown, the file's other problems are listed
 		// too, in the file's order (a sort of the text put 10 before 9).
 		{"keys and problems in one", head + "target:\n  modle: m\nstages:\n  - {name: a, rate: -1, duration: 1s}\n" + "  - {name: b, rate: 1, duration: 1s}\n  - {name: d, rate: 1, duration: 1s}\n  - {name: e, rate: 1, duration: 1s}\n  - {name: c, rate: -2, duration: 1s}\n",

@@ -1,8 +1,9 @@
 // Package yamlkeys lists every key of a YAML file that the Go type it is
 // read into has no field for, each with its line, column and the known
-// key of that same mapping it is nearest. go-yaml's strict decoding stops
-// at the first unknown key; `spate validate` shows them all at once, and
-// its "did you mean" names a key that is valid where the typo is.
+// key of that same mapping it is nearest, and every top-level section's
+// value error. go-yaml's decoding stops at the first error; `spate
+// validate` shows them all at once, and its "did you mean" names a key
+// that is valid where the typo is.
 //
 // Stage: experiment (the files it reads). The data flow: experiment →
 // workload → schedule → engine → client → record → metrics → verdict →
@@ -12,6 +13,7 @@ package yamlkeys
 import (
 	"encoding"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -185,4 +187,67 @@ func collect(t reflect.Type, fields map[string]reflect.Type, known *[]string) {
 		}
 		fields[name] = f.Type
 	}
+}
+
+// SectionErrors decodes each top-level section of data (a key of struct
+// type t that t has) on its own, unknown keys let through, and returns the
+// error of each section that does not decode, in the file's order: what a
+// decoder that stops at the first error says one at a time. Sections are
+// decoded apart, so an alias to an anchor in another section does not
+// resolve; call it once the whole file is known not to decode.
+func SectionErrors(data []byte, t reflect.Type) []error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct || yamllimit.Check(data) != nil {
+		return nil
+	}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	var known []string
+	collect(t, fields, &known)
+	var errs []error
+	for _, d := range f.Docs {
+		if d == nil {
+			continue
+		}
+		body := d.Body
+		for {
+			switch v := body.(type) {
+			case *ast.TagNode:
+				body = v.Value
+				continue
+			case *ast.AnchorNode:
+				body = v.Value
+				continue
+			}
+			break
+		}
+		for _, mv := range pairs(body) {
+			if mv.Key == nil || mv.Key.GetToken() == nil {
+				continue
+			}
+			ft, ok := fields[mv.Key.GetToken().Value]
+			if !ok || mv.Value == nil {
+				continue
+			}
+			if err := decodeNode(mv.Value, reflect.New(ft).Interface()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errs
+}
+
+// decodeNode decodes n into v, a panic of the library an error.
+func decodeNode(n ast.Node, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
+		}
+	}()
+	return yaml.NodeToValue(n, v)
 }
