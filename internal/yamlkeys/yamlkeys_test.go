@@ -53,8 +53,8 @@ Skipped: 1
 	}
 }
 
-// FuzzFind: any bytes, no panic, and every key found is at a place in
-// the file.
+// FuzzFind: any bytes, no panic (in Find or SectionErrors), and every key
+// found is at a place in the file.
 func FuzzFind(f *testing.F) {
 	f.Add([]byte("name: x\nstages: [{rate: 1, duraton: 1s}]\n"))
 	f.Add([]byte("a: &x {nmae: 1}\nbyName: {k: *x}\n<<: {y: 1}\n"))
@@ -66,6 +66,11 @@ func FuzzFind(f *testing.F) {
 		for _, u := range Find(data, reflect.TypeFor[doc]()) {
 			if u.Line < 1 || u.Column < 1 {
 				t.Fatalf("%q: key %q at %d:%d", data, u.Key, u.Line, u.Column)
+			}
+		}
+		for _, err := range SectionErrors(data, reflect.TypeFor[doc]()) {
+			if err == nil {
+				t.Fatalf("%q: a nil section error", data)
 			}
 		}
 	})
