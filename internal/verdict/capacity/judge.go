@@ -370,7 +370,7 @@ func delivery(a *Assessment, sc *result.Scenario, c Criteria) {
 	// server "delivered" 93 % at 40 req/s in 3 s trials).
 	shift := lag / 1000
 	a.completed = ok
-	a.sent, a.sentVar = sentIn(s.SentPerS, float64(from)-shift, float64(end)-max(shift, endLag(s, from, end)/1000))
+	a.sent, a.sentVar = sentIn(s.SentPerS, float64(from)-shift, float64(end)-shift)
 	if a.sent > 0 {
 		a.Delivered = float64(ok) / a.sent
 	}
@@ -384,45 +384,6 @@ func delivery(a *Assessment, sc *result.Scenario, c Criteria) {
 			a.QueueGrowthSE, a.queueFitSE = growthSE(flight, slope, lag/1000)
 		}
 	}
-}
-
-// endLag is the lag (ms) from a send to its completion at the end of the
-// steady seconds [from, end): the E2E p50 of their last seconds less what
-// TTFT p50 grew by since their first. A batching server's requests
-// lengthen as its batch fills (each token slower, TPOT), which is no
-// falling behind: the completions of the last seconds answer sends from
-// further back, and set against the fastest lag they read as missing (at
-// 8 req/s of 64-token answers a 12 s stage "completed 75 %" of a server
-// that kept up for 45 s). What a queue adds is in TTFT (the wait for a
-// slot, over TTFT p50 at its lowest) and stays in the count, as does a
-// growing TTFT (see growing).
-// 0 when the seconds hold no figures.
-func endLag(s *result.Series, from, end int) float64 {
-	figure := func(xs []float64, a, b int) float64 {
-		var v []float64
-		for i := max(a, 0); i < b && i < len(xs); i++ {
-			if xs[i] > 0 {
-				v = append(v, xs[i])
-			}
-		}
-		if len(v) == 0 {
-			return 0
-		}
-		return median(v)
-	}
-	k := min(3, end-from)
-	e2e := figure(s.E2Ep50ms, end-k, end)
-	if e2e == 0 {
-		return 0
-	}
-	least := 0.0 // TTFT p50 at its lowest: before any queue
-	for i := 0; i < end && i < len(s.TTFTp50ms); i++ {
-		if v := s.TTFTp50ms[i]; v > 0 && (least == 0 || v < least) {
-			least = v
-		}
-	}
-	queued := figure(s.TTFTp50ms, end-k, end) - least
-	return e2e - max(queued, 0)
 }
 
 // FastestE2E is the smallest per-second E2E p50 (ms) of a trial's seconds
