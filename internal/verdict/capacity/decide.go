@@ -28,6 +28,17 @@ const (
 	// MaxRateTrials is the most trials at one rate the decision runs
 	// before it calls the rate undecided.
 	MaxRateTrials = 6
+	// GoodputWindow is how far above a rate, relatively, the trials whose
+	// goodput is judged with its own reach (see goodputDecision): those
+	// at rates up to rate / (1 − GoodputWindow), 11 % above. A rate left
+	// undecided at the bracket's lower end is followed by the rate that
+	// much under it (see settle).
+	GoodputWindow = 0.10
+	// goodputSpread is the least standard deviation of trials' goodput
+	// the goodput test assumes, as a multiple of the geometric mean of
+	// their mean shortfall from 100 % and the target's (see
+	// goodputDecision).
+	goodputSpread = 2.0
 	// decisionPass and decisionFail are the test's two hypotheses: the
 	// probability that a trial at the rate passes.
 	decisionPass, decisionFail = 0.75, 0.25
@@ -65,7 +76,18 @@ func (t tally) decision() verdict {
 
 // decide runs trials at rate, beside those already judged there, until
 // the sequential test decides (and there are at least cfg.Confirm of
-// them) or MaxRateTrials (or cfg.Confirm, if more) have run.
+// them) or MaxRateTrials (or cfg.Confirm, if more) have run. A rate whose
+// trials pass the sequential test passes only by the goodput test too
+// (goodputDecision), which judges them with the trials just above: an
+// adaptive search with none there runs one, at the window's top
+// (windowTop), unless the rate's own trials lost no request (a server
+// with no SLO, or short of a cliff, whose trials above would only add a
+// trial to the search).
+// A rate whose own trials passed but whose goodput, with the trials
+// above, is under the target on the whole is left undecided once it has
+// cfg.Confirm trials: more at the rate could lift the window's mean only
+// by being kinder than the rate's own, and the search spends its trials
+// lower instead (settle).
 func (s *searcher) decide(ctx context.Context, rate float64) (verdict, error) {
 	if v, ok := s.decided[rate]; ok {
 		return v, nil
@@ -74,20 +96,23 @@ func (s *searcher) decide(ctx context.Context, rate float64) (verdict, error) {
 	for {
 		t := s.tallies[rate]
 		v := t.decision()
+		next := rate
 		if v == passes {
-			// Most trials passed; the rate passes when their requests,
-			// taken together, were good often enough too (see
-			// goodputDecision).
-			v = s.goodputDecision(rate)
+			if up := s.windowTop(rate); up > 0 && len(s.window(rate)) == 1 && mean(s.goodputs[rate]) < 1 {
+				next = up
+			} else if v = s.goodputDecision(rate); v == undecided && t.n >= s.cfg.Confirm && s.windowMean(rate) < s.cfg.Goodput {
+				s.decided[rate] = undecided
+				return undecided, nil
+			}
 		}
-		if (v != undecided && t.n >= s.cfg.Confirm) || t.n >= limit {
+		if next == rate && ((v != undecided && t.n >= s.cfg.Confirm) || t.n >= limit) {
 			s.decided[rate] = v
 			return v, nil
 		}
-		s.confirming = true
-		a, err := s.run(ctx, Load{Rate: rate}, false)
+		s.confirming = next == rate
+		a, err := s.run(ctx, Load{Rate: next}, false)
 		for retry := 0; err == nil && Rerun(a) && retry < MaxInvalidRetries; retry++ {
-			a, err = s.run(ctx, Load{Rate: rate}, true)
+			a, err = s.run(ctx, Load{Rate: next}, true)
 		}
 		s.confirming = false
 		switch {
@@ -103,39 +128,108 @@ func (s *searcher) decide(ctx context.Context, rate float64) (verdict, error) {
 
 // goodputDecision decides, at DecisionConfidence, whether the requests
 // of a long run at rate would be good (succeed within every SLO) often
-// enough: whether the mean goodput fraction of the judged trials at rate
-// meets the target. Trials whose goodput passes three times in four may
-// still fall short on the whole: near a knee a trial's goodput is skewed
-// — most trials a little over the target, a burst of slow service taking
-// one far under it — so four passes and one trial at 55 % are a rate
-// that serves under the target. The test is one-sided at each end:
-// passes when the mean is surely at least the target, fails when surely
-// under it, undecided otherwise; its margin is the larger of the trials'
-// spread (Student's t over their goodputs) and the binomial spread of
-// their requests pooled at the target, so that a few trials that happen
-// to agree do not stand for a spread of zero.
+// enough: whether the mean goodput fraction of trials at rate meets the
+// target. Trials whose goodput passes three times in four may still fall
+// short on the whole: near a knee a trial's goodput is skewed — most
+// trials a little over the target, a burst of slow service taking one
+// far under it — so a rate whose 10 s trials pass two times in three
+// serves under the target over 30 s, and three passes in a row, with no
+// burst among them, come often enough. The test is one-sided at each
+// end, on different trials:
+//
+//   - it fails when the mean of the rate's own trials is surely under
+//     the target (Student's t over their goodputs, at least the binomial
+//     margin of their requests pooled at the target). Only the rate's
+//     own trials say it fails: a neighbour above that is bad says
+//     nothing of it.
+//   - it passes when the mean of its trials and those at the rates up to
+//     GoodputWindow above it (window) is surely at least the target.
+//     Goodput falls as the rate rises, so the trials just above are no
+//     kinder than the rate's own: taken with them the rate's few trials
+//     do not stand alone, a burst the rate's trials missed shows in its
+//     neighbours', and the capacity keeps a margin below the rate where
+//     goodput falls under the target. Their spread is taken as at least
+//     goodputSpread × √((1 − mean)(1 − target)): a few trials that missed
+//     the bursts agree closely, and their own spread would stand for a
+//     rate that rarely falls short; a shortfall of the mean's size spread
+//     that much (the queue model's 10 s trials near its knee: a standard
+//     deviation of 1.4 times the mean shortfall) is allowed for, and
+//     trials that lose nothing (1 − mean = 0: a server before a cliff)
+//     are held to the binomial margin only.
+//
+// Otherwise it is undecided.
 func (s *searcher) goodputDecision(rate float64) verdict {
-	g := s.goodputs[rate]
-	n := len(g)
-	if n < 2 {
+	target := s.cfg.Goodput
+	if own := s.goodputs[rate]; len(own) >= 2 {
+		if _, hi := goodputBounds(own, s.requests[rate], target, 0); hi < target {
+			return fails
+		}
+	}
+	var g []float64
+	var reqs []int
+	for _, x := range s.window(rate) {
+		g = append(g, s.goodputs[x]...)
+		reqs = append(reqs, s.requests[x]...)
+	}
+	if len(g) < 2 {
 		return undecided
 	}
-	target := s.cfg.Goodput
-	half := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(DecisionConfidence) * stddev(g) / math.Sqrt(float64(n))
-	reqs := 0
-	for _, k := range s.requests[rate] {
-		reqs += k
-	}
-	if reqs > 0 {
-		half = math.Max(half, goodputZ*math.Sqrt(target*(1-target)/float64(reqs)))
-	}
-	switch m := mean(g); {
-	case m-half >= target:
+	if lo, _ := goodputBounds(g, reqs, target, goodputSpread); lo >= target {
 		return passes
-	case m+half < target:
-		return fails
 	}
 	return undecided
+}
+
+// goodputBounds are the one-sided bounds, at DecisionConfidence, of the
+// mean of the goodputs g of trials of reqs requests: Student's t over
+// them, their spread taken as at least spread × √((1 − mean)(1 −
+// target)), and the margin at least the binomial spread of their requests
+// pooled at the target, so that a few trials that happen to agree do not
+// stand for a spread of zero.
+func goodputBounds(g []float64, reqs []int, target, spread float64) (lo, hi float64) {
+	n := len(g)
+	m := mean(g)
+	sd := math.Max(stddev(g), spread*math.Sqrt(math.Max(1-m, 0)*(1-target)))
+	half := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(DecisionConfidence) * sd / math.Sqrt(float64(n))
+	total := 0
+	for _, k := range reqs {
+		total += k
+	}
+	if total > 0 {
+		half = math.Max(half, goodputZ*math.Sqrt(target*(1-target)/float64(total)))
+	}
+	return m - half, m + half
+}
+
+// window is the rates with judged trials from rate up to GoodputWindow
+// above it: x (1 − GoodputWindow) ≤ rate.
+func (s *searcher) window(rate float64) []float64 {
+	var xs []float64
+	for x, g := range s.goodputs {
+		if len(g) > 0 && x >= rate && (x == rate || x*(1-GoodputWindow) <= rate*(1+1e-9)) {
+			xs = append(xs, x)
+		}
+	}
+	return xs
+}
+
+// windowMean is the mean goodput of the trials in rate's window.
+func (s *searcher) windowMean(rate float64) float64 {
+	var g []float64
+	for _, x := range s.window(rate) {
+		g = append(g, s.goodputs[x]...)
+	}
+	return mean(g)
+}
+
+// windowTop is the top of rate's window, where an adaptive search runs a
+// trial when none above rate bears on its goodput (0: none, for a sweep,
+// whose steps are given, or at MaxRate).
+func (s *searcher) windowTop(rate float64) float64 {
+	if s.out.Capacity.Method != "adaptive" || rate >= s.cfg.MaxRate {
+		return 0
+	}
+	return math.Min(rate/(1-GoodputWindow), s.cfg.MaxRate)
 }
 
 // goodputZ is the standard normal quantile of DecisionConfidence.
@@ -150,7 +244,12 @@ var goodputZ = distuv.UnitNormal.Quantile(DecisionConfidence)
 // search's exponential steps and bisection; nil for a sweep) then narrows
 // a bracket that moved past a decided rate with single trials again,
 // until the ends stand. A rate the test cannot decide is left inside the
-// bracket (settled reports it).
+// bracket (settled reports it); in an adaptive search the next lower end
+// below it is the rate GoodputWindow under it, unless a rate with trials
+// that mostly passed lies nearer: its window then holds the undecided
+// rate's trials, and the search does not fall back to a rate of the
+// exponential steps far below (half the capacity, when 16 req/s
+// was undecided and 8 the rate below it).
 func (s *searcher) settle(ctx context.Context, lo, hi float64, narrow func(ctx context.Context, lo, hi float64) (float64, float64, error)) (float64, float64, error) {
 	var err error
 	for {
@@ -163,7 +262,15 @@ func (s *searcher) settle(ctx context.Context, lo, hi float64, narrow func(ctx c
 				if v == fails {
 					hi = lo
 				}
+				top := lo
 				lo = s.below(lo)
+				if step := top * (1 - GoodputWindow); v == undecided && narrow != nil && step > lo && step >= s.cfg.MinRate {
+					// An undecided lower end stays inside the bracket;
+					// the next candidate is the rate whose window reaches
+					// up to it, unless one with trials is nearer.
+					lo = step
+					continue
+				}
 				if v == fails && narrow != nil && lo > 0 {
 					if lo, hi, err = narrow(ctx, lo, hi); err != nil {
 						return lo, hi, err
@@ -266,9 +373,14 @@ func (s *searcher) settled(err error) (lo, hi float64) {
 		}
 		t := s.tallies[r]
 		if t.decision() == passes {
-			// Decided by neither test: its trials passed, their goodput
-			// was not surely over the target.
-			open = append(open, fmt.Sprintf("%.4g req/s (passed %d of %d trials, goodput %.2f %% over them)", r, t.passed, t.n, 100*mean(s.goodputs[r])))
+			// Decided by neither test: its trials passed, their goodput,
+			// with that of the trials just above, was not surely over
+			// the target.
+			w := fmt.Sprintf("goodput %.2f %% over them", 100*mean(s.goodputs[r]))
+			if len(s.window(r)) > 1 {
+				w += fmt.Sprintf(", %.2f %% with those up to %.0f %% above", 100*s.windowMean(r), 100*(1/(1-GoodputWindow)-1))
+			}
+			open = append(open, fmt.Sprintf("%.4g req/s (passed %d of %d trials, %s)", r, t.passed, t.n, w))
 			continue
 		}
 		open = append(open, fmt.Sprintf("%.4g req/s (passed %d of %d trials)", r, t.passed, t.n))

@@ -146,3 +146,42 @@ func TestGoodputDecision(t *testing.T) {
 		}
 	}
 }
+
+// TestGoodputWindow: a rate's goodput is judged with the trials up to
+// GoodputWindow above it. Three clean trials (no request lost) pass with
+// a clean trial just above, as before a cliff; with a bad one just above
+// they are undecided, not failed — only the rate's own trials fail it; a
+// bad trial beyond the window does not count. Three trials that each
+// lost about 1 % do not pass on their own (a shortfall that size may be a
+// rate whose bursts they missed), nor with a burst just above; six such
+// with a good neighbour do.
+func TestGoodputWindow(t *testing.T) {
+	type at struct {
+		rate     float64
+		goodputs []float64
+	}
+	for _, c := range []struct {
+		name   string
+		trials []at
+		want   verdict
+	}{
+		{"clean, clean above", []at{{10, []float64{1, 1, 1}}, {11.1, []float64{1}}}, passes},
+		{"clean, bad above", []at{{10, []float64{1, 1, 1}}, {10.5, []float64{0.6}}}, undecided},
+		{"clean, bad beyond the window", []at{{10, []float64{1, 1, 1}}, {11.2, []float64{0.6}}}, passes},
+		{"a little short, alone", []at{{10, []float64{0.99, 0.985, 0.99}}}, undecided},
+		{"a little short, a burst above", []at{{10, []float64{0.99, 0.985, 0.99}}, {10.8, []float64{0.97, 0.8}}}, undecided},
+		{"a little short, six and good above", []at{{10, []float64{0.99, 0.985, 0.99, 0.995, 0.99, 0.985}}, {10.5, []float64{0.99, 0.98}}}, passes},
+		{"surely under, good above", []at{{10, []float64{0.8, 0.82, 0.79}}, {10.5, []float64{1}}}, fails},
+	} {
+		s := newSearcher(nil, Config{}.withDefaults(), "adaptive")
+		for _, a := range c.trials {
+			for _, g := range a.goodputs {
+				s.goodputs[a.rate] = append(s.goodputs[a.rate], g)
+				s.requests[a.rate] = append(s.requests[a.rate], 150)
+			}
+		}
+		if got := s.goodputDecision(10); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

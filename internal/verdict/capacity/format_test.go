@@ -11,6 +11,17 @@ import (
 	"github.com/spate-dev/spate/result"
 )
 
+// TestFormatGolden: the console's trial lines and summaries. The first
+// search's server serves every request up to 7.3 req/s and 86 % at 7.5:
+// a sharp cliff. Its capacity is 7 req/s, not 7.25 (whose own three
+// trials served every request): 7.25's window, the trials up to 11 %
+// above it, holds 7.5 and 8 (52 %), so its goodput is not surely at the
+// target and it stays undecided, named in a warning; 7 keeps a margin of
+// 4 % from the cliff, 7.25 of under 1 %, which a server drifting by that
+// much over a longer run would lose. The coin-toss search (every rate from
+// 4 req/s passes half its trials) steps down 10 % at a time from its
+// undecided lower end and runs out of trials: inconclusive either way,
+// now with the rates it tried named.
 func TestFormatGolden(t *testing.T) {
 	var buf bytes.Buffer
 	s := &server{Knee: 7.3, MaxRate: 7.6}

@@ -2,16 +2,12 @@ package capacity
 
 import (
 	"context"
-	"flag"
 	"math/rand/v2"
 	"testing"
 	"time"
-)
 
-// openRequirement runs TestVariedServiceTime, which holds the product
-// owner's open requirement and fails today (see its comment):
-// go test ./internal/verdict/capacity -run TestVariedServiceTime -args -open-requirement
-var openRequirement = flag.Bool("open-requirement", false, "run TestVariedServiceTime, the open requirement that fails today")
+	"github.com/spate-dev/spate/internal/longtest"
+)
 
 // confirm is the goodput of runs secs long at rate on q: the requests
 // completed within its SLO over those sent, pooled over runs runs each
@@ -40,19 +36,21 @@ func (q *queue) confirm(rate float64, secs, runs int, target float64) (pooled, a
 // sends within the SLO (pooled over 200 such runs: one run's goodput
 // scatters around it). Everything runs on the queue's simulated clock.
 //
-// It fails today, so it runs only when asked (-open-requirement): near
-// the knee a 10 s trial's goodput is skewed — most trials a little over
-// the target, a burst of slow service taking a few far under it — so a
-// rate whose 30 s goodput is 93 % passes two trials in three, and three
-// passes in a row (the sequential test's decision) come often enough.
-// goodputDecision stops a rate whose failed trials fell far short, not
-// one whose trials all happened to pass.
+// Near the knee a 10 s trial's goodput is skewed — most trials a little
+// over the target, a burst of slow service taking a few far under it — so
+// a rate whose 30 s goodput is 93 % passes two trials in three, and three
+// passes in a row come often enough; judged on its own trials, 6 of these
+// 20 searches reported such a rate (15 to 17.5 req/s, 80 to 95 % over
+// 30 s). A rate now passes only when its trials' goodput, with that of the
+// trials up to 11 % above it, is surely at the target, their spread taken
+// as at least the skew allows (goodputDecision). Measured: 2 of the 20 are
+// inconclusive, the other 18 report 10.5 to 14 req/s (goodput ≥ 96.9 %
+// over 30 s; 95 % over 30 s is lost at about 14.8 req/s); over seeds
+// 1000-1199, none of 200 reports a rate under the target and 22 are
+// inconclusive. It runs in about half a second on the simulated clock.
 func TestVariedServiceTime(t *testing.T) {
-	if !*openRequirement {
-		t.Skip("the open requirement: fails today; run with -args -open-requirement")
-	}
 	const target = 0.95
-	bad := 0
+	bad, inconclusive := 0, 0
 	for seed := range uint64(20) {
 		q := &queue{Slots: 4, Service: 200 * time.Millisecond, CV: 0.4, SLO: 500 * time.Millisecond, Duration: 10 * time.Second,
 			rng: rand.New(rand.NewPCG(seed, 41))}
@@ -63,6 +61,7 @@ func TestVariedServiceTime(t *testing.T) {
 		c := out.Capacity
 		if c.Inconclusive != "" {
 			t.Logf("seed %2d: inconclusive (exit 4) after %d trials: %s", seed, len(c.Trials), c.Inconclusive)
+			inconclusive++
 			continue
 		}
 		q.rng = rand.New(rand.NewPCG(seed, 42))
@@ -74,5 +73,43 @@ func TestVariedServiceTime(t *testing.T) {
 			t.Errorf("seed %d: capacity %.4g req/s completes %.4f of its requests within the SLO over 30 s, want ≥ %.2f", seed, c.RateRPS, pooled, target)
 		}
 	}
-	t.Logf("%d of 20 searches reported a rate that misses the target over 30 s", bad)
+	t.Logf("%d of 20 searches reported a rate that misses the target over 30 s, %d inconclusive", bad, inconclusive)
+	// Refusing to judge is a failure of its own: measured 2.
+	if inconclusive > 4 {
+		t.Errorf("%d of 20 searches inconclusive, want at most 4", inconclusive)
+	}
+}
+
+// TestVariedServiceTimeMany holds TestVariedServiceTime over 200 other
+// seeds (1000-1199; with -tags integration only, seconds of CPU): none
+// reports a rate under the target over 30 s, and few are inconclusive
+// (measured: 22 of 200).
+func TestVariedServiceTimeMany(t *testing.T) {
+	if !longtest.On {
+		t.Skip("runs with -tags integration")
+	}
+	const target = 0.95
+	bad, inconclusive := 0, 0
+	for seed := uint64(1000); seed < 1200; seed++ {
+		q := &queue{Slots: 4, Service: 200 * time.Millisecond, CV: 0.4, SLO: 500 * time.Millisecond, Duration: 10 * time.Second,
+			rng: rand.New(rand.NewPCG(seed, 41))}
+		out, err := Search(context.Background(), q.trial, Config{Criteria: q.criteria(), MinRate: 2, MaxRate: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := out.Capacity
+		if c.Inconclusive != "" {
+			inconclusive++
+			continue
+		}
+		q.rng = rand.New(rand.NewPCG(seed, 42))
+		if pooled, _ := q.confirm(c.RateRPS, 30, 200, target); pooled < target {
+			bad++
+			t.Errorf("seed %d: capacity %.4g req/s completes %.4f of its requests within the SLO over 30 s, want ≥ %.2f", seed, c.RateRPS, pooled, target)
+		}
+	}
+	t.Logf("%d of 200 searches reported a rate that misses the target over 30 s, %d inconclusive", bad, inconclusive)
+	if inconclusive > 30 {
+		t.Errorf("%d of 200 searches inconclusive, want at most 30", inconclusive)
+	}
 }
