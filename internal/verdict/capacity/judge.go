@@ -3,8 +3,10 @@
 // rate whose trials pass (the server completes what it is offered, its
 // queue does not grow, and the goodput fraction meets a target), whose
 // bracket's ends are decided by repeating their trials (a sequential test
-// on their pass/fail), reported with a confidence interval of the rate at
-// which trials pass half the time; and a sweep
+// on their pass/fail, and their goodput, with that of the trials just
+// above, surely at the target), reported with a confidence interval of
+// the rate at which trials pass half the time; the knee of a ramp by the
+// same rule for one trial (Knee); and a sweep
 // (closed-loop maximum, then open-loop steps up to it). Trials are run by
 // the caller's function, so the package holds the search and the verdicts
 // only.
