@@ -78,7 +78,7 @@ func TestQuickstartKneeIsSustained(t *testing.T) {
 	load := []string{"--model", "spate-sim", "--slo", "ttft=1s,tpot=100ms", "--input-tokens", "256:32", "--output-tokens", "64"}
 	out := filepath.Join(dir, "capacity.json")
 	args := append([]string{"capacity", "--target", target, "--goodput", "0.9", "--min-rate", "2", "--max-rate", "32",
-		"--trial-duration", "12s", "--resolution", "0.1", "--confirm", "0", "--out", out}, load...)
+		"--trial-duration", "12s", "--resolution", "0.15", "--confirm", "0", "--max-trials", "14", "--out", out}, load...)
 	code, stdout, stderr = cli(t, ctx, args...)
 	skipIfTooBusy(t, code, stdout)
 	t.Logf("spate capacity:\n%s", stdout)
