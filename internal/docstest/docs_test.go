@@ -514,6 +514,9 @@ func readHelp(bin string, path []string) (*command, error) {
 			section = strings.TrimSuffix(l, ":")
 			continue
 		}
+		if strings.HasSuffix(section, " flags") {
+			section = "Flags" // spate run lists its flags by group: "Target flags:", ...
+		}
 		switch section {
 		case "Available Commands", "Additional Commands":
 			if m := subLineRE.FindStringSubmatch(l); m != nil && m[1] != "help" && m[1] != "completion" {

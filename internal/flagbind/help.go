@@ -67,16 +67,20 @@ func Grouped(fs *pflag.FlagSet) string {
 	return b.String()
 }
 
+// The template function is cobra's, process-wide: added once, before any
+// command is built (adding it as each command is built raced with the
+// help of commands built at the same time).
+func init() { cobra.AddTemplateFunc("groupedFlags", Grouped) }
+
 // GroupHelp makes c's help list its flags by group (see Grouped).
 func GroupHelp(c *cobra.Command) {
-	cobra.AddTemplateFunc("groupedFlags", Grouped)
 	c.SetUsageTemplate(GroupedTemplate(c.UsageTemplate()))
 }
 
 // GroupedTemplate is a cobra usage template (tmpl, the command's) whose
 // flags are listed by group: its local flags' list is replaced by the
-// template function groupedFlags, Grouped (GroupHelp registers it). A
-// template without the list is returned as it is.
+// template function groupedFlags, Grouped (this package adds it to
+// cobra's). A template without the list is returned as it is.
 func GroupedTemplate(tmpl string) string {
 	const list = "Flags:\n{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}"
 	return strings.Replace(tmpl, list, "{{groupedFlags .LocalFlags | trimTrailingWhitespaces}}", 1)
