@@ -537,13 +537,8 @@ func unknownKeys(name string, data []byte, unk []yamlkeys.Unknown) string {
 
 // lenient decodes data into v with unknown keys let through, for the
 // errors of the values.
-func lenient(data []byte, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
-		}
-	}()
-	return yaml.Unmarshal(data, v)
+func lenient(data []byte, v any) error {
+	return yamllimit.Guard(func() error { return yaml.Unmarshal(data, v) })
 }
 
 // quoted is the last double-quoted string in msg.

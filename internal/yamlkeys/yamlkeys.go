@@ -13,7 +13,6 @@ package yamlkeys
 import (
 	"encoding"
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -243,11 +242,6 @@ func SectionErrors(data []byte, t reflect.Type) []error {
 }
 
 // decodeNode decodes n into v, a panic of the library an error.
-func decodeNode(n ast.Node, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
-		}
-	}()
-	return yaml.NodeToValue(n, v)
+func decodeNode(n ast.Node, v any) error {
+	return yamllimit.Guard(func() error { return yaml.NodeToValue(n, v) })
 }

@@ -12,14 +12,20 @@ import (
 // v1.19.2 panics on some malformed input ("stages:\n  - [\n" in an
 // experiment, "steps: ! " in a workflow: a tag with nothing after it
 // where a list goes); that comes back as an error too.
-func Decode(data []byte, v any) (err error) {
+func Decode(data []byte, v any) error {
 	if err := Check(data); err != nil {
 		return err
 	}
+	return Guard(func() error { return yaml.UnmarshalWithOptions(data, v, yaml.DisallowUnknownField()) })
+}
+
+// Guard runs decode, a call of the YAML library, and turns a panic of the
+// library into an error (see Decode).
+func Guard(decode func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed YAML (the parser failed: %v): check brackets, quotes, tags and indentation", r)
 		}
 	}()
-	return yaml.UnmarshalWithOptions(data, v, yaml.DisallowUnknownField())
+	return decode()
 }
