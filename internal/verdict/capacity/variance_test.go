@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/longtest"
+	"github.com/spate-dev/spate/result"
 )
 
 // confirm is the goodput of runs secs long at rate on q: the requests
@@ -24,6 +25,32 @@ func (q *queue) confirm(rate float64, secs, runs int, target float64) (pooled, a
 		}
 	}
 	return float64(good) / float64(sent), float64(met) / float64(runs)
+}
+
+// variedOutcome is one seed of TestVariedServiceTime's server: the search
+// on it, and, when the search reported a rate, the goodput of 30 s at that
+// rate pooled over 200 runs (and the share of runs at target alone).
+type variedOutcome struct {
+	c             *result.Capacity
+	pooled, alone float64
+}
+
+// searchVaried searches the varied server of seed (10 s trials) and, when
+// the search reports a rate, confirms it over 200 simulated 30 s runs.
+func searchVaried(t *testing.T, seed uint64, target float64) variedOutcome {
+	t.Helper()
+	q := &queue{Slots: 4, Service: 200 * time.Millisecond, CV: 0.4, SLO: 500 * time.Millisecond, Duration: 10 * time.Second,
+		rng: rand.New(rand.NewPCG(seed, 41))}
+	out, err := Search(context.Background(), q.trial, Config{Criteria: q.criteria(), MinRate: 2, MaxRate: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := variedOutcome{c: out.Capacity}
+	if o.c.Inconclusive == "" {
+		q.rng = rand.New(rand.NewPCG(seed, 42))
+		o.pooled, o.alone = q.confirm(o.c.RateRPS, 30, 200, target)
+	}
+	return o
 }
 
 // TestVariedServiceTime is the product owner's requirement: against a
@@ -52,20 +79,13 @@ func TestVariedServiceTime(t *testing.T) {
 	const target = 0.95
 	bad, inconclusive := 0, 0
 	for seed := range uint64(20) {
-		q := &queue{Slots: 4, Service: 200 * time.Millisecond, CV: 0.4, SLO: 500 * time.Millisecond, Duration: 10 * time.Second,
-			rng: rand.New(rand.NewPCG(seed, 41))}
-		out, err := Search(context.Background(), q.trial, Config{Criteria: q.criteria(), MinRate: 2, MaxRate: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := out.Capacity
+		o := searchVaried(t, seed, target)
+		c, pooled, alone := o.c, o.pooled, o.alone
 		if c.Inconclusive != "" {
 			t.Logf("seed %2d: inconclusive (exit 4) after %d trials: %s", seed, len(c.Trials), c.Inconclusive)
 			inconclusive++
 			continue
 		}
-		q.rng = rand.New(rand.NewPCG(seed, 42))
-		pooled, alone := q.confirm(c.RateRPS, 30, 200, target)
 		t.Logf("seed %2d: capacity %5.4g req/s (passed %d of %d), bracket [%.4g, %.4g), %2d trials; 30 s at it: goodput %.4f pooled over 200 runs, %3.0f %% of the runs ≥ %.0f %%",
 			seed, c.RateRPS, c.RateTrials[0], c.RateTrials[1], c.LowRPS, c.HighRPS, len(c.Trials), pooled, 100*alone, 100*target)
 		if pooled < target {
@@ -91,21 +111,13 @@ func TestVariedServiceTimeMany(t *testing.T) {
 	const target = 0.95
 	bad, inconclusive := 0, 0
 	for seed := uint64(1000); seed < 1200; seed++ {
-		q := &queue{Slots: 4, Service: 200 * time.Millisecond, CV: 0.4, SLO: 500 * time.Millisecond, Duration: 10 * time.Second,
-			rng: rand.New(rand.NewPCG(seed, 41))}
-		out, err := Search(context.Background(), q.trial, Config{Criteria: q.criteria(), MinRate: 2, MaxRate: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := out.Capacity
-		if c.Inconclusive != "" {
+		o := searchVaried(t, seed, target)
+		switch {
+		case o.c.Inconclusive != "":
 			inconclusive++
-			continue
-		}
-		q.rng = rand.New(rand.NewPCG(seed, 42))
-		if pooled, _ := q.confirm(c.RateRPS, 30, 200, target); pooled < target {
+		case o.pooled < target:
 			bad++
-			t.Errorf("seed %d: capacity %.4g req/s completes %.4f of its requests within the SLO over 30 s, want ≥ %.2f", seed, c.RateRPS, pooled, target)
+			t.Errorf("seed %d: capacity %.4g req/s completes %.4f of its requests within the SLO over 30 s, want ≥ %.2f", seed, o.c.RateRPS, o.pooled, target)
 		}
 	}
 	t.Logf("%d of 200 searches reported a rate that misses the target over 30 s, %d inconclusive", bad, inconclusive)
