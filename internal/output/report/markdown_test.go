@@ -65,19 +65,6 @@ func TestMarkdownVerdicts(t *testing.T) {
 	}
 }
 
-// rampStage is an open-loop stage at rate whose goodput is good, whose
-// server kept up with it.
-func rampStage(name string, rate, good float64) result.Scenario {
-	sc := result.Scenario{
-		Name:     name,
-		Load:     result.Load{Mode: "open", TargetRate: rate, AchievedRate: rate, Valid: true},
-		Requests: result.Requests{Total: 100, Succeeded: 100},
-		Goodput:  result.Goodput{Fraction: good, SLOms: map[string]float64{"ttft": 500}},
-	}
-	llmtest.KeptUp(&sc, 6)
-	return sc
-}
-
 // headlineResults are a ramp with a knee (rate-4), one with none, a
 // capacity search (20 req/s in [18, 22], trials 2 and 4 at it) and a
 // single stage, each with the lines its Markdown must hold (and lack).
@@ -86,38 +73,24 @@ func headlineResults() []struct {
 	r             *result.Result
 	want, notWant []string
 } {
-	ramp := func() *result.Result {
-		return &result.Result{Scenarios: []result.Scenario{rampStage("rate-2", 2, 0.99), rampStage("rate-4", 4, 0.95), rampStage("rate-8", 8, 0.5)}}
-	}
-	noKnee := ramp()
-	for i := range noKnee.Scenarios {
-		noKnee.Scenarios[i].Goodput.Fraction = 0.4
-	}
-	capa := &result.Result{Scenarios: []result.Scenario{rampStage("trial-1", 10, 1), rampStage("trial-2", 20, 0.95), rampStage("trial-3", 24, 0.6), rampStage("trial-4", 20, 0.93)},
-		Capacity: &result.Capacity{Method: "adaptive", GoodputTarget: 0.9, SLOms: map[string]float64{"ttft": 2000},
-			RateRPS: 20, Confidence: 0.95, RateTrials: [2]int{2, 2}, LowRPS: 20, HighRPS: 24,
-			Interval: &result.CapacityInterval{LowRPS: 18, HighRPS: 22, EstimateRPS: 20.4, Confidence: 0.95},
-			Trials: []result.CapacityTrial{{Scenario: "trial-1", RateRPS: 10, Pass: true}, {Scenario: "trial-2", RateRPS: 20, Pass: true},
-				{Scenario: "trial-3", RateRPS: 24}, {Scenario: "trial-4", RateRPS: 20, Pass: true}}}}
-	single := ramp()
-	single.Scenarios = single.Scenarios[:1]
+	h := llmtest.HeadlineResults()
 	return []struct {
 		name          string
 		r             *result.Result
 		want, notWant []string
 	}{
-		{"knee", ramp(), []string{
+		{"knee", h.Knee, []string{
 			"#### Knee: 4.0 req/s offered (stage rate-4)\n\nrate-4, 4.0 req/s offered, is the most load the server sustained: it kept up with what it was sent and kept 90 % of requests within the SLO (ttft ≤ 500 ms) on a valid measurement (rate-8: goodput 50 %). Its stage is marked ◀ knee in the stage table.\n",
 			"| goodput | knee |\n", "| rate-4 | 4/s |", "| 95.0 % | **◀ knee** |\n", "| 99.0 % |  |\n",
 		}, []string{"| 50.0 % | **◀ knee**"}},
-		{"no knee", noKnee, []string{
+		{"no knee", h.NoKnee, []string{
 			"#### Knee: none\n\nno stage was sustained with 90 % of requests within the SLO (ttft ≤ 500 ms) on a valid measurement (rate-2: goodput 40 %; rate-4: goodput 40 %; rate-8: goodput 40 %).\n",
 		}, []string{"◀", "| knee |"}},
-		{"capacity", capa, []string{
+		{"capacity", h.Capacity, []string{
 			"#### Capacity: 20 req/s, 95 % CI [18, 22]\n\n20 req/s is the most load that kept 90 % of requests within the SLO (ttft ≤ 2000 ms), decided at 95 % confidence (2 of 2 trials passed); the 95 % confidence interval of the capacity is [18, 22] req/s, estimate 20.4. The trials at that rate are marked ◀ capacity in the stage table.\n",
 			"| goodput | capacity |\n", "| 95.0 % | **◀ capacity** |\n", "| 93.0 % | **◀ capacity** |\n", "| 60.0 % |  |\n",
 		}, []string{"#### Knee"}},
-		{"single stage", single, nil, []string{"####", "◀", "knee", "capacity"}},
+		{"single stage", h.Single, nil, []string{"####", "◀", "knee", "capacity"}},
 	}
 }
 
