@@ -23,6 +23,13 @@ type Replay struct {
 
 // NewReplay starts a Replay of resp; Close stops it.
 func NewReplay(resp []byte) *Replay {
+	return NewRouted(func(*http.Request, []byte) []byte { return resp })
+}
+
+// NewRouted starts a Replay that answers each request with the bytes
+// route picks for it (from its method, URL and body), as a recorded
+// server with several endpoints would; Close stops it.
+func NewRouted(route func(req *http.Request, body []byte) []byte) *Replay {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic("llmtest: listening on loopback: " + err.Error())
@@ -45,8 +52,8 @@ func NewReplay(resp []byte) *Replay {
 				if err != nil {
 					return
 				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = c.Write(resp)
+				body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+				_, _ = c.Write(route(req, body))
 			}()
 		}
 	}()

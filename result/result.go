@@ -95,6 +95,10 @@ type Provenance struct {
 	Tokenizer          string `json:"tokenizer"`
 	// ExperimentSHA256 is the digest of the experiment file, when one was used.
 	ExperimentSHA256 string `json:"experiment_sha256,omitempty"`
+	// Server is what the target said of itself in its answer to the
+	// model listing sent before the load: software, HTTP version,
+	// context length, clock offset (absent when it gave no listing).
+	Server *ServerInfo `json:"server,omitempty"`
 }
 
 // Config echoes the load settings of the run. Secrets are never included.

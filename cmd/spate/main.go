@@ -117,7 +117,7 @@ func newRootCmd() *cobra.Command {
 	})
 	root.AddCommand(newRunCmd(), newSimCmd(), newQuickstartCmd(), newValidateCmd(), newInitCmd(), newSchemaCmd(),
 		newReportCmd(), newCompareCmd(), newCapacityCmd(), newWorkloadCmd(), newChaosCmd(), newProbeCmd(),
-		newVectorCmd(), newMergeCmd(), newK8sCmd())
+		newVectorCmd(), newMergeCmd(), newK8sCmd(), newDoctorCmd())
 	var profile string
 	root.PersistentFlags().StringVar(&profile, "cpuprofile", "", "write a CPU profile to this file (for bench/ scripts)")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")

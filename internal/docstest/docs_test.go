@@ -54,7 +54,9 @@
 // skip REASON (the last clause): the block is not run (its commands are
 // still checked);
 // needs PROGRAM: skipped when PROGRAM is not on PATH (curl, jq);
-// sim ARGS: the simulator the test starts for the block takes these flags;
+// sim ARGS: the simulator the test starts for the block takes these flags
+// (a leading --addr 127.0.0.1:PORT puts it on PORT, moved like the others,
+// where the docs show a real server);
 // exit N: the block must end with exit status N (a threshold that fails on
 // purpose); timeout D: the block's time limit (default 2m).
 package docstest
@@ -586,8 +588,10 @@ var otherPrograms = map[string]string{
 	"--window-size": "chromium", "--proxy-server": "chromium", "--host-resolver-rules": "chromium",
 	"--hide-scrollbars": "chromium", "--virtual-time-budget": "chromium",
 	"--for": "kubectl wait", "--tail": "kubectl logs", "--from-file": "kubectl",
-	"--streams":      "bench/stream-cpu.sh",
-	"--max-logprobs": "vllm serve",
+	"--streams":        "bench/stream-cpu.sh",
+	"--max-logprobs":   "vllm serve",
+	"--enable-metrics": "sglang", "--metrics": "llama-server", "--ctx-size": "llama-server",
+	"--parallel": "llama-server", "--alias": "llama-server",
 }
 
 // pendingFlags are flags the docs describe ahead of the code, each with

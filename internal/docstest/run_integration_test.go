@@ -241,6 +241,17 @@ trap '__rc=$?; set +e; __jobs=$(jobs -p); [ -n "$__jobs" ] && kill $__jobs 2>/de
 	return out.String(), ownSim
 }
 
+// simAt reads a sim clause's leading "--addr 127.0.0.1:PORT": the port
+// the block's simulator listens on (moved like every loopback port) and
+// the clause's other flags.
+func simAt(args string) (port, rest string, ok bool) {
+	f := strings.Fields(args)
+	if len(f) < 2 || f[0] != "--addr" || !strings.HasPrefix(f[1], "127.0.0.1:") {
+		return "", args, false
+	}
+	return strings.TrimPrefix(f[1], "127.0.0.1:"), strings.Join(f[2:], " "), true
+}
+
 // startSim starts spate sim on addr for one block and returns its stop.
 func startSim(t *testing.T, bin, addr, args string) func() {
 	t.Helper()
@@ -347,6 +358,11 @@ func TestDocCommandsRun(t *testing.T) {
 					}
 					src, ownSim := script(b, ports)
 					simAddr := "127.0.0.1:" + ports[simPort]
+					if a, rest, ok := simAt(d.sim); ok && ports[a] != "" {
+						// "sim --addr 127.0.0.1:PORT ...": the block's server
+						// stands where the docs say a real one listens.
+						simAddr, d.sim = "127.0.0.1:"+ports[a], rest
+					}
 					if d.hasSim || (!ownSim && strings.Contains(src, simAddr)) {
 						stop := startSim(t, bin, simAddr, d.sim)
 						defer stop()

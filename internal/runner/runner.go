@@ -204,6 +204,12 @@ func Run(ctx context.Context, p Plan) (*result.Result, error) {
 		Scenarios:    []result.Scenario{},
 	}
 	res.Provenance.WorkloadSHA256 = workloadDigest(p)
+	if s, ok := p.Client.(interface{ Server() *result.ServerInfo }); ok {
+		res.Provenance.Server = s.Server()
+	}
+	if t, ok := p.Client.(interface{ Traps() []string }); ok {
+		res.Warnings = append(res.Warnings, t.Traps()...)
+	}
 	var rw *record.Writer
 	if p.Records != nil {
 		rw = record.NewWriter(p.Records, res.StartedAt)

@@ -36,6 +36,7 @@ import (
 	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/tokenizer"
+	"github.com/spate-dev/spate/result"
 )
 
 // APIs a Client speaks.
@@ -111,6 +112,9 @@ type Client struct {
 	// raw is the reactor path's client, nil when net/http is used.
 	raw       *rawhttp.Client
 	rawTarget rawTarget
+	// listing is what the last model listing's answer said of the
+	// server (Server).
+	listing atomic.Pointer[result.ServerInfo]
 }
 
 // NewTransport returns an HTTP transport for load generation: no

@@ -13,6 +13,8 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/spate-dev/spate/internal/scrub"
+	"github.com/spate-dev/spate/internal/serverinfo"
+	"github.com/spate-dev/spate/result"
 )
 
 // DefaultMaxModelList bounds the /models listing (Config.MaxModelList).
@@ -27,6 +29,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	defer cancel()
 	base := strings.TrimRight(c.cfg.BaseURL, "/")
 	where := scrub.URL(base) + "/models"
+	sent := time.Now()
 	resp, err := c.getModels(ctx, Endpoint(c.cfg.BaseURL, "/models"))
 	if err != nil {
 		_, msg := classify(ctx, err)
@@ -52,6 +55,8 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("listing models at %s: the listing is over the modelList limit of %d bytes (pass --model, or raise --limit modelList=SIZE)", where, limit)
 	}
+	info := serverinfo.Read(resp, b, c.cfg.Model, sent, time.Now())
+	c.listing.Store(&info)
 	return c.parseModels(b, where)
 }
 
@@ -129,11 +134,33 @@ func (c *Client) maxModelID() int64 {
 	return DefaultMaxModelID
 }
 
-// Check fails when the target is unreachable. A server that does not list
-// its models (an HTTP error on /models) is reachable.
+// Server is what the last model listing's answer (Models, Check) said of
+// the server, as spate doctor reads it; nil before one was answered.
+func (c *Client) Server() *result.ServerInfo { return c.listing.Load() }
+
+// Traps are the known traps the server's answer to the model listing
+// shows for this client's settings, each a warning for the result: an
+// Ollama server ignores ignore_eos, so with it sent, every answer the
+// model ends early would count as truncated and its missing tokens as
+// dropped.
+func (c *Client) Traps() []string {
+	in := c.Server()
+	if in == nil {
+		return nil
+	}
+	var w []string
+	if in.Software == "Ollama" && c.cfg.IgnoreEOS {
+		w = append(w, fmt.Sprintf("the server is Ollama (%s), which ignores ignore_eos: answers that end before max_tokens count as truncated and their missing tokens as dropped; pass --ignore-eos false (docs/servers.md)", in.Evidence))
+	}
+	return w
+}
+
+// Check fails when the target is unreachable, or lacks the /v1 its
+// server lists models under (every request would be a 404). A server
+// that does not list its models (an HTTP error on /models) is reachable.
 func (c *Client) Check(ctx context.Context) error {
 	_, err := c.Models(ctx)
-	if err != nil && strings.Contains(err.Error(), "unreachable") {
+	if err != nil && (strings.Contains(err.Error(), "unreachable") || errors.Is(err, ErrTargetWithoutV1)) {
 		return err
 	}
 	return nil
