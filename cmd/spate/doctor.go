@@ -55,4 +55,3 @@ func newDoctorCmd() *cobra.Command {
 	_ = c.MarkFlagRequired("target")
 	return c
 }
-

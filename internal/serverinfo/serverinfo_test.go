@@ -11,9 +11,9 @@ func TestRead(t *testing.T) {
 	got := sent.Add(100 * time.Millisecond) // mid: 12:00:00.250
 	for _, tc := range []struct {
 		name, server, date, body, model string
-		software, evidence, ctxFrom  string
-		maxCtx                       int
-		offset, errS                 float64 // -1: no clock
+		software, evidence, ctxFrom     string
+		maxCtx                          int
+		offset, errS                    float64 // -1: no clock
 	}{
 		{"llama.cpp b4747 (recorded)", "llama.cpp", "",
 			`{"object":"list","data":[{"id":"tiny-llama","object":"model","created":1796504126,"owned_by":"llamacpp","meta":{"vocab_type":1,"n_vocab":32000,"n_ctx_train":8192}}]}`, "",
