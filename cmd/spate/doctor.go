@@ -23,6 +23,9 @@ func newDoctorCmd() *cobra.Command {
 		Example: help("doctor.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Target == "" {
+				return usageErr("--target is required: the API's base URL, e.g. http://127.0.0.1:8000/v1")
+			}
 			if format != "text" && format != "json" {
 				return usageErr("--format %q: want text or json", format)
 			}
@@ -52,6 +55,5 @@ func newDoctorCmd() *cobra.Command {
 	fl.StringArrayVar(&headers, "header", nil, "extra request header 'Name: value' (repeatable)")
 	fl.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "time allowed for each request")
 	fl.StringVar(&format, "format", "text", "text (a table) or json")
-	_ = c.MarkFlagRequired("target")
 	return c
 }
