@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -32,9 +33,14 @@ type runView struct {
 type stageView struct {
 	Sc      *result.Scenario
 	Offered string
-	Mark    string // the headline's kind when the row is one it comes from
-	Errors  string
-	Latency []latencyRow
+	// Goodput and GoodputPerS are the stage's goodput as its thresholds
+	// judge it (from the intended send time on an open loop), GoodputNote
+	// the figure from the send when the two differ.
+	Goodput, GoodputPerS float64
+	GoodputNote          string
+	Mark                 string // the headline's kind when the row is one it comes from
+	Errors               string
+	Latency              []latencyRow
 }
 
 type latencyRow struct {
@@ -79,7 +85,7 @@ func newRunView(r run) runView {
 	for i := range res.Scenarios {
 		sc := &res.Scenarios[i]
 		n += len(sc.Thresholds)
-		s := newStageView(sc)
+		s := newStageView(res, sc)
 		if v.Headline != nil && v.Headline.IsMarked(i) {
 			s.Mark = v.Headline.Kind
 		}
@@ -165,8 +171,13 @@ func newRunView(r run) runView {
 	return v
 }
 
-func newStageView(sc *result.Scenario) stageView {
+func newStageView(res *result.Result, sc *result.Scenario) stageView {
 	s := stageView{Sc: sc, Offered: "-"}
+	var intended bool
+	s.Goodput, s.GoodputPerS, intended = res.JudgedGoodput(sc)
+	if intended && math.Abs(s.Goodput-sc.Goodput.Fraction) > 0.01 {
+		s.GoodputNote = fmt.Sprintf("from the intended send time, as thresholds judge it; from the send %.1f %%", 100*sc.Goodput.Fraction)
+	}
 	switch {
 	case sc.Load.Mode == "closed" && sc.Load.Concurrency > 0:
 		s.Offered = fmt.Sprintf("concurrency %d", sc.Load.Concurrency)

@@ -31,3 +31,33 @@ func TestUntrustedUsageShown(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgedGoodputFirst: where the thresholds judge goodput from the
+// intended send time (an open loop), the console and the markdown table
+// show that figure first and the send's beside it; judged from the send
+// (--slo-from sent), the send's comes first, as before.
+func TestJudgedGoodputFirst(t *testing.T) {
+	for _, from := range []string{"", "sent"} {
+		r := sample()
+		r.Config.SLOFrom = from
+		sc := &r.Scenarios[0]
+		sc.Goodput.Fraction, sc.Goodput.RequestsPerS = 0.972, 19.4
+		sc.Goodput.IntendedFraction, sc.Goodput.IntendedRequestsPerS = 0.037, 0.74
+		var con, md bytes.Buffer
+		if err := Console(&con, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := Markdown(&md, r); err != nil {
+			t.Fatal(err)
+		}
+		wantCon := "goodput    3.7 % (0.74 req/s) within tpot≤50ms ttft≤500ms from the intended send time, as thresholds judge it · from the send 97.2 % (19.40 req/s)"
+		wantMD := "| 3.7 % from the intended send time (97.2 % from the send) |"
+		if from == "sent" {
+			wantCon = "goodput    97.2 % (19.40 req/s) within tpot≤50ms ttft≤500ms · from the intended send time 3.7 % (0.74 req/s)"
+			wantMD = "| 97.2 % |"
+		}
+		if !strings.Contains(con.String(), wantCon) || !strings.Contains(md.String(), wantMD) {
+			t.Errorf("slo_from %q: want %q and %q in\n%s\n%s", from, wantCon, wantMD, con.String(), md.String())
+		}
+	}
+}
