@@ -18,7 +18,7 @@ const (
 // energy is the GPUs' energy over a stage's scrapes.
 type energy struct {
 	joules  float64
-	windowS float64 // the seconds it covers: first to last scrape with it
+	windowS float64 // the seconds it covers: the first scrape with it to the stage's end (or the last scrape with it)
 	source  string  // EnergyMeasured or EnergyEstimated
 }
 
