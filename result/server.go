@@ -16,6 +16,11 @@ type Server struct {
 	// Figures are derived from the series (e.g. "kv_cache_usage_peak"; the
 	// list is in package observe, Figures, and docs/observability.md).
 	Figures map[string]float64 `json:"figures,omitempty"`
+	// EnergySource says how the GPU energy figures (gpu_energy_j and those
+	// derived from it, docs/observability.md) were got: "measured" from
+	// the GPUs' energy counters, "estimated" by integrating their power
+	// over the stage; absent without them.
+	EnergySource string `json:"energy_source,omitempty"`
 	// Warnings say what could not be scraped or parsed.
 	Warnings []string `json:"warnings,omitempty"`
 }

@@ -177,4 +177,26 @@ var known = []spec{
 		src("nv_gpu_memory_used_bytes", 1),
 		src("DCGM_FI_DEV_FB_USED", 1<<20),
 	}},
+	// Power and energy, summed over the GPUs (see energy.go for the
+	// stage's joules): the power gauges are in watts; DCGM's energy counter
+	// is in millijoules since the driver was loaded (NVIDIA's dcgm-exporter
+	// default-counters.csv: "Total energy consumption since boot (in mJ)",
+	// NVML's nvmlDeviceGetTotalEnergyConsumption), Triton's in joules, so
+	// both rates are joules per second: watts.
+	{name: "gpu_power_watts", unit: "W", kind: gaugeKind, sources: powerSources},
+	{name: "gpu_energy_j_per_s", unit: "W", kind: rateKind, sources: energySources},
+}
+
+// energySources are the GPU energy counters, scaled to joules; the
+// stage's energy is taken from the first found (see stageEnergy).
+var energySources = []source{
+	src("nv_energy_consumption", 1),
+	src("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0.001),
+}
+
+// powerSources are the GPU power gauges, in watts; the stage's energy is
+// their integral when no energy counter was scraped.
+var powerSources = []source{
+	src("nv_gpu_power_usage", 1),
+	src("DCGM_FI_DEV_POWER_USAGE", 1),
 }

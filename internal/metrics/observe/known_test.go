@@ -116,7 +116,7 @@ func TestComputeRecordedServers(t *testing.T) {
 				}
 			}
 			o := New(Config{Endpoints: []string{"http://127.0.0.1:1/metrics"}})
-			srv := o.server(&stageRun{scrapes: []Scrape{{0, recorded(t, tc.file)}}, fails: make([]failure, 1)})
+			srv := o.server(&stageRun{scrapes: []Scrape{{0, recorded(t, tc.file)}}, fails: make([]failure, 1)}, 0)
 			for _, w := range srv.Warnings {
 				if strings.Contains(w, "known server") {
 					t.Errorf("warning %q on a known server's metrics", w)
@@ -134,7 +134,7 @@ func TestUnknownServerWarningNamesEveryServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := New(Config{Endpoints: []string{"http://127.0.0.1:1/metrics"}})
-	srv := o.server(&stageRun{scrapes: []Scrape{{0, f}, {1, f}}, fails: make([]failure, 1)})
+	srv := o.server(&stageRun{scrapes: []Scrape{{0, f}, {1, f}}, fails: make([]failure, 1)}, 0)
 	var warn string
 	for _, w := range srv.Warnings {
 		if strings.Contains(w, "known server") {

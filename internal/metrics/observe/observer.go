@@ -65,6 +65,11 @@ type stageRun struct {
 	scrapes []Scrape
 	fails   []failure // by endpoint
 
+	// outTokens and requests count the requests that ended in the stage
+	// (warm-up and failures too: the GPUs spent energy on them) and their
+	// output tokens, for the energy per token and per request.
+	outTokens, requests atomic.Int64
+
 	// ttft holds the TTFTs (ms) of successful requests by the second of
 	// the stage they were sent in.
 	mu   sync.Mutex
@@ -159,14 +164,17 @@ func (o *Observer) Close() { o.stop() }
 // Sent does nothing: scraping does not look at requests.
 func (o *Observer) Sent(string, time.Time, time.Time, bool) {}
 
-// Record keeps a successful request's TTFT under the second it was sent
-// in, for the correlation of queue depth with TTFT.
+// Record counts every request and its output tokens for the energy
+// figures, and keeps a successful request's TTFT under the second it was
+// sent in, for the correlation of queue depth with TTFT.
 func (o *Observer) Record(_ string, rec *record.Record) {
-	if rec.Warmup || rec.Err != record.OK || rec.FirstToken.IsZero() {
-		return
-	}
 	sr := o.cur.Load()
 	if sr == nil {
+		return
+	}
+	sr.requests.Add(1)
+	sr.outTokens.Add(int64(rec.OutputTokens))
+	if rec.Warmup || rec.Err != record.OK || rec.FirstToken.IsZero() {
 		return
 	}
 	k := int(rec.Sent.Sub(sr.start) / time.Second)
@@ -188,11 +196,12 @@ func (o *Observer) StageEnd(_ runner.Stage, sc *result.Scenario) {
 	if sr == nil {
 		return
 	}
-	sc.Server = o.server(sr)
+	sc.Server = o.server(sr, sc.DurationS)
 }
 
-// server computes the Server section from a stage's scrapes.
-func (o *Observer) server(sr *stageRun) *result.Server {
+// server computes the Server section from a stage's scrapes; the energy
+// figures are over the stage's first durationS seconds.
+func (o *Observer) server(sr *stageRun, durationS float64) *result.Server {
 	srv := &result.Server{IntervalS: o.cfg.Interval.Seconds(), OffsetsS: []float64{}, Series: map[string]result.ServerSeries{}}
 	for _, ep := range o.cfg.Endpoints {
 		srv.Endpoints = append(srv.Endpoints, scrub.URL(ep))
@@ -223,6 +232,7 @@ func (o *Observer) server(sr *stageRun) *result.Server {
 	if len(figs) > 0 {
 		srv.Figures = figs
 	}
+	energyFigures(srv, sr.scrapes, durationS, sr.outTokens.Load(), sr.requests.Load())
 	srv.Warnings = append(srv.Warnings, warns...)
 	return srv
 }

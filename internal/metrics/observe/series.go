@@ -21,7 +21,8 @@ type Scrape struct {
 // Compute turns a stage's scrapes into named series: every known series
 // whose metrics were scraped, and one per custom selector (its kind taken
 // from the metric's type: gauges as they are, counters as per-second rates
-// named rate(SELECTOR), histograms as p50(SELECTOR) and p99(SELECTOR)). The
+// named rate(SELECTOR) in the counter's unit per second (see rateUnit),
+// histograms as p50(SELECTOR) and p99(SELECTOR)). The
 // warnings name custom selectors that matched nothing.
 func Compute(scrapes []Scrape, custom []Selector) (map[string]result.ServerSeries, []string) {
 	out := map[string]result.ServerSeries{}
@@ -50,7 +51,7 @@ func Compute(scrapes []Scrape, custom []Selector) (map[string]result.ServerSerie
 		s := source{sel: sel, scale: 1}
 		switch typ {
 		case dto.MetricType_COUNTER:
-			add(out, "rate("+sel.String()+")", "1/s", rateKind, sumOf, s, scrapes, true)
+			add(out, "rate("+sel.String()+")", rateUnit(family(scrapes, sel)), rateKind, sumOf, s, scrapes, true)
 		case dto.MetricType_HISTOGRAM:
 			add(out, sel.String(), "value", quantileKind, sumOf, s, scrapes, true)
 		case dto.MetricType_GAUGE, dto.MetricType_UNTYPED:

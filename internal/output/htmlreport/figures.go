@@ -9,13 +9,14 @@ import (
 	"github.com/spate-dev/spate/internal/chaos"
 	"github.com/spate-dev/spate/internal/client/vector"
 	"github.com/spate-dev/spate/internal/client/workflow"
+	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/probe"
 	"github.com/spate-dev/spate/internal/verdict/capacity"
 	"github.com/spate-dev/spate/result"
 )
 
 // figureBlock is one feature section of a run (checks, resilience, chaos,
-// vector search, workflow, probes, capacity), shown as the same text the
+// GPU energy, vector search, workflow, probes, capacity), shown as the same text the
 // console prints.
 type figureBlock struct {
 	Title, Text string
@@ -51,6 +52,9 @@ func figureBlocks(r *result.Result) []figureBlock {
 		}
 		if sc.Chaos != nil {
 			add("Chaos · "+sc.Name, func(w io.Writer) error { return chaos.WriteSummary(w, sc.Name, sc.Chaos) })
+		}
+		if t := metrics.EnergyText(sc.Server); t != "" {
+			add("GPU energy · "+sc.Name, func(w io.Writer) error { _, err := io.WriteString(w, t); return err })
 		}
 		if sc.Probes != nil {
 			add("Security probes · "+sc.Name, func(w io.Writer) error { return probe.WriteFigures(w, sc.Name, sc.Probes) })

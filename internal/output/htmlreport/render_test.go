@@ -156,13 +156,15 @@ func TestRenderFeatureFigures(t *testing.T) {
 	sc.Resilience = &result.Resilience{SlopeWindowS: 10, SlopeWindows: 5, TTFTp99SlopeMSPerS: &slope,
 		Recoveries: []result.Recovery{{Event: "load_step", Recovered: true, RecoveryS: 3}}}
 	sc.Workflow = &result.Workflow{Name: "rag", Runs: 4, Succeeded: 4, Steps: []result.WorkflowStep{{Name: "embed", Runs: 4}}}
+	sc.Server = &result.Server{EnergySource: "estimated", Figures: map[string]float64{"gpu_energy_j": 804, "gpu_power_mean_w": 402, "gpu_energy_j_per_output_token": 0.42, "gpu_energy_j_per_request": 26.8}}
 	var b bytes.Buffer
 	if err := Render(&b, []*result.Result{r}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
 	for _, want := range []string{`<section id="figures">`, "Answer checks · &lt;peak&gt;", "8 of 10 answers passed their checks (80.0 %) · sTPS 3.00 tasks/s (checked 2.50)",
-		"TTFT p99 slope &#43;1.50 ms/s (median over 5 windows of 10 s)", "recovery after load_step at 0 s: 3 s", "Workflow steps", "embed"} {
+		"TTFT p99 slope &#43;1.50 ms/s (median over 5 windows of 10 s)", "recovery after load_step at 0 s: 3 s", "Workflow steps", "embed",
+		"GPU energy · &lt;peak&gt;", "GPU 402 W mean, 804 J (estimated), 0.42 J/output token, 26.8 J/request"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -417,7 +417,8 @@ next:
 	return false
 }
 
-// server writes the system under test's own figures, when scraped.
+// server writes the system under test's own figures, when scraped, and
+// its GPUs' energy.
 func server(b *strings.Builder, s *result.Server) {
 	if s == nil {
 		return
@@ -438,6 +439,9 @@ func server(b *strings.Builder, s *result.Server) {
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(b, "server     %s\n", strings.Join(parts, " · "))
+	}
+	if t := metrics.EnergyText(s); t != "" {
+		fmt.Fprintf(b, "energy     %s\n", t)
 	}
 	for _, w := range s.Warnings {
 		fmt.Fprintf(b, "warning: server metrics: %s\n", scrub.Text(w, 2000))

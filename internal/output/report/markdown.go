@@ -150,6 +150,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		if t := iceText(&sc); t != "" {
 			notes = append(notes, fmt.Sprintf("stage %s: ICE %s", sc.Name, t))
 		}
+		if t := metrics.EnergyText(sc.Server); t != "" {
+			notes = append(notes, fmt.Sprintf("stage %s: energy: %s", sc.Name, t))
+		}
 		if sc.Output != nil {
 			for _, w := range sc.Output.Warnings {
 				notes = append(notes, fmt.Sprintf("stage %s: answers: %s", sc.Name, w))
