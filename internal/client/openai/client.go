@@ -111,6 +111,7 @@ type Client struct {
 	// raw is the reactor path's client, nil when net/http is used.
 	raw       *rawhttp.Client
 	rawTarget rawTarget
+	h2        h2Probe // whether the target speaks HTTP/2 only
 }
 
 // NewTransport returns an HTTP transport for load generation: no
@@ -390,6 +391,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 			// No response at all: the connection died before headers.
 			kind = record.ConnectReset
 		}
+		kind, msg = c.asHTTP2Only(ctx, err, kind, msg)
 		rec.Fail(kind, msg, time.Now())
 		return
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/scrub"
 )
 
@@ -29,7 +30,13 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	where := scrub.URL(base) + "/models"
 	resp, err := c.getModels(ctx, Endpoint(c.cfg.BaseURL, "/models"))
 	if err != nil {
-		_, msg := classify(ctx, err)
+		kind, msg := classify(ctx, err)
+		if reset(err) {
+			kind = record.ConnectReset
+		}
+		if _, h2 := c.asHTTP2Only(ctx, err, kind, msg); h2 == http2Only {
+			return nil, unreachable(fmt.Sprintf("target %s: %s", scrub.URL(base), http2Only))
+		}
 		return nil, unreachable(fmt.Sprintf("target %s is unreachable: %s", scrub.URL(base), msg))
 	}
 	defer resp.Body.Close()
@@ -133,7 +140,7 @@ func (c *Client) maxModelID() int64 {
 // its models (an HTTP error on /models) is reachable.
 func (c *Client) Check(ctx context.Context) error {
 	_, err := c.Models(ctx)
-	if err != nil && strings.Contains(err.Error(), "unreachable") {
+	if err != nil && (errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "unreachable")) {
 		return err
 	}
 	return nil

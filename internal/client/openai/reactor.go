@@ -230,6 +230,9 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		case kind == record.RequestFailed && st.status != 0:
 			kind = record.StreamBroken
 		}
+		if st.status == 0 {
+			kind, msg = c.asHTTP2Only(ctx, err, kind, msg)
+		}
 		rec.Fail(kind, msg, time.Now())
 		return true
 	}

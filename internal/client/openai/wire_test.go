@@ -43,6 +43,12 @@ func sseWith(body string) []byte {
 	return []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 }
 
+// h2Preface is what an HTTP/2-only server sends an HTTP/1.1 client: its
+// SETTINGS frame (MAX_CONCURRENT_STREAMS 250, INITIAL_WINDOW_SIZE 1 MiB),
+// then a GOAWAY with PROTOCOL_ERROR (RFC 9113 §6.5, §6.8).
+const h2Preface = "\x00\x00\x0c\x04\x00\x00\x00\x00\x00" + "\x00\x03\x00\x00\x00\xfa" + "\x00\x04\x00\x10\x00\x00" +
+	"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x01"
+
 // gzipped is a 200 SSE response with body gzip-compressed, as a server
 // that compresses unasked sends it.
 func gzipped(body string) []byte {
@@ -117,6 +123,9 @@ func TestOneReadingOfTheWire(t *testing.T) {
 		{"gzip body unasked", gzipped("data: " + wireChunkA + "\n\ndata: [DONE]\n\n"), Chat, record.BadResponse, "compressed the body (Content-Encoding: gzip) though spate asked for identity", 0, 0},
 		{"br body unasked", []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: br\r\nContent-Length: 4\r\n\r\n\x8b\x01\x80\x03"), Chat, record.BadResponse, "Content-Encoding: br", 0, 0},
 		{"identity named", []byte(strings.Replace(string(sseWith("data: "+wireChunkA+"\n\ndata: "+wireChunkB+"\n\ndata: "+wireUsage+"\n\ndata: [DONE]\n\n")), "\r\n\r\n", "\r\nContent-Encoding: identity\r\n\r\n", 1)), Chat, record.OK, "", 2, 3},
+		// An HTTP/2-only server's preface (SETTINGS, then GOAWAY) where
+		// the HTTP/1.1 response was due.
+		{"HTTP/2 only", []byte(h2Preface), Chat, record.BadResponse, "speaks HTTP/2 only", 0, 0},
 		{"HTML, not a stream", []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 14\r\n\r\n<html>hi</html"), Chat, record.BadResponse, "it began <html>hi</html", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
