@@ -391,7 +391,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 			// No response at all: the connection died before headers.
 			kind = record.ConnectReset
 		}
-		kind, msg = c.asHTTP2Only(ctx, err, kind, msg)
+		kind, msg = c.asHTTP2Only(err, kind, msg)
 		rec.Fail(kind, msg, time.Now())
 		return
 	}

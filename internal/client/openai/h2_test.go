@@ -36,11 +36,12 @@ func h2OnlyServer(t *testing.T) string {
 	return "http://" + ln.Addr().String()
 }
 
-// TestHTTP2OnlyServer: against an HTTP/2-only server both readers fail
-// each request as bad_response saying the server speaks HTTP/2 only, and
-// the pre-run check fails saying so. Before, both said
+// TestHTTP2OnlyServer: against an HTTP/2-only server the check before a
+// run fails saying the server speaks HTTP/2 only, and so does every
+// request after it (bad_response), on both readers. Before, both said
 // "connection reset by peer" (connect_reset), and the check "target … is
-// unreachable".
+// unreachable". A request sent before any check is reset with no byte
+// to tell why: it stays connect_reset (no probe is sent during a run).
 func TestHTTP2OnlyServer(t *testing.T) {
 	url := h2OnlyServer(t)
 	for _, netHTTP := range []bool{false, true} {
@@ -48,14 +49,18 @@ func TestHTTP2OnlyServer(t *testing.T) {
 			continue
 		}
 		c := newClient(t, url, func(c *Config) { c.NetHTTP = netHTTP })
-		rec := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
+		before := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
 		err := c.Check(t.Context())
+		after := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
 		c.Close()
-		if rec.Err != record.BadResponse || !strings.Contains(rec.ErrMsg, "speaks HTTP/2 only") {
-			t.Errorf("net/http %v: %q %q, want bad_response: speaks HTTP/2 only", netHTTP, rec.Err, rec.ErrMsg)
+		if before.Err != record.ConnectReset {
+			t.Errorf("net/http %v: before the check %q %q, want connect_reset", netHTTP, before.Err, before.ErrMsg)
 		}
 		if err == nil || !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "speaks HTTP/2 only") {
 			t.Errorf("net/http %v: check: %v, want that the server speaks HTTP/2 only", netHTTP, err)
+		}
+		if after.Err != record.BadResponse || !strings.Contains(after.ErrMsg, "speaks HTTP/2 only") {
+			t.Errorf("net/http %v: after the check %q %q, want bad_response: speaks HTTP/2 only", netHTTP, after.Err, after.ErrMsg)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		if reset(err) {
 			kind = record.ConnectReset
 		}
-		if _, h2 := c.asHTTP2Only(ctx, err, kind, msg); h2 == http2Only {
+		if c.checkHTTP2Only(ctx, err, kind) {
 			return nil, unreachable(fmt.Sprintf("target %s: %s", scrub.URL(base), http2Only))
 		}
 		return nil, unreachable(fmt.Sprintf("target %s is unreachable: %s", scrub.URL(base), msg))

@@ -3,6 +3,7 @@ package openai
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/llmtest"
 	"github.com/spate-dev/spate/result"
 )
 
@@ -154,4 +156,41 @@ func TestHTTPPhasesAgainstKnownServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDNSPhaseOverNetHTTP: net/http's trace hooks give the name lookup
+// of each new connection against a DNS server that answers 25 ms after
+// each query: the stage's dns_ms p50 is 25 ms within a few ms above, over
+// every request (each opened a connection).
+func TestDNSPhaseOverNetHTTP(t *testing.T) {
+	const lookup, n = 25 * time.Millisecond, 7
+	dns, err := llmtest.NewDNS(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	s := phasedServer(t, 0, 0, false, false)
+	_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
+	tr := NewTransport()
+	tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, Resolver: dns.Resolver}).DialContext
+	c := newClient(t, "http://"+net.JoinHostPort("phases.test", port), func(c *Config) { c.HTTP = &http.Client{Transport: tr} })
+	defer c.Close()
+	rc := metrics.New(metrics.Config{Start: time.Now(), Mode: "closed", Concurrency: 1})
+	for range n {
+		rec := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
+		if rec.Failed() {
+			t.Fatalf("%s: %s", rec.Err, rec.ErrMsg)
+		}
+		rc.Sent(rec.Sent, rec.Intended, false)
+		rc.Record(rec)
+	}
+	sc, _, err := rc.Scenario("s", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Load.HTTPPhases
+	if p == nil || p.DNSMS == nil || p.DNSMS.Count != n {
+		t.Fatalf("http_phases %+v: want dns_ms over %d requests", p, n)
+	}
+	near(t, "dns_ms p50", time.Duration(p.DNSMS.P50*float64(time.Millisecond)), lookup+7500*time.Microsecond, 7500*time.Microsecond)
 }

@@ -231,7 +231,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 			kind = record.StreamBroken
 		}
 		if st.status == 0 {
-			kind, msg = c.asHTTP2Only(ctx, err, kind, msg)
+			kind, msg = c.asHTTP2Only(err, kind, msg)
 		}
 		rec.Fail(kind, msg, time.Now())
 		return true

@@ -2,6 +2,7 @@ package rawhttp
 
 import (
 	"errors"
+	"net"
 	"runtime"
 	"strconv"
 	"time"
@@ -26,6 +27,8 @@ type Config struct {
 	// time between two reads of one stream it saw lately, within
 	// [MinTick, Tick], so that a stream's events seldom share a read.
 	Tick time.Duration
+	// Resolver looks the address's name up (nil: the system's resolver).
+	Resolver *net.Resolver
 	// ReadStamps stamps each read with the time it returned, as on a
 	// socket that gives no receive time, instead of asking the kernel for
 	// its receive time (SO_TIMESTAMPNS).

@@ -261,7 +261,7 @@ func (c *Client) dial(ctx context.Context) (*conn, DialTimes, error) {
 	// The first socket's time, as an offset from start (the dialer may
 	// try two address families at once, on two goroutines).
 	var sock atomic.Int64
-	d := net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second,
+	d := net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second, Resolver: c.cfg.Resolver,
 		ControlContext: func(context.Context, string, string, syscall.RawConn) error {
 			sock.CompareAndSwap(0, max(int64(time.Since(start)), 1))
 			return nil
