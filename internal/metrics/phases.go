@@ -30,7 +30,7 @@ func IsPhase(key string) bool {
 func (r *Recorder) recordPhases(rec *record.Record) {
 	for p := range record.NumPhases {
 		if d, ok := rec.Phases.Get(p); ok {
-			r.hists[PhaseKeys[p]].recordDuration(d)
+			r.phases[p].recordDuration(d)
 		}
 	}
 }

@@ -120,6 +120,8 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	hists map[string]*Hist
+	// phases are the HTTP phases' histograms among hists, by phase.
+	phases [record.NumPhases]*Hist
 	// readLag holds each request's read lag, when its client measures it;
 	// events and lateEvents add up those requests' content events,
 	// firsts and lateFirsts their first tokens, gaps and lateGaps their
@@ -205,8 +207,9 @@ func New(cfg Config) *Recorder {
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
 	}
-	for _, k := range PhaseKeys {
-		r.hists[k] = newLatencyHist()
+	for p, k := range PhaseKeys {
+		r.phases[p] = newLatencyHist()
+		r.hists[k] = r.phases[p]
 	}
 	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
 		r.hists[k] = newCountHist()
