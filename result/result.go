@@ -290,6 +290,9 @@ type Load struct {
 	AchievedTokenRate float64 `json:"achieved_token_rate,omitempty"`
 	ServedTokenRate   float64 `json:"served_token_rate,omitempty"`
 	ServedTokenSource string  `json:"served_token_source,omitempty"`
+	// HTTPPhases are the HTTP phases of the stage's requests (see
+	// HTTPPhases), nil when the client measured none.
+	HTTPPhases *HTTPPhases `json:"http_phases,omitempty"`
 }
 
 // Validity is how a stage's measurement was judged: the checks that failed
@@ -524,4 +527,25 @@ func ReadContext(ctx context.Context, path string) (*Result, error) {
 		return nil, fmt.Errorf("reading result %s: schema %q, want %q", path, r.Schema, Schema)
 	}
 	return &r, nil
+}
+
+// HTTPPhases are the HTTP phases of a stage's measured requests
+// (docs/figures.md, "HTTP phases"), in milliseconds: each a distribution
+// over the requests that had the phase, its count beside. A request on a
+// reused connection has no DNS, connect or TLS phase (absent, not 0), so
+// those are over the requests that opened a connection; DNS only over
+// those whose target was a name, TLS only over https ones. A phase no
+// request had is absent.
+type HTTPPhases struct {
+	// DNSMS is the name lookup of a new connection.
+	DNSMS *Dist `json:"dns_ms,omitempty"`
+	// ConnectMS is the TCP connect of a new connection.
+	ConnectMS *Dist `json:"connect_ms,omitempty"`
+	// TLSMS is the TLS handshake of a new https connection.
+	TLSMS *Dist `json:"tls_ms,omitempty"`
+	// WriteMS is from the connection ready to the request written whole.
+	WriteMS *Dist `json:"write_ms,omitempty"`
+	// FirstByteMS is from the request written to the first byte of the
+	// response: the server's time to first byte.
+	FirstByteMS *Dist `json:"first_byte_ms,omitempty"`
 }

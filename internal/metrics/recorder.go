@@ -120,6 +120,8 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	hists map[string]*Hist
+	// phases are the HTTP phases' histograms among hists, by phase.
+	phases [record.NumPhases]*Hist
 	// readLag holds each request's read lag, when its client measures it;
 	// events and lateEvents add up those requests' content events,
 	// firsts and lateFirsts their first tokens, gaps and lateGaps their
@@ -204,6 +206,10 @@ func New(cfg Config) *Recorder {
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
+	}
+	for p, k := range PhaseKeys {
+		r.phases[p] = newLatencyHist()
+		r.hists[k] = r.phases[p]
 	}
 	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
 		r.hists[k] = newCountHist()
@@ -353,6 +359,7 @@ func (r *Recorder) Record(rec *record.Record) {
 	if !rec.Written.IsZero() {
 		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
 	}
+	r.recordPhases(rec)
 	if rec.ReadLag > 0 {
 		r.readLag.recordDuration(rec.ReadLag)
 		r.events += int64(rec.Chunks)
@@ -502,8 +509,9 @@ func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[st
 		if h.h.TotalCount() == 0 {
 			continue
 		}
-		switch k {
-		case ScheduleLag, SlotWait, SendDelay:
+		switch {
+		case k == ScheduleLag, k == SlotWait, k == SendDelay:
+		case IsPhase(k): // in load()
 		default:
 			sc.Metrics[k] = h.Summary()
 		}
@@ -660,6 +668,9 @@ func (r *Recorder) load() result.Load {
 		Missed:        r.missed,
 		GraceMS:       float64(r.grace) / float64(time.Millisecond),
 		Valid:         true,
+	}
+	for _, k := range PhaseKeys {
+		SetPhase(&l, k, r.hists[k].Summary())
 	}
 	if span := r.lastSent.Sub(r.firstSent).Seconds(); r.sentN > 1 && span > 0 {
 		l.AchievedRate = float64(r.sentN-1) / span

@@ -52,10 +52,37 @@ type line struct {
 	// asked.
 	FinishReason string `json:"finish_reason,omitempty"`
 	MaxTokens    int    `json:"max_tokens,omitempty"`
+	// HTTP is the request's HTTP phases, when the client measured them.
+	HTTP *phasesLine `json:"http_phases,omitempty"`
 	// Entropy is the answer's mean token entropy (nats) over EntropyTokens
 	// tokens with top logprobs, when the request asked for them.
 	Entropy       *float64 `json:"entropy,omitempty"`
 	EntropyTokens int      `json:"entropy_tokens,omitempty"`
+}
+
+// phasesLine is a record's HTTP phases (see Phases), each absent when the
+// request did not go through it.
+type phasesLine struct {
+	DNS       *float64 `json:"dns_ms,omitempty"`
+	Connect   *float64 `json:"connect_ms,omitempty"`
+	TLS       *float64 `json:"tls_ms,omitempty"`
+	Write     *float64 `json:"write_ms,omitempty"`
+	FirstByte *float64 `json:"first_byte_ms,omitempty"`
+}
+
+// phasesOf is r's HTTP phases as a records line has them, nil when none.
+func phasesOf(r *Record) *phasesLine {
+	if !r.Phases.Any() {
+		return nil
+	}
+	var pl phasesLine
+	for p, f := range [NumPhases]**float64{&pl.DNS, &pl.Connect, &pl.TLS, &pl.Write, &pl.FirstByte} {
+		if d, ok := r.Phases.Get(Phase(p)); ok {
+			v := ms(d)
+			*f = &v
+		}
+	}
+	return &pl
 }
 
 // stepLine is one step of a multi-step request.
@@ -117,6 +144,7 @@ func (w *Writer) Write(scenario string, r *Record) {
 		l.Recall = &v
 	}
 	l.FinishReason, l.MaxTokens = r.FinishReason, r.RequestedOutput
+	l.HTTP = phasesOf(r)
 	if r.EntropyTokens > 0 {
 		v := r.Entropy
 		l.Entropy, l.EntropyTokens = &v, r.EntropyTokens

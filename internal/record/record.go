@@ -230,6 +230,10 @@ type Record struct {
 	EntropyTokens int
 	TailMass      float64
 	EntropyBound  float64
+	// Phases are the request's HTTP phases (DNS, connect, TLS, write,
+	// first byte), each present only when it happened (see Phases).
+	Phases Phases
+
 	// PacedTokens is what token-rate pacing counted for the request (its
 	// expected tokens), 0 when the stage is not paced in tokens or for a
 	// conversation's later turns (the first carries the conversation's).

@@ -49,6 +49,8 @@ func TestWriter(t *testing.T) {
 	r.Gaps = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
 	r.OutputTokens, r.OutputSource = 3, TokensUsage
 	r.FinishReason, r.RequestedOutput, r.Entropy, r.EntropyTokens = "length", 3, 1.25, 3
+	r.Phases.Set(PhaseWrite, 250*time.Microsecond)
+	r.Phases.Set(PhaseFirstByte, 15*time.Millisecond)
 	w.Write("main", r)
 	r.Fail(HTTPStatus(503), "HTTP 503", r.End)
 	w.Write("main", r)
@@ -66,6 +68,11 @@ func TestWriter(t *testing.T) {
 	if l["seq"].(float64) != 7 || l["ttft_ms"].(float64) != 20 || l["intended_ms"].(float64) != 1000 || l["output_source"] != "usage" || len(l["itl_ms"].([]any)) != 2 ||
 		l["finish_reason"] != "length" || l["max_tokens"].(float64) != 3 || l["entropy"].(float64) != 1.25 || l["entropy_tokens"].(float64) != 3 {
 		t.Fatalf("line %s", lines[0])
+	}
+	// Phases it had, and none it did not (a reused connection: no
+	// connect, not 0).
+	if !bytes.Contains(lines[0], []byte(`"http_phases":{"write_ms":0.25,"first_byte_ms":15}`)) {
+		t.Fatalf("line %s: want http_phases with write and first byte alone", lines[0])
 	}
 	if !bytes.Contains(lines[1], []byte(`"error":"http_503"`)) {
 		t.Fatalf("line %s", lines[1])

@@ -112,6 +112,7 @@ type Client struct {
 	// raw is the reactor path's client, nil when net/http is used.
 	raw       *rawhttp.Client
 	rawTarget rawTarget
+	h2        h2Probe // whether the target speaks HTTP/2 only
 	// listing is what the last model listing's answer said of the
 	// server (Server).
 	listing atomic.Pointer[result.ServerInfo]
@@ -247,6 +248,7 @@ type stream struct {
 	// response (see Field).
 	retryAfter string
 	location   bool
+	encoding   string     // Content-Encoding
 	ent        entropyAcc // the answer's token entropies
 }
 
@@ -359,18 +361,21 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	// WroteRequest runs on the transport's writer goroutine, which Do does
 	// not wait for: hand the time over atomically, as an offset from Sent.
 	var written atomic.Int64
+	pt := &phaseTrace{sent: rec.Sent}
 	defer func() {
 		if d := written.Load(); d > 0 {
 			rec.Written = rec.Sent.Add(time.Duration(d))
 		}
+		pt.fill(&rec.Phases)
 	}()
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { written.Store(max(int64(time.Since(rec.Sent)), 1)) }}
+	trace := pt.hooks(func(t int64) { written.Store(t) })
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		rec.Fail(record.RequestFailed, err.Error(), time.Now())
 		return
 	}
 	hreq.Header.Set("Content-Type", "application/json")
+	c.setIdentity(hreq.Header)
 	if c.cfg.Stream && c.cfg.API != Embeddings {
 		hreq.Header.Set("Accept", "text/event-stream")
 	}
@@ -390,6 +395,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 			// No response at all: the connection died before headers.
 			kind = record.ConnectReset
 		}
+		kind, msg = c.asHTTP2Only(err, kind, msg)
 		rec.Fail(kind, msg, time.Now())
 		return
 	}
@@ -399,6 +405,11 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		rec.Fail(record.HTTPStatus(resp.StatusCode), statusMessage(resp.StatusCode, snippet), time.Now())
 		rec.RetryAfter = RetryAfter(resp.StatusCode, resp.Header.Get("Retry-After"), time.Now())
+		return
+	}
+	if err := c.encodingError(resp.Header.Get("Content-Encoding")); err != nil {
+		kind, msg := classify(ctx, err)
+		rec.Fail(kind, msg, time.Now())
 		return
 	}
 	var src io.Reader = resp.Body

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/serverinfo"
 	"github.com/spate-dev/spate/result"
@@ -32,7 +33,13 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	sent := time.Now()
 	resp, err := c.getModels(ctx, Endpoint(c.cfg.BaseURL, "/models"))
 	if err != nil {
-		_, msg := classify(ctx, err)
+		kind, msg := classify(ctx, err)
+		if reset(err) {
+			kind = record.ConnectReset
+		}
+		if c.checkHTTP2Only(ctx, err, kind) {
+			return nil, unreachable(fmt.Sprintf("target %s: %s", scrub.URL(base), http2Only))
+		}
 		return nil, unreachable(fmt.Sprintf("target %s is unreachable: %s", scrub.URL(base), msg))
 	}
 	defer resp.Body.Close()
@@ -160,7 +167,7 @@ func (c *Client) Traps() []string {
 // that does not list its models (an HTTP error on /models) is reachable.
 func (c *Client) Check(ctx context.Context) error {
 	_, err := c.Models(ctx)
-	if err != nil && (strings.Contains(err.Error(), "unreachable") || errors.Is(err, ErrTargetWithoutV1)) {
+	if err != nil && (errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "unreachable") || errors.Is(err, ErrTargetWithoutV1)) {
 		return err
 	}
 	return nil

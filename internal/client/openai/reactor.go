@@ -71,6 +71,9 @@ func (c *Client) appendRequest(b []byte, body []byte, rec *record.Record) []byte
 	if _, ok := own["User-Agent"]; !ok {
 		b = append(b, "User-Agent: spate\r\n"...)
 	}
+	if _, ok := own["Accept-Encoding"]; !ok {
+		b = append(b, "Accept-Encoding: identity\r\n"...)
+	}
 	if _, ok := own["Authorization"]; !ok && c.cfg.APIKey != "" {
 		b = append(b, "Authorization: Bearer "...)
 		b = append(b, c.cfg.APIKey...)
@@ -101,6 +104,8 @@ func (st *stream) Field(name, value []byte) {
 		st.retryAfter = string(value)
 	case bytes.EqualFold(name, []byte("Location")):
 		st.location = true
+	case bytes.EqualFold(name, []byte("Content-Encoding")):
+		st.encoding = string(value)
 	}
 }
 
@@ -118,6 +123,9 @@ func (st *stream) Header(status int, _ rawhttp.Read) error {
 	}
 	if st.trace != nil && st.trace.GotFirstResponseByte != nil {
 		st.trace.GotFirstResponseByte()
+	}
+	if status == http.StatusOK {
+		return st.c.encodingError(st.encoding)
 	}
 	return nil
 }
@@ -181,7 +189,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
 	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound = false, false, 0, 0, 0
-	st.retryAfter, st.location = "", false
+	st.retryAfter, st.location, st.encoding = "", false, ""
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
 	st.trace = httptrace.ContextClientTrace(ctx)
@@ -197,6 +205,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	if !res.Written.IsZero() {
 		rec.Written = res.Written
 	}
+	res.FillPhases(&rec.Phases)
 	rec.ReadLag = max(res.ReadLag, 1) // measured, even when it rounds to 0
 	if st.status != 0 {
 		rec.Status = st.status
@@ -220,6 +229,9 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 			kind = record.BadResponse
 		case kind == record.RequestFailed && st.status != 0:
 			kind = record.StreamBroken
+		}
+		if st.status == 0 {
+			kind, msg = c.asHTTP2Only(err, kind, msg)
 		}
 		rec.Fail(kind, msg, time.Now())
 		return true

@@ -1,7 +1,11 @@
 package openai
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +41,23 @@ func recording(t *testing.T, name string) []byte {
 // keep-alive connection.
 func sseWith(body string) []byte {
 	return []byte(fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+}
+
+// h2Preface is what an HTTP/2-only server sends an HTTP/1.1 client: its
+// SETTINGS frame (MAX_CONCURRENT_STREAMS 250, INITIAL_WINDOW_SIZE 1 MiB),
+// then a GOAWAY with PROTOCOL_ERROR (RFC 9113 §6.5, §6.8).
+const h2Preface = "\x00\x00\x0c\x04\x00\x00\x00\x00\x00" + "\x00\x03\x00\x00\x00\xfa" + "\x00\x04\x00\x10\x00\x00" +
+	"\x00\x00\x08\x07\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00" + "\x00\x00\x00\x01"
+
+// gzipped is a 200 SSE response with body gzip-compressed, as a server
+// that compresses unasked sends it.
+func gzipped(body string) []byte {
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	_, _ = w.Write([]byte(body))
+	_ = w.Close()
+	head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n", z.Len())
+	return append([]byte(head), z.Bytes()...)
 }
 
 // jsonWith is a 200 JSON response with body.
@@ -97,6 +118,14 @@ func TestOneReadingOfTheWire(t *testing.T) {
 		{"vLLM error event mid-stream", sseWith("data: " + wireChunkA + "\n\ndata: {\"object\":\"error\",\"message\":\"engine died\",\"code\":500}\n\n"), Chat, record.StreamBroken, "engine died", 0, 0},
 		{"JSON error after the events", sseWith("data: " + wireChunkA + "\n\n{\"error\":{\"message\":\"overloaded\"}}\n"), Chat, record.StreamBroken, "overloaded", 0, 0},
 		{"stream without [DONE]", sseWith("data: " + wireChunkA + "\n\n"), Chat, record.StreamBroken, "without data: [DONE]", 0, 0},
+		// A body compressed though identity was asked (both readers
+		// send Accept-Encoding: identity).
+		{"gzip body unasked", gzipped("data: " + wireChunkA + "\n\ndata: [DONE]\n\n"), Chat, record.BadResponse, "compressed the body (Content-Encoding: gzip) though spate asked for identity", 0, 0},
+		{"br body unasked", []byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: br\r\nContent-Length: 4\r\n\r\n\x8b\x01\x80\x03"), Chat, record.BadResponse, "Content-Encoding: br", 0, 0},
+		{"identity named", []byte(strings.Replace(string(sseWith("data: "+wireChunkA+"\n\ndata: "+wireChunkB+"\n\ndata: "+wireUsage+"\n\ndata: [DONE]\n\n")), "\r\n\r\n", "\r\nContent-Encoding: identity\r\n\r\n", 1)), Chat, record.OK, "", 2, 3},
+		// An HTTP/2-only server's preface (SETTINGS, then GOAWAY) where
+		// the HTTP/1.1 response was due.
+		{"HTTP/2 only", []byte(h2Preface), Chat, record.BadResponse, "speaks HTTP/2 only", 0, 0},
 		{"HTML, not a stream", []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 14\r\n\r\n<html>hi</html"), Chat, record.BadResponse, "it began <html>hi</html", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +172,38 @@ func TestWholeAnswerErrorKeepsMessage(t *testing.T) {
 		c.Close()
 		if rec.Err != record.BadResponse || !strings.Contains(rec.ErrMsg, tc.msg) {
 			t.Errorf("%s: %q %q, want %q with %q", tc.body, rec.Err, rec.ErrMsg, record.BadResponse, tc.msg)
+		}
+	}
+}
+
+// TestAsksForIdentity: both readers ask for the body as it is
+// (Accept-Encoding: identity; before, neither said anything, and a server
+// was free to compress), unless the run's headers ask otherwise.
+func TestAsksForIdentity(t *testing.T) {
+	got := make(chan string, 1)
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Accept-Encoding")
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: " + wireChunkA + "\n\ndata: [DONE]\n\n"))
+	}))
+	defer s.Close()
+	for _, netHTTP := range []bool{false, true} {
+		for _, own := range []string{"", "br"} {
+			c := newClient(t, s.URL, func(c *Config) {
+				c.NetHTTP = netHTTP
+				if own != "" {
+					c.Headers = http.Header{"Accept-Encoding": {own}}
+				}
+			})
+			rec := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
+			c.Close()
+			want := "identity"
+			if own != "" {
+				want = own
+			}
+			if ae := <-got; ae != want || rec.Failed() {
+				t.Errorf("net/http %v, own %q: Accept-Encoding %q (%s %s), want %q", netHTTP, own, ae, rec.Err, rec.ErrMsg, want)
+			}
 		}
 	}
 }

@@ -121,6 +121,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	if !res.Written.IsZero() {
 		rec.Written = res.Written
 	}
+	res.FillPhases(&rec.Phases)
 	if !st.first.IsZero() {
 		rec.FirstToken = st.first
 		rec.Status = st.status

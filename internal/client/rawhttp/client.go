@@ -2,6 +2,7 @@ package rawhttp
 
 import (
 	"errors"
+	"net"
 	"runtime"
 	"strconv"
 	"time"
@@ -26,6 +27,8 @@ type Config struct {
 	// time between two reads of one stream it saw lately, within
 	// [MinTick, Tick], so that a stream's events seldom share a read.
 	Tick time.Duration
+	// Resolver looks the address's name up (nil: the system's resolver).
+	Resolver *net.Resolver
 	// ReadStamps stamps each read with the time it returned, as on a
 	// socket that gives no receive time, instead of asking the kernel for
 	// its receive time (SO_TIMESTAMPNS).
@@ -93,6 +96,27 @@ type Result struct {
 	// Reused says the request went on a connection that had served
 	// another.
 	Reused bool
+	// Dial is the phases of the connection opened for the request (its
+	// zero value on a reused one).
+	Dial DialTimes
+	// Ready is when the connection was ready to carry the request (taken
+	// from the pool, or opened).
+	Ready time.Time
+	// FirstByte is when the first byte of the response arrived (the
+	// kernel's receive time where the socket gives it); zero when none
+	// did.
+	FirstByte time.Time
+}
+
+// DialTimes are the phases of opening a connection.
+type DialTimes struct {
+	// DNS is how long the name lookup took, when Lookup: a target given
+	// as an IP address has none.
+	DNS    time.Duration
+	Lookup bool
+	// Connect is how long the TCP connect took (0 when no connection was
+	// opened).
+	Connect time.Duration
 }
 
 // LateRead is the read lag over which Result counts a read as late: the

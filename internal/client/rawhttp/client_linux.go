@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -64,6 +65,7 @@ type call struct {
 	short     int // reads in a row that came soon after the one before
 	late      int
 	gotBytes  bool
+	firstByte time.Time   // the first read's stamp (the reactor's)
 	aborted   atomic.Bool // Do gave up on it: the reactor ends it at its next read
 }
 
@@ -137,11 +139,11 @@ func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
 
 func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, error) {
 	cl := &call{h: req.Handler, done: make(chan error, 1)}
-	cn, reused, err := c.get(ctx, cl, req.Head, fresh)
+	cn, reused, dt, err := c.get(ctx, cl, req.Head, fresh)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Reused: reused}
+	res := Result{Reused: reused, Dial: dt, Ready: time.Now()}
 	if err := cn.write(ctx, req.Raw); err != nil {
 		cn.abort(cl)
 		<-cl.done
@@ -165,7 +167,7 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 	for {
 		select {
 		case err := <-cl.done:
-			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
+			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
 			// The request was written: a connection closed or reset now,
 			// even before any byte of a response, fails it. (It was sent
 			// again, up to twice, when the connection was a reused one: a
@@ -178,7 +180,7 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 		case <-ctx.Done():
 			cn.abort(cl)
 			err := <-cl.done
-			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
+			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
 			if err == nil {
 				return res, nil // the response was complete as the context ended
 			}
@@ -198,7 +200,7 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 			}
 			cn.abort(cl)
 			<-cl.done
-			res.ReadLag, res.Reads, res.LateReads = cl.readLag, cl.reads, cl.late
+			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
 			return res, ErrIdleTimeout
 		}
 	}
@@ -208,12 +210,12 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 var epoch = time.Now()
 
 // get returns a connection with cl set as its call: an idle one unless
-// fresh, else a new one.
-func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bool, error) {
+// fresh, else a new one, with the phases of its opening.
+func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bool, DialTimes, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return nil, false, ErrClosed
+		return nil, false, DialTimes{}, ErrClosed
 	}
 	for !fresh && len(c.idle) > 0 {
 		cn := c.idle[len(c.idle)-1]
@@ -227,37 +229,61 @@ func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bo
 			c.mu.Lock()
 			if c.closed {
 				c.mu.Unlock()
-				return nil, false, ErrClosed
+				return nil, false, DialTimes{}, ErrClosed
 			}
 			continue
 		}
 		cn.p.reset(head)
 		cn.call.Store(cl)
-		return cn, true, nil
+		return cn, true, DialTimes{}, nil
 	}
 	c.mu.Unlock()
-	cn, err := c.dial(ctx)
+	cn, dt, err := c.dial(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, false, dt, err
 	}
 	cn.p.reset(head)
 	cn.call.Store(cl)
 	if err := cn.r.register(cn); err != nil {
 		unix.Close(cn.fd)
-		return nil, false, err
+		return nil, false, dt, err
 	}
-	return cn, false, nil
+	return cn, false, dt, nil
 }
 
 // dial connects with net.Dialer (timeouts, context, TCP_NODELAY) and takes
-// the socket over from the Go runtime's poller.
-func (c *Client) dial(ctx context.Context) (*conn, error) {
-	d := net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second}
+// the socket over from the Go runtime's poller. Its phases: the name
+// lookup ends when the dialer makes its first socket (its Control hook),
+// the connect is from then to the dial's return.
+func (c *Client) dial(ctx context.Context) (*conn, DialTimes, error) {
+	var dt DialTimes
+	start := time.Now()
+	// The first socket's time, as an offset from start (the dialer may
+	// try two address families at once, on two goroutines).
+	var sock atomic.Int64
+	d := net.Dialer{Timeout: c.cfg.DialTimeout, KeepAlive: 30 * time.Second, Resolver: c.cfg.Resolver,
+		ControlContext: func(context.Context, string, string, syscall.RawConn) error {
+			sock.CompareAndSwap(0, max(int64(time.Since(start)), 1))
+			return nil
+		}}
 	nc, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
 	if err != nil {
-		return nil, err
+		return nil, dt, err
 	}
 	defer nc.Close()
+	total := time.Since(start)
+	lookup := min(time.Duration(sock.Load()), total)
+	if host, _, herr := net.SplitHostPort(c.cfg.Addr); herr == nil && net.ParseIP(host) == nil {
+		dt.DNS, dt.Lookup = lookup, true
+	}
+	dt.Connect = total - lookup
+	cn, err := c.takeOver(nc)
+	return cn, dt, err
+}
+
+// takeOver takes a dialed connection's socket over from the Go runtime's
+// poller.
+func (c *Client) takeOver(nc net.Conn) (*conn, error) {
 	sc, err := nc.(*net.TCPConn).SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("taking over a connection: %w", err)

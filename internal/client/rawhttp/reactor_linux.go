@@ -506,6 +506,9 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 			if n < len(r.buf) {
 				cl.drainedAt = at
 			}
+			if cl.reads == 0 {
+				cl.firstByte = rd.At
+			}
 			cl.reads++
 			rd.N = cl.reads
 			if lag > LateRead {

@@ -106,6 +106,9 @@ func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, er
 			if j := bytes.Index(p.line[start:], []byte("\n\n")); j >= 0 && (i < 0 || j < i) {
 				i, end = j, 2
 			}
+			if p.status == 0 && len(p.line) >= 9 && IsHTTP2Frame(p.line) {
+				return 0, false, ErrHTTP2
+			}
 			if i < 0 {
 				if len(p.line) > maxHeader {
 					return 0, false, fmt.Errorf("%w: headers longer than %d bytes", ErrMalformed, maxHeader)

@@ -25,7 +25,8 @@ func sample(t testing.TB) *result.Result {
 	sc := func(name string, start time.Time, rate float64) result.Scenario {
 		return result.Scenario{
 			Name: name, StartedAt: start, DurationS: 3,
-			Load:       result.Load{Mode: "open", TargetRate: rate, AchievedRate: rate * 0.9, Valid: rate < 15, InvalidCause: "generator_saturated"},
+			Load: result.Load{Mode: "open", TargetRate: rate, AchievedRate: rate * 0.9, Valid: rate < 15, InvalidCause: "generator_saturated",
+				HTTPPhases: &result.HTTPPhases{ConnectMS: &result.Dist{Count: 4, P50: 0.12, P99: 0.3}, FirstByteMS: &result.Dist{Count: 30, P50: 40, P99: 44}}},
 			Requests:   result.Requests{Total: 30, Succeeded: 29, Failed: 1, Errors: map[string]int{"http_500": 1}},
 			Throughput: result.Throughput{RequestsPerS: rate * 0.9, OutputTokensPerS: 100 * rate},
 			Metrics:    map[string]result.Dist{metrics.TTFT: {Count: 29, P50: 100, P99: 198}, metrics.E2E: {Count: 29, P50: 100, P99: 198}},

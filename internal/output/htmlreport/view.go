@@ -199,6 +199,7 @@ func newStageView(res *result.Result, sc *result.Scenario) stageView {
 			s.Latency = append(s.Latency, latencyRow{r.label, d})
 		}
 	}
+	s.Latency = append(s.Latency, phaseRows(sc.Load.HTTPPhases)...)
 	return s
 }
 
@@ -243,3 +244,24 @@ func num(v float64) string { return fmt.Sprintf("%.1f", v) }
 
 // pct formats a fraction as a percentage.
 func pct(v float64) string { return fmt.Sprintf("%.1f %%", 100*v) }
+
+// phaseRows are the latency table's rows of the HTTP phases
+// (docs/figures.md, "HTTP phases"), each over the requests that had it
+// (its count): DNS, connect and TLS only over those that opened a
+// connection.
+func phaseRows(p *result.HTTPPhases) []latencyRow {
+	if p == nil {
+		return nil
+	}
+	var rows []latencyRow
+	for _, r := range []struct {
+		label string
+		d     *result.Dist
+	}{{"HTTP DNS (new connections)", p.DNSMS}, {"HTTP connect (new connections)", p.ConnectMS}, {"HTTP TLS (new connections)", p.TLSMS},
+		{"HTTP write", p.WriteMS}, {"HTTP first byte", p.FirstByteMS}} {
+		if r.d != nil && r.d.Count > 0 {
+			rows = append(rows, latencyRow{r.label, *r.d})
+		}
+	}
+	return rows
+}

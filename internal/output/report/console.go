@@ -241,6 +241,7 @@ func scenario(b *strings.Builder, r *result.Result, sc *result.Scenario) {
 		row("schedule lag\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t\n", d.Count, d.Mean, d.P50, d.P90, d.P99, d.P999, d.Max)
 	}
 	tw.Flush()
+	b.WriteString(phasesLine(l.HTTPPhases))
 	if d, ok := sc.Metrics[metrics.TokensPerChunk]; ok && d.Count > 0 {
 		fmt.Fprintf(b, "tokens per chunk: mean %.2f, p50 %.0f, max %.0f\n", d.Mean, d.P50, d.Max)
 	}

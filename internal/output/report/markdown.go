@@ -133,6 +133,9 @@ func Markdown(w io.Writer, r *result.Result) error {
 		if t := metrics.IntervalText(sc.Intervals); t != "" {
 			notes = append(notes, fmt.Sprintf("stage %s: sampling intervals, %s", sc.Name, t))
 		}
+		if t := PhasesText(sc.Load.HTTPPhases); t != "" {
+			notes = append(notes, fmt.Sprintf("stage %s: HTTP phases %s", sc.Name, t))
+		}
 		errs := make([]string, 0, len(sc.Requests.Errors))
 		for k, v := range sc.Requests.Errors {
 			errs = append(errs, fmt.Sprintf("%s %d", k, v))

@@ -443,6 +443,10 @@ func mergeScenario(name string, in []Input) (*result.Scenario, map[string]string
 			sc.Load.ReadLagMS = &d
 		case metrics.TTFTEarly: // judged below
 		default:
+			if metrics.IsPhase(k) {
+				metrics.SetPhase(&sc.Load, k, d)
+				continue
+			}
 			if metrics.IsEarly(k) {
 				continue // the measurement error's (below)
 			}

@@ -40,6 +40,13 @@ func (synthClient) Do(_ context.Context, req *workload.Request, rec *record.Reco
 	g, _ := strconv.Atoi(req.Prompt)
 	ttft := time.Duration(5000+(g%3)*40000+(g%7)*300) * time.Microsecond
 	rec.InputTokens = req.InputTokens
+	// HTTP phases: every request's write and first byte, a connect for
+	// one in 8 (the others reused a connection: absent).
+	rec.Phases.Set(record.PhaseWrite, time.Duration(20+g%3)*time.Microsecond)
+	rec.Phases.Set(record.PhaseFirstByte, ttft-time.Millisecond)
+	if g%8 == 0 {
+		rec.Phases.Set(record.PhaseConnect, time.Duration(100+(g%5)*10)*time.Microsecond)
+	}
 	if g%17 == 5 {
 		rec.Fail(record.RateLimited, "slow down", rec.Sent.Add(2*time.Millisecond))
 		return
@@ -218,6 +225,34 @@ func TestMergeEqualsSingleProcess(t *testing.T) {
 				}
 				if s := metrics.Summarize(h, scaleOf(k)); s != d {
 					t.Errorf("%s: summary %+v, histogram says %+v", k, d, s)
+				}
+			}
+			// The HTTP phases are merged the same way: their summaries are
+			// the merged histograms', over the shards' requests added up,
+			// and those of one process.
+			ph, wph := got.Load.HTTPPhases, want.Load.HTTPPhases
+			if ph == nil || ph.FirstByteMS == nil || ph.ConnectMS == nil || wph == nil || wph.FirstByteMS == nil || wph.ConnectMS == nil {
+				t.Fatalf("merged http_phases %+v, single process %+v: want first byte and connect", ph, wph)
+			}
+			if *ph.FirstByteMS != *wph.FirstByteMS || *ph.ConnectMS != *wph.ConnectMS || ph.DNSMS != nil || ph.TLSMS != nil {
+				t.Errorf("merged http_phases first byte %+v, connect %+v; single process %+v, %+v", *ph.FirstByteMS, *ph.ConnectMS, *wph.FirstByteMS, *wph.ConnectMS)
+			}
+			var fb int64
+			for _, x := range in {
+				if p := x.Result.Scenarios[si].Load.HTTPPhases; p != nil && p.FirstByteMS != nil {
+					fb += p.FirstByteMS.Count
+				}
+			}
+			if ph.FirstByteMS.Count != fb || fb == 0 {
+				t.Errorf("merged first_byte_ms over %d requests, the shards' add up to %d", ph.FirstByteMS.Count, fb)
+			}
+			for k, d := range map[string]*result.Dist{metrics.PhaseKeys[record.PhaseFirstByte]: ph.FirstByteMS, metrics.PhaseKeys[record.PhaseConnect]: ph.ConnectMS} {
+				h, err := metrics.Decode(m.Histograms[want.Name][k])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s := metrics.Summarize(h, scaleOf(k)); s != *d {
+					t.Errorf("%s: summary %+v, histogram says %+v", k, *d, s)
 				}
 			}
 			// Averaging the shards' p99 would be far off: this is what the
