@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/valyala/fastjson"
 
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/metrics/observe"
 	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/serverinfo"
@@ -19,6 +21,10 @@ import (
 func (c *checker) models(ctx context.Context) error {
 	a := c.do(ctx, http.MethodGet, c.endpoint("/models"), nil)
 	if a.err != nil && a.resp == nil {
+		if u, err := url.Parse(c.api); err == nil && u.Scheme == "http" && rawhttp.SpeaksHTTP2(ctx, u.Host, c.cfg.Timeout) {
+			c.sent++
+			return fmt.Errorf("target %s: the server speaks HTTP/2 only (over cleartext); spate speaks HTTP/1.1: enable HTTP/1.1 on the server, or put a proxy that speaks both in front of it", c.report.Target)
+		}
 		return fmt.Errorf("%w: target %s: %s", ErrUnreachable, c.report.Target, a.message())
 	}
 	if a.status() == http.StatusNotFound && !strings.HasSuffix(c.api, "/v1") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -253,6 +254,25 @@ func TestIgnoreEOSIgnored(t *testing.T) {
 	WriteJSON(&js, r)
 	if strings.Contains(js.String(), key) {
 		t.Error("the key is in the report")
+	}
+}
+
+// TestHTTP2Only: Go's cleartext HTTP/2 server without HTTP/1.1 resets
+// the check's request; the doctor says what the server speaks.
+func TestHTTP2Only(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	s := &http.Server{Handler: http.NotFoundHandler(), Protocols: &p}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ln) }()
+	defer func() { s.Close(); <-done }()
+	_, err = Run(context.Background(), Config{Target: "http://" + ln.Addr().String() + "/v1", Timeout: 5 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "speaks HTTP/2 only (over cleartext)") {
+		t.Errorf("err %v", err)
 	}
 }
 
