@@ -798,7 +798,10 @@ func (c *Client) finish(ctx context.Context, st *stream, req *workload.Request, 
 	// each chunk's text when a tokenizer is at hand, for up to
 	// maxChunkCounts chunks (a count costs a few µs: a stream of millions
 	// of one-byte chunks would outlast its timeout).
-	if rec.OutputTokens != rec.Chunks && tok != nil && c.cfg.Stream && len(st.bounds) <= maxChunkCounts {
+	// A remote counter (--tokenizer server) would send a request a chunk:
+	// its chunks are left uncounted.
+	_, remote := tok.(interface{ Remote() bool })
+	if rec.OutputTokens != rec.Chunks && tok != nil && !remote && c.cfg.Stream && len(st.bounds) <= maxChunkCounts {
 		prev := 0
 		for i, end := range st.bounds {
 			if i%256 == 255 && ctx.Err() != nil {

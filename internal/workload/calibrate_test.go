@@ -1,0 +1,107 @@
+package workload_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/spate-dev/spate/experiment"
+	"github.com/spate-dev/spate/internal/workload"
+	"github.com/spate-dev/spate/internal/workload/tokenizer"
+	"github.com/spate-dev/spate/llmtest"
+)
+
+// TestCalibrateServerTokens: against a tokenize endpoint whose vocabulary
+// cuts words unlike cl100k (llmtest.PieceTokens: a dummy-prefix token and
+// 1 to 3 tokens a word), in llama.cpp's shape and in vLLM's, 500 synthetic
+// prompts of 200 asked tokens are 200 ± 1 % of the server's tokens, built
+// with a bounded number of tokenize requests; the cl100k words miss.
+func TestCalibrateServerTokens(t *testing.T) {
+	for _, tc := range []struct {
+		shape  string
+		probes int64 // requests DialServer sends to find the shape
+	}{
+		{llmtest.TokenizeLlamaCpp, 1},
+		{llmtest.TokenizeVLLM, 2},
+	} {
+		t.Run(tc.shape, func(t *testing.T) {
+			srv := llmtest.NewServer(llmtest.Config{Tokenize: tc.shape})
+			defer srv.Close()
+			ctx := context.Background()
+			tok, err := tokenizer.DialServer(ctx, tokenizer.ServerConfig{Name: "server", Target: srv.BaseURL(), Model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := srv.TokenizeCalls(); got != tc.probes {
+				t.Errorf("finding the endpoint took %d requests, want %d", got, tc.probes)
+			}
+			if want := "server:" + srv.URL + "/tokenize"; tok.Name() != want {
+				t.Errorf("Name() = %q, want %q", tok.Name(), want)
+			}
+			v, err := workload.Calibrate(ctx, tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("lead %d, %d words kept", v.Lead, len(v.Words))
+			in, _ := workload.ParseLengths("200")
+			both := []struct {
+				name  string
+				vocab *workload.Vocab
+			}{{"server", v}, {"cl100k", nil}}
+			for _, b := range both {
+				src := workload.Synthetic{Input: in, Seed: 7, Vocab: b.vocab}
+				off, sum := 0, 0
+				for n := uint64(0); n < 500; n++ {
+					r, err := src.Request(n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := len(llmtest.PieceTokens(r.Prompt))
+					sum += got
+					if got < 198 || got > 202 {
+						off++
+						if b.vocab != nil {
+							t.Fatalf("prompt %d of 200 asked tokens is %d of the server's tokens (InputTokens %d)", n, got, r.InputTokens)
+						}
+					}
+					if b.vocab != nil && r.InputTokens != 200 {
+						t.Fatalf("prompt %d: InputTokens %d, want 200", n, r.InputTokens)
+					}
+				}
+				t.Logf("%s words: 500 prompts of 200 asked tokens are %.1f of the server's tokens on average, %d off by over 1 %%", b.name, float64(sum)/500, off)
+				if b.vocab == nil && off < 450 {
+					t.Errorf("cl100k's one-token words: only %d of 500 prompts off by over 1 %% in the server's tokens; the fake vocabulary is too like cl100k", off)
+				}
+			}
+			if got, max := srv.TokenizeCalls(), tc.probes+workload.CalibrationRequests; got > max {
+				t.Errorf("%d tokenize requests for 500 prompts, want at most %d", got, max)
+			}
+		})
+	}
+}
+
+// TestCalibrateSharedPrefix: a prompt with a shared prefix has its asked
+// tokens in the server's counts too (the lead is counted once).
+func TestCalibrateSharedPrefix(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Config{Tokenize: llmtest.TokenizeLlamaCpp})
+	defer srv.Close()
+	ctx := context.Background()
+	tok, err := tokenizer.DialServer(ctx, tokenizer.ServerConfig{Name: "server", Target: srv.BaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := workload.Calibrate(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := workload.ParseLengths("300")
+	src := workload.Synthetic{Input: in, Seed: 3, Vocab: v, Prefix: &experiment.SharedPrefix{Groups: 2, Tokens: 100, Ratio: 1}}
+	for n := uint64(0); n < 50; n++ {
+		r, err := src.Request(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(llmtest.PieceTokens(r.Prompt)); got < 297 || got > 303 {
+			t.Fatalf("prompt %d of 300 asked tokens (100 shared) is %d of the server's tokens", n, got)
+		}
+	}
+}
