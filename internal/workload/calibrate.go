@@ -28,12 +28,14 @@ const calibrationSamples = 4
 var calibrationLengths = [calibrationSamples]int{50, 200, 500, 1000}
 
 // Calibrate learns the count of each of OneTokenWords in t's vocabulary
-// with two requests, the words once (" a b c") and each twice (" a a b b
-// c c"): the second is the first with every word's ids doubled, which
-// splits the ids among the words. It then builds prompts of 50 to 1000
-// tokens from the words that are 1 to 4 tokens and checks each against
-// t; a constant miss (a lead the texts add) is corrected once. It sends
-// at most CalibrationRequests requests.
+// with two requests, the words once (" h a b c") and each twice (" h a a
+// b b c c"): the second is the first with every word's ids doubled, which
+// splits the ids among the words; h, the first word once more, is the
+// head every prompt starts with, and the ids before a's are its count
+// there. It then builds prompts of 50 to 1000 tokens from the words that
+// are 1 to 4 tokens and checks each against t; a miss they all share (a
+// head counted wrong) is corrected once. It sends at most
+// CalibrationRequests requests.
 func Calibrate(ctx context.Context, t IDTokenizer) (*Vocab, error) {
 	words := OneTokenWords
 	// Both texts start with the first word once more, unsplit: a
@@ -53,16 +55,13 @@ func Calibrate(ctx context.Context, t IDTokenizer) (*Vocab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("learning the synthetic words' token counts: %w", err)
 	}
-	counts, lead, ok := splitDoubled(a, d, len(words))
-	if ok {
-		lead -= counts[0] // the first word's own tokens; the rest is the lead
-	}
-	if !ok || lead < 0 {
+	counts, head, ok := splitDoubled(a, d, len(words))
+	if !ok {
 		return nil, fmt.Errorf("tokenizer %s: the ids of the synthetic words (%d tokens) and of each word twice (%d tokens) do not split into words: the tokenizer merges across words; use a dataset, or a local tokenizer", t.Name(), len(a), len(d))
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "lead=%d counts=%v", lead, counts)
-	v, err := NewVocab(t.Name()+"#"+hex.EncodeToString(h.Sum(nil))[:12], words, counts, lead)
+	fmt.Fprintf(h, "head=%d counts=%v", head, counts)
+	v, err := NewVocab(t.Name()+"#"+hex.EncodeToString(h.Sum(nil))[:12], words, counts, words[0], head)
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +70,12 @@ func Calibrate(ctx context.Context, t IDTokenizer) (*Vocab, error) {
 		return nil, err
 	}
 	if miss != 0 {
-		// Every text missed by the same few tokens: a lead the two texts
-		// above did not show (they start alike). Correct it and check once.
-		if v.Lead+miss < 0 || v.Lead+miss > maxWordTokens {
+		// Every text missed by the same few tokens: its head is not what
+		// the two texts above showed. Correct it and check once.
+		if v.HeadTokens+miss < 1 || v.HeadTokens+miss > 2*maxSplitTokens {
 			return nil, fmt.Errorf("tokenizer %s: prompts built from the synthetic words miss their lengths by %d tokens each; use a dataset, or a local tokenizer", t.Name(), miss)
 		}
-		v.Lead += miss
+		v.HeadTokens += miss
 		v.Name += fmt.Sprintf("+%d", miss)
 		if miss, err = checkVocab(ctx, t, v, calibrationLengths[1:2]); err != nil {
 			return nil, err
@@ -132,12 +131,12 @@ const maxSplitTokens = 8
 
 // splitDoubled splits once, the ids of n words, into the words' counts,
 // using twice, the ids of the same words each written twice: after a
-// lead the two share, word i's ids are once[p:p+k] in once and the same
-// k ids two times over in twice. It returns the counts and the lead, and
-// false when no split explains both.
+// head the two share, word i's ids are once[p:p+k] in once and the same
+// k ids two times over in twice. It returns the counts and the head's,
+// and false when no split explains both.
 func splitDoubled(once, twice []int, n int) ([]int, int, bool) {
 	counts := make([]int, n)
-	for lead := 0; lead <= 2*maxSplitTokens && lead <= len(once) && lead <= len(twice); lead++ {
+	for lead := 1; lead <= 2*maxSplitTokens && lead <= len(once) && lead <= len(twice); lead++ {
 		if !equal(once[:lead], twice[:lead]) {
 			break
 		}

@@ -2,6 +2,7 @@ package workload_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/spate-dev/spate/experiment"
@@ -41,7 +42,7 @@ func TestCalibrateServerTokens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("lead %d, %d words kept", v.Lead, len(v.Words))
+			t.Logf("head %q of %d tokens, %d words kept", v.Head, v.HeadTokens, len(v.Words))
 			in, _ := workload.ParseLengths("200")
 			both := []struct {
 				name  string
@@ -103,5 +104,88 @@ func TestCalibrateSharedPrefix(t *testing.T) {
 		if got := len(llmtest.PieceTokens(r.Prompt)); got < 297 || got > 303 {
 			t.Fatalf("prompt %d of 300 asked tokens (100 shared) is %d of the server's tokens", n, got)
 		}
+	}
+}
+
+// fakeIDs is an in-process tokenizer for Calibrate: ids of text by f,
+// counting the calls.
+type fakeIDs struct {
+	f     func(string) []int
+	calls int
+}
+
+func (f *fakeIDs) Tokenize(_ context.Context, text string) ([]int, error) {
+	f.calls++
+	return f.f(text), nil
+}
+func (f *fakeIDs) Name() string { return "fake" }
+
+// llama2Like writes a text's first word as Llama 2 does after its dummy
+// prefix: "▁▁" then the word without its "▁" (two tokens when the bare
+// word is not in the vocabulary: here, words of over 4 letters), and
+// every later word as llmtest.PieceTokens does.
+func llama2Like(text string) []int {
+	ids := llmtest.PieceTokens(text)
+	if len(ids) < 2 {
+		return ids
+	}
+	first, _, _ := strings.Cut(strings.TrimPrefix(text, " "), " ")
+	n := len(llmtest.PieceTokens(" "+first)) - 1 // the word's own tokens
+	bare := []int{-1}
+	if len(first) > 4 {
+		bare = append(bare, -2)
+	}
+	return append(append([]int{-9}, bare...), ids[1+n:]...)
+}
+
+// pairs cuts the whole text into pairs of bytes: a word's count depends
+// on where it starts.
+func pairs(text string) []int {
+	var ids []int
+	for i := 0; i < len(text); i += 2 {
+		ids = append(ids, int(text[i])<<8|int(text[min(i+1, len(text)-1)]))
+	}
+	return ids
+}
+
+// TestCalibrateTokenizers: Calibrate learns a first word written unlike
+// the others (Llama 2's "▁▁": prompts start with the one word whose count
+// there it learnt, so they are exact), and refuses a tokenizer whose counts
+// depend on the neighbours, within CalibrationRequests requests.
+func TestCalibrateTokenizers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func(string) []int
+		err  string
+	}{
+		{"piece", llmtest.PieceTokens, ""},
+		{"llama2 first word", llama2Like, ""},
+		{"pairs across words", pairs, "use a dataset, or a local tokenizer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeIDs{f: tc.f}
+			v, err := workload.Calibrate(context.Background(), f)
+			if f.calls > workload.CalibrationRequests {
+				t.Errorf("%d requests, want at most %d", f.calls, workload.CalibrationRequests)
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Calibrate = %v, want an error saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, _ := workload.ParseLengths("uniform:20:1000")
+			src := workload.Synthetic{Input: in, Seed: 11, Vocab: v}
+			for n := uint64(0); n < 200; n++ {
+				r, _ := src.Request(n)
+				got, want := len(tc.f(r.Prompt)), r.InputTokens
+				if got != want {
+					t.Fatalf("prompt %d of %d asked tokens is %d tokens", n, want, got)
+				}
+			}
+		})
 	}
 }

@@ -8,17 +8,21 @@ import (
 
 // Vocab is what synthetic prompts are made of in a tokenizer that is not
 // cl100k_base's: words with each one's token count in context (after a
-// space, between other words), and the tokens a text adds once at its
-// start (a SentencePiece tokenizer's dummy prefix: " time" is "▁" "▁time").
-// The nil Vocab is OneTokenWords, each one cl100k token, with no lead: the
-// prompts every earlier run sent.
+// space, between other words), and the word every text starts with, with
+// its count there: a SentencePiece tokenizer writes a text's first word
+// unlike the same word later (Llama 2: " time" first is "▁▁" "time", later
+// "▁time"), so every text starts with the one word whose count there is
+// known. The nil Vocab is OneTokenWords, each one cl100k token, with no
+// head: the prompts every earlier run sent.
 type Vocab struct {
 	// Words are used with a leading space each.
 	Words []string
 	// Tokens[i] is Words[i]'s count, 1 to maxWordTokens.
 	Tokens []int
-	// Lead is the tokens a text adds at its start.
-	Lead int
+	// Head is the word every text starts with (with a leading space),
+	// and HeadTokens its count there.
+	Head       string
+	HeadTokens int
 	// Name identifies the vocabulary in workload digests (e.g. the
 	// tokenizer's name and a hash of the counts).
 	Name string
@@ -39,9 +43,10 @@ const maxWordTokens = 4
 const reachTable = 64
 
 // NewVocab makes a Vocab of words and their counts, keeping the words of
-// 1 to maxWordTokens tokens.
-func NewVocab(name string, words []string, tokens []int, lead int) (*Vocab, error) {
-	v := &Vocab{Name: name, Lead: lead}
+// 1 to maxWordTokens tokens, whose texts start with head, of headTokens
+// tokens there.
+func NewVocab(name string, words []string, tokens []int, head string, headTokens int) (*Vocab, error) {
+	v := &Vocab{Name: name, Head: head, HeadTokens: headTokens}
 	for i, w := range words {
 		if k := tokens[i]; k >= 1 && k <= maxWordTokens {
 			if k == 1 {
@@ -89,22 +94,22 @@ func (v *Vocab) reachable(m int) bool {
 	return m%v.gcd == 0
 }
 
-// Text returns a text of n tokens as a whole (its lead included) drawn
+// Text returns a text of n tokens as a whole (its head included) drawn
 // with r, and the tokens it has (n, or up to gcd-1 fewer when the words'
 // counts cannot make n). The nil Vocab gives Words(r, n).
 func (v *Vocab) Text(r *rand.Rand, n int) (string, int) {
 	if v == nil {
 		return Words(r, n), n
 	}
-	if n <= v.Lead {
+	if n <= v.HeadTokens {
 		return "", 0
 	}
-	s, k := v.More(r, n-v.Lead)
-	return s, k + v.Lead
+	s, k := v.More(r, n-v.HeadTokens)
+	return " " + v.Head + s, k + v.HeadTokens
 }
 
 // More returns words that add n tokens to a text that already has some
-// (no lead), and how many they add (n, or a few fewer when the counts
+// (no head), and how many they add (n, or a few fewer when the counts
 // cannot make n).
 func (v *Vocab) More(r *rand.Rand, n int) (string, int) {
 	if v == nil {
