@@ -189,3 +189,30 @@ func TestCalibrateTokenizers(t *testing.T) {
 		})
 	}
 }
+
+// remoteCounter is a counter whose counts would be requests to a server.
+type remoteCounter struct{ calls int }
+
+func (c *remoteCounter) Count(s string) int { c.calls++; return len(s) / 4 }
+func (c *remoteCounter) Name() string       { return "server:fake" }
+func (c *remoteCounter) Remote() bool       { return true }
+
+// TestRemoteCounterNotPerRequest: with a server's tokenizer, making the
+// run's requests (mutated prompts, prompts cut to a context) asks it
+// nothing: a request each would load the server under test.
+func TestRemoteCounterNotPerRequest(t *testing.T) {
+	tok := &remoteCounter{}
+	b, err := workload.Build(experiment.Workload{InputTokens: "300", Constraints: "max_context=256", Mutate: "typo@0.5"},
+		workload.BuildOptions{Seed: 1, Tokenizer: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := uint64(0); n < 50; n++ {
+		if _, err := b.Source.Request(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tok.calls != 0 {
+		t.Errorf("%d counts asked of the server while making 50 requests", tok.calls)
+	}
+}

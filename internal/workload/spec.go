@@ -41,6 +41,18 @@ type BuildOptions struct {
 	Vocab *Vocab
 }
 
+// perRequest is the counter of what requests change as they are made
+// during the run (a mutated prompt, a prompt cut to a context): o's
+// tokenizer, unless its counts are requests to the server (Remote), which
+// the run must not send one a request; then nil (not counted, or
+// estimated).
+func (o BuildOptions) perRequest() Counter {
+	if _, remote := o.Tokenizer.(interface{ Remote() bool }); remote {
+		return nil
+	}
+	return o.Tokenizer
+}
+
 // load is LoadOptions of a dataset under o's limits and context.
 func (o BuildOptions) load(l LoadOptions) LoadOptions {
 	l.Limits, l.Context = o.Limits, o.Context
@@ -124,7 +136,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix, Vocab: o.Vocab}
 	}
 	if sh.mutate != nil && len(s.Intents) == 0 {
-		src = withMutation(src, *sh.mutate, seed, o.Tokenizer)
+		src = withMutation(src, *sh.mutate, seed, o.perRequest())
 	}
 	if s.SharedPrefix != nil {
 		if err := checkSharedPrefix(s.SharedPrefix); err != nil {
@@ -195,7 +207,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 	}
 	fin := finishing{system: system, systemTmpl: systemTmpl, systemTokens: systemTokens, checks: checks, images: imgs, weights: w, seed: seed,
-		shaping: sh, tok: o.Tokenizer}
+		shaping: sh, tok: o.perRequest()}
 	if s.Images != nil {
 		if fin.imageCount, err = newCount(s.Images.Count, s.Images.Counts); err != nil {
 			return Built{}, fmt.Errorf("images.counts: %w", err)
@@ -341,7 +353,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 			if mut == nil {
 				mut = all.mutate
 			}
-			src = withMutation(src, *mut, isub, o.Tokenizer)
+			src = withMutation(src, *mut, isub, o.perRequest())
 		}
 		sum += it.Weight
 		m.shapes = append(m.shapes, sh)
