@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -36,16 +37,25 @@ func (r *Run) loadTokenizer(ctx context.Context) (tokenizer.Counter, *workload.V
 	srv, err := tokenizer.DialServer(ctx, tokenizer.ServerConfig{Name: name, Target: r.upstream(),
 		Model: x.Target.Model, APIKey: x.Target.APIKey, Headers: headers})
 	if err != nil {
-		return nil, nil, invalidf("--tokenizer: %v", err)
+		return nil, nil, settingOr(ctx, err)
 	}
 	if !synthetic {
 		return srv, nil, nil
 	}
 	v, err := workload.Calibrate(ctx, srv)
 	if err != nil {
-		return nil, nil, invalidf("--tokenizer: %v", err)
+		return nil, nil, settingOr(ctx, err)
 	}
 	return srv, v, nil
+}
+
+// settingOr is err of the server's tokenizer as a bad --tokenizer (exit
+// 2), unless the run was stopped while it was asked.
+func settingOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("--tokenizer: %w", err)
+	}
+	return invalidf("--tokenizer: %v", err)
 }
 
 // upstream is the target the user named: behind the chaos proxy, the

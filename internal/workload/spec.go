@@ -183,6 +183,15 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		case system == "" && sp.Tokens > 0:
 			system, systemTokens = o.Vocab.Text(newRand(seed^0x5157, 0), sp.Tokens)
 		case o.Tokenizer != nil:
+			if cc, ok := o.Tokenizer.(interface {
+				CountContext(context.Context, string) (int, error)
+			}); ok && o.Context != nil {
+				// A server's tokenizer can fail: say so, not 0 tokens.
+				if systemTokens, err = cc.CountContext(o.Context, system); err != nil {
+					return Built{}, fmt.Errorf("systemPrompt.text: counting its tokens: %w", err)
+				}
+				break
+			}
 			systemTokens = o.Tokenizer.Count(system)
 		default:
 			systemTokens = estimateTokens(&Request{Prompt: system})
