@@ -12,22 +12,24 @@ import (
 
 // TestTokenizerServer: a run with --tokenizer server against a server
 // whose /tokenize cuts words unlike cl100k (llmtest.PieceTokens, in
-// llama.cpp's and in vLLM's shape) sends completions prompts of 200 asked
-// tokens that the server counts as 200 ± 1 %, asks /tokenize a bounded
+// llama.cpp's and in vLLM's shape) sends completions prompts (and chat
+// messages' content) of 200 asked tokens that the server counts as
+// 200 ± 1 %, asks /tokenize a bounded
 // number of times, and records the tokenizer as server:<endpoint>; with
 // cl100k (the default) the same prompts miss. A server without /tokenize
 // stops the run before it starts, as a bad setting (exit 2).
 func TestTokenizerServer(t *testing.T) {
-	for _, tc := range []struct{ shape, tokenizer string }{
-		{llmtest.TokenizeLlamaCpp, "server"},
-		{llmtest.TokenizeVLLM, "server"},
-		{llmtest.TokenizeLlamaCpp, "cl100k_base"},
+	for _, tc := range []struct{ shape, tokenizer, api string }{
+		{llmtest.TokenizeLlamaCpp, "server", "completions"},
+		{llmtest.TokenizeVLLM, "server", "completions"},
+		{llmtest.TokenizeVLLM, "server", "chat"}, // the user message's content
+		{llmtest.TokenizeLlamaCpp, "cl100k_base", "completions"},
 	} {
-		t.Run(tc.shape+" "+tc.tokenizer, func(t *testing.T) {
+		t.Run(tc.shape+" "+tc.tokenizer+" "+tc.api, func(t *testing.T) {
 			srv := llmtest.NewServer(llmtest.Config{Tokens: 2, Tokenize: tc.shape})
 			defer srv.Close()
 			x := &experiment.Experiment{
-				Target:      experiment.Target{URL: srv.BaseURL(), Model: "m", API: "completions"},
+				Target:      experiment.Target{URL: srv.BaseURL(), Model: "m", API: tc.api},
 				Workload:    experiment.Workload{InputTokens: "200"},
 				Measurement: experiment.Measurement{Tokenizer: tc.tokenizer},
 				Stages:      []experiment.Stage{{Name: "a", Concurrency: 4, Requests: 40}},
