@@ -18,6 +18,13 @@ func (r *Run) loadTokenizer(ctx context.Context) (tokenizer.Counter, *workload.V
 	x := r.X
 	name := x.Measurement.Tokenizer
 	synthetic := x.Workload.Dataset == "" && x.Target.API != "http"
+	// A stage's own workload may be synthetic where the run's is not.
+	anySynthetic := synthetic
+	for _, st := range x.Stages {
+		if st.Workload != nil && x.Workload.Merge(*st.Workload).Dataset == "" && x.Target.API != "http" {
+			anySynthetic = true
+		}
+	}
 	if !tokenizer.IsServer(name) {
 		tok, err := tokenizer.LoadContext(ctx, name)
 		if err != nil {
@@ -39,7 +46,7 @@ func (r *Run) loadTokenizer(ctx context.Context) (tokenizer.Counter, *workload.V
 	if err != nil {
 		return nil, nil, settingOr(ctx, err)
 	}
-	if !synthetic {
+	if !anySynthetic {
 		return srv, nil, nil
 	}
 	v, err := workload.Calibrate(ctx, srv)
