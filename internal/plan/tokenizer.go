@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
 	"github.com/spate-dev/spate/internal/workload/tokenizer"
 )
@@ -52,6 +53,11 @@ func (r *Run) loadTokenizer(ctx context.Context) (tokenizer.Counter, *workload.V
 	v, err := workload.Calibrate(ctx, srv)
 	if err != nil {
 		return nil, nil, settingOr(ctx, err)
+	}
+	if !r.quiet() {
+		url, shape := srv.Endpoint()
+		fmt.Fprintf(r.stderr(), "tokenizer: %s in %s's shape: synthetic prompts of %d of the %d words (those of 1 to 4 tokens), each starting with %q (%d tokens there); %d tokenize requests\n",
+			scrub.URL(url), shape, len(v.Words), len(workload.OneTokenWords), v.Head, v.HeadTokens, srv.Requests())
 	}
 	return srv, v, nil
 }

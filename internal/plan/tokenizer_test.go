@@ -34,10 +34,15 @@ func TestTokenizerServer(t *testing.T) {
 				Measurement: experiment.Measurement{Tokenizer: tc.tokenizer},
 				Stages:      []experiment.Stage{{Name: "a", Concurrency: 4, Requests: 40}},
 			}
-			res, err := Execute(context.Background(), x, Env{})
+			var stderr strings.Builder
+			res, err := Execute(context.Background(), x, Env{Stderr: &stderr})
 			if err != nil {
 				t.Fatal(err)
 			}
+			if line := "tokenizer: " + srv.URL + "/tokenize in "; tc.tokenizer == "server" && !strings.Contains(stderr.String(), line) {
+				t.Errorf("stderr lacks %q:\n%s", line, stderr.String())
+			}
+			t.Log(strings.SplitN(stderr.String(), "\n", 2)[0])
 			prompts := srv.PromptTokens()
 			if len(prompts) != 40 {
 				t.Fatalf("%d prompts counted, want 40", len(prompts))
