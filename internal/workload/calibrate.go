@@ -59,11 +59,13 @@ func Calibrate(ctx context.Context, t IDTokenizer) (*Vocab, error) {
 	if !ok {
 		return nil, fmt.Errorf("tokenizer %s: the ids of the synthetic words (%d tokens) and of each word twice (%d tokens) do not split into words: the tokenizer merges across words; use a dataset, or a local tokenizer", t.Name(), len(a), len(d))
 	}
+	// The vocabulary's name (in workload digests) is its counts', not the
+	// endpoint's: the same model behind another URL makes the same prompts.
 	h := sha256.New()
 	fmt.Fprintf(h, "head=%d counts=%v", head, counts)
-	v, err := NewVocab(t.Name()+"#"+hex.EncodeToString(h.Sum(nil))[:12], words, counts, words[0], head)
+	v, err := NewVocab("counts#"+hex.EncodeToString(h.Sum(nil))[:12], words, counts, words[0], head)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tokenizer %s: %w; use a dataset, or a local tokenizer", t.Name(), err)
 	}
 	miss, err := checkVocab(ctx, t, v, calibrationLengths[:])
 	if err != nil {

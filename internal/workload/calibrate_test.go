@@ -216,3 +216,29 @@ func TestRemoteCounterNotPerRequest(t *testing.T) {
 		t.Errorf("%d counts asked of the server while making 50 requests", tok.calls)
 	}
 }
+
+// TestCalibratedDigest: prompts in a server's tokens have a workload
+// digest of their own, the same for the same vocabulary behind another
+// URL (the same prompts), unlike cl100k's.
+func TestCalibratedDigest(t *testing.T) {
+	var digests []string
+	for range 2 {
+		srv := llmtest.NewServer(llmtest.Config{Tokenize: llmtest.TokenizeLlamaCpp})
+		tok, err := tokenizer.DialServer(context.Background(), tokenizer.ServerConfig{Name: "server", Target: srv.BaseURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := workload.Calibrate(context.Background(), tok)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := workload.ParseLengths("200")
+		digests = append(digests, workload.Synthetic{Input: in, Seed: 1, Vocab: v}.Digest())
+	}
+	in, _ := workload.ParseLengths("200")
+	local := workload.Synthetic{Input: in, Seed: 1}.Digest()
+	if digests[0] != digests[1] || digests[0] == local {
+		t.Errorf("digests: server %s, server on another port %s, cl100k %s", digests[0], digests[1], local)
+	}
+}

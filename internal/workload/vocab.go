@@ -23,8 +23,8 @@ type Vocab struct {
 	// and HeadTokens its count there.
 	Head       string
 	HeadTokens int
-	// Name identifies the vocabulary in workload digests (e.g. the
-	// tokenizer's name and a hash of the counts).
+	// Name identifies the vocabulary in workload digests (Calibrate's: a
+	// hash of the counts).
 	Name string
 
 	ones  []int  // indices of one-token words
@@ -57,7 +57,7 @@ func NewVocab(name string, words []string, tokens []int, head string, headTokens
 		}
 	}
 	if len(v.Words) < 16 {
-		return nil, fmt.Errorf("only %d of %d words are 1 to %d tokens each in tokenizer %s: too few to make prompts from", len(v.Words), len(words), maxWordTokens, name)
+		return nil, fmt.Errorf("only %d of %d words are 1 to %d tokens each: too few to make prompts from", len(v.Words), len(words), maxWordTokens)
 	}
 	v.reach = make([]bool, reachTable)
 	v.reach[0] = true
