@@ -237,7 +237,8 @@ type Measurement struct {
 	// check the server's usage (default 16; 0: only when usage is missing).
 	TokenizerSample *int `yaml:"tokenizerSample"`
 	// Tokenizer is the tokenizer of lengths and local counts: cl100k_base,
-	// o200k_base, llama3 or a tokenizer.json path.
+	// o200k_base, llama3, a tokenizer.json path, or "server" / "server:URL"
+	// (the target's own, through its tokenize endpoint).
 	Tokenizer string `yaml:"tokenizer"`
 }
 

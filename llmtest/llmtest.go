@@ -11,6 +11,7 @@ package llmtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -48,6 +49,10 @@ type Config struct {
 	Status int
 	// Model is reported in every chunk (default "llmtest").
 	Model string
+	// Tokenize, when set (TokenizeLlamaCpp, TokenizeVLLM), serves
+	// /tokenize with PieceTokens in that shape, and counts every prompt
+	// received with it (PromptTokens).
+	Tokenize string
 }
 
 // Server is a running test server.
@@ -55,6 +60,7 @@ type Server struct {
 	*httptest.Server
 	cfg      Config
 	requests atomic.Int64
+	tok      tokenizing
 }
 
 // NewServer starts a server on a loopback port. Close it when done.
@@ -66,6 +72,9 @@ func NewServer(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.complete)
 	mux.HandleFunc("/v1/completions", s.complete)
+	if cfg.Tokenize != "" {
+		mux.HandleFunc("/tokenize", s.tokenize)
+	}
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, cfg.Model)
 	})
@@ -91,9 +100,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	s.requests.Add(1)
 	var b body
-	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+	raw, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(raw, &b)
+	}
+	if err != nil {
 		http.Error(w, `{"error":{"message":"bad json"}}`, http.StatusBadRequest)
 		return
+	}
+	if s.cfg.Tokenize != "" {
+		s.countPrompt(raw)
 	}
 	if s.cfg.Status != 0 && s.cfg.Status != http.StatusOK {
 		http.Error(w, fmt.Sprintf(`{"error":{"message":"llmtest status %d"}}`, s.cfg.Status), s.cfg.Status)

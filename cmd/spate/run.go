@@ -76,7 +76,7 @@ var runBindings = []flagbind.Binding{
 	{Name: "lag-bound", Usage: "floor of the validity rule's lag bound (the bound is the largest of it, twice the schedule's median gap and a tenth of the latency p50)", X: func(x *xp) any { return &x.Measurement.LagBound }},
 	{Name: "allow-invalid", Usage: "accept an invalid measurement: exit 0 instead of 4 (the verdict stays invalid)", X: func(x *xp) any { return &x.Measurement.AllowInvalid }},
 	{Name: "slo-from", Usage: "open loop: judge thresholds on ttft, e2e and goodput from the intended or sent time", X: func(x *xp) any { return &x.Measurement.SLOFrom }},
-	{Name: "tokenizer", Usage: "tokenizer of synthetic prompt lengths and local token counts: cl100k_base, o200k_base, llama3 or a tokenizer.json path", X: func(x *xp) any { return &x.Measurement.Tokenizer }},
+	{Name: "tokenizer", Usage: "tokenizer of synthetic prompt lengths and local token counts: cl100k_base, o200k_base, llama3, a tokenizer.json path, or server[:URL] (the target's /tokenize)", X: func(x *xp) any { return &x.Measurement.Tokenizer }},
 	{Name: "tokenizer-sample", Usage: "count output tokens locally on every Nth request to check the server's usage (0: only when usage is missing)", X: func(x *xp) any { return &x.Measurement.TokenizerSample }},
 	{Name: "limit", Usage: "change a limit on what is kept of responses and read from files, KEY=VALUE (repeatable): responseText, responseBody, modelId, modelList, fileSize, lineSize (sizes, e.g. 16MiB), promptTokens, faultSetNodes", X: func(x *xp) any { return &x.Limits }, Join: true},
 	{Name: "resilience", Usage: "compute resilience figures (P99 slope, recovery time after a load step or faults) for each stage", X: func(x *xp) any { return &x.Resilience.Enabled }},

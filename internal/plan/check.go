@@ -38,6 +38,13 @@ func CheckContext(ctx context.Context, e *experiment.Experiment) error {
 			return Invalid(err)
 		}
 	}
+	if tokenizer.IsServer(x.Measurement.Tokenizer) {
+		// The endpoint is found when the run starts.
+		if err := tokenizer.CheckServerName(x.Measurement.Tokenizer); err != nil {
+			return invalidf("--tokenizer: %v", err)
+		}
+		return nil
+	}
 	tok, err := tokenizer.LoadContext(ctx, x.Measurement.Tokenizer)
 	if err != nil {
 		return invalidf("--tokenizer: %v", err)

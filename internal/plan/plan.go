@@ -70,7 +70,10 @@ type Run struct {
 	// it before the plan is built (the chaos proxy takes the target's place).
 	X   *experiment.Experiment
 	env Env
-	tok *tokenizer.BPE
+	tok tokenizer.Counter
+	// vocab makes synthetic prompts in the server's tokens (--tokenizer
+	// server); nil otherwise.
+	vocab *workload.Vocab
 	// red is the run's redaction (redact.go).
 	red *scrub.Redactor
 	// features are this run's instances of the features, in order.
@@ -364,15 +367,10 @@ func (r *Run) build(ctx context.Context) error {
 	if err := runner.CheckThresholds(stages, p.Thresholds, x.Measurement.SLOFrom == SLOFromSent); err != nil {
 		return invalidf("%v", err)
 	}
-	if r.tok, err = tokenizer.LoadContext(ctx, x.Measurement.Tokenizer); err != nil {
-		return invalidf("--tokenizer: %v", err)
+	if r.tok, r.vocab, err = r.loadTokenizer(ctx); err != nil {
+		return err
 	}
 	spec := x.Workload
-	if r.tok.Name() != "cl100k_base" && spec.Dataset == "" && x.Target.API != "http" {
-		if err := workload.CheckVocab(r.tok, r.tok.Name()); err != nil {
-			return invalidf("--tokenizer: %v", err)
-		}
-	}
 	src, offsets, err := r.source(ctx, spec, nil)
 	if err != nil {
 		return err
@@ -550,7 +548,7 @@ func (r *Run) source(ctx context.Context, spec experiment.Workload, burst *sched
 		}
 		return fixed, nil, nil
 	}
-	o := workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx}
+	o := workload.BuildOptions{Seed: r.seed(), Tokenizer: r.tok, Limits: workloadLimits(r.X.Limits), Context: ctx, Vocab: r.vocab}
 	if burst != nil {
 		o.Burst, o.BurstKeys = burst.Burst, burst.Spec.Keys
 	}

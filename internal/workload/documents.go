@@ -14,7 +14,7 @@ const maxDocuments = 1000
 // withDocuments gives every request of src the documents a rerank or score
 // request ranks against its prompt: synthetic words, Count per request of
 // Tokens each, the same for the same request index and seed.
-func withDocuments(ctx context.Context, src Source, spec experiment.Documents, seed uint64) (Source, error) {
+func withDocuments(ctx context.Context, src Source, spec experiment.Documents, seed uint64, v *Vocab) (Source, error) {
 	count, err := lengthsOr(ctx, spec.Count, "10")
 	if err != nil {
 		return nil, fmt.Errorf("documents.count %w", err)
@@ -29,7 +29,7 @@ func withDocuments(ctx context.Context, src Source, spec experiment.Documents, s
 	if spec.TopN < 0 {
 		return nil, fmt.Errorf("documents.topN %d: want >= 0", spec.TopN)
 	}
-	key := fmt.Sprintf("documents/v1 count=%s tokens=%s topN=%d seed=%d", count.key(), tokens.key(), spec.TopN, seed)
+	key := fmt.Sprintf("documents/v1 count=%s tokens=%s topN=%d seed=%d", count.key(), tokens.key(), spec.TopN, seed) + v.key()
 	return SourceFunc{
 		Sha256: digest([]byte(src.Digest()), []byte(key)),
 		F: func(n uint64) (*Request, error) {
@@ -43,7 +43,7 @@ func withDocuments(ctx context.Context, src Source, spec experiment.Documents, s
 			c.Documents, c.DocumentTokens = make([]string, k), 0
 			for i := range c.Documents {
 				t := tokens.Sample(rnd)
-				c.Documents[i] = Words(rnd, t)
+				c.Documents[i], t = v.Text(rnd, t)
 				c.DocumentTokens += t
 			}
 			c.TopN = spec.TopN

@@ -113,6 +113,12 @@ func (tb *traceBlocks) prompt(ids []int64, length int) string {
 // become the turns of one conversation per session, at the first row's
 // place in the file.
 func readMooncake(b []byte, path string, o LoadOptions) (*Dataset, error) {
+	if _, remote := o.Tokenizer.(interface{ Remote() bool }); remote {
+		// Its blocks are made of OneTokenWords, one token each in the
+		// shipped vocabularies only; checking them remotely is a request
+		// a word.
+		return nil, fmt.Errorf("dataset %s: a Mooncake trace's prompts are made in a local tokenizer's tokens, not yet in the server's: use --tokenizer cl100k_base, o200k_base or llama3", path)
+	}
 	if o.Tokenizer != nil {
 		if err := CheckVocab(o.Tokenizer, "--tokenizer"); err != nil {
 			return nil, fmt.Errorf("dataset %s: %w", path, err)

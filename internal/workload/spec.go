@@ -35,6 +35,22 @@ type BuildOptions struct {
 	// (FreshKeys or ExpiringKeys).
 	Burst     func(n uint64) (int, bool)
 	BurstKeys string
+	// Vocab makes synthetic text (prompts, shared prefixes, system
+	// prompts, later turns, documents) in a tokenizer's own counts
+	// (--tokenizer server, see Calibrate); nil: OneTokenWords.
+	Vocab *Vocab
+}
+
+// perRequest is the counter of what requests change as they are made
+// during the run (a mutated prompt, a prompt cut to a context): o's
+// tokenizer, unless its counts are requests to the server (Remote), which
+// the run must not send one a request; then nil (not counted, or
+// estimated).
+func (o BuildOptions) perRequest() Counter {
+	if _, remote := o.Tokenizer.(interface{ Remote() bool }); remote {
+		return nil
+	}
+	return o.Tokenizer
 }
 
 // load is LoadOptions of a dataset under o's limits and context.
@@ -117,10 +133,10 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		src = WithOutput(d, out, seed)
 	default:
-		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix}
+		src = Synthetic{Input: in, Output: out, Seed: seed, Prefix: s.SharedPrefix, Vocab: o.Vocab}
 	}
 	if sh.mutate != nil && len(s.Intents) == 0 {
-		src = withMutation(src, *sh.mutate, seed, o.Tokenizer)
+		src = withMutation(src, *sh.mutate, seed, o.perRequest())
 	}
 	if s.SharedPrefix != nil {
 		if err := checkSharedPrefix(s.SharedPrefix); err != nil {
@@ -146,12 +162,12 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		src = withStampede(src, pre, o.BurstKeys, o.Burst, seed)
 	}
 	if s.Turns != nil {
-		if src, err = withTurns(o.Context, src, *s.Turns, out, seed, promptLimit); err != nil {
+		if src, err = withTurns(o.Context, src, *s.Turns, out, seed, promptLimit, o.Vocab); err != nil {
 			return Built{}, err
 		}
 	}
 	if s.Documents != nil {
-		if src, err = withDocuments(o.Context, src, *s.Documents, seed); err != nil {
+		if src, err = withDocuments(o.Context, src, *s.Documents, seed, o.Vocab); err != nil {
 			return Built{}, err
 		}
 	}
@@ -165,8 +181,17 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 		switch {
 		case system == "" && sp.Tokens > 0:
-			system, systemTokens = Words(newRand(seed^0x5157, 0), sp.Tokens), sp.Tokens
+			system, systemTokens = o.Vocab.Text(newRand(seed^0x5157, 0), sp.Tokens)
 		case o.Tokenizer != nil:
+			if cc, ok := o.Tokenizer.(interface {
+				CountContext(context.Context, string) (int, error)
+			}); ok && o.Context != nil {
+				// A server's tokenizer can fail: say so, not 0 tokens.
+				if systemTokens, err = cc.CountContext(o.Context, system); err != nil {
+					return Built{}, fmt.Errorf("systemPrompt.text: counting its tokens: %w", err)
+				}
+				break
+			}
 			systemTokens = o.Tokenizer.Count(system)
 		default:
 			systemTokens = estimateTokens(&Request{Prompt: system})
@@ -191,7 +216,7 @@ func Build(s experiment.Workload, o BuildOptions) (Built, error) {
 		}
 	}
 	fin := finishing{system: system, systemTmpl: systemTmpl, systemTokens: systemTokens, checks: checks, images: imgs, weights: w, seed: seed,
-		shaping: sh, tok: o.Tokenizer}
+		shaping: sh, tok: o.perRequest()}
 	if s.Images != nil {
 		if fin.imageCount, err = newCount(s.Images.Count, s.Images.Counts); err != nil {
 			return Built{}, fmt.Errorf("images.counts: %w", err)
@@ -337,7 +362,7 @@ func newMix(s experiment.Workload, in, out Lengths, seed uint64, o BuildOptions,
 			if mut == nil {
 				mut = all.mutate
 			}
-			src = withMutation(src, *mut, isub, o.Tokenizer)
+			src = withMutation(src, *mut, isub, o.perRequest())
 		}
 		sum += it.Weight
 		m.shapes = append(m.shapes, sh)
@@ -422,7 +447,7 @@ func (p prompts) Request(n uint64) (*Request, error) {
 	}
 	req := &Request{Prompt: q}
 	if p.context.IsSet() {
-		ctx := synthText(r, p.context.Sample(r), p.prefix, p.seed)
+		ctx := synthText(r, p.context.Sample(r), p.prefix, p.seed, nil)
 		req.Prompt = ctx.text + "\n\n" + q
 		if p.prefix != nil {
 			req.Labels = []Label{{Key: "prefix", Value: ctx.group}}
@@ -487,7 +512,7 @@ func popularityClass(p experiment.Popularity, n, k uint64) string {
 
 // withTurns makes every request a conversation: the source's request is
 // the first turn; later turns are synthetic user messages.
-func withTurns(ctx context.Context, src Source, t experiment.Turns, out Lengths, seed uint64, promptLimit int) (Source, error) {
+func withTurns(ctx context.Context, src Source, t experiment.Turns, out Lengths, seed uint64, promptLimit int, v *Vocab) (Source, error) {
 	count, err := ParseLengthsContext(ctx, t.Count)
 	if err != nil {
 		return nil, fmt.Errorf("turns.count %w", err)
@@ -503,7 +528,7 @@ func withTurns(ctx context.Context, src Source, t experiment.Turns, out Lengths,
 		return nil, errors.New("turns.think must not be negative")
 	}
 	return SourceFunc{
-		Sha256: digest([]byte(src.Digest()), []byte(fmt.Sprintf("turns/v1 %s %s %v %d", count.key(), turnIn.key(), t.Think, seed))),
+		Sha256: digest([]byte(src.Digest()), []byte(fmt.Sprintf("turns/v1 %s %s %v %d", count.key(), turnIn.key(), t.Think, seed)+v.key())),
 		F: func(n uint64) (*Request, error) {
 			first, err := src.Request(n)
 			if err != nil {
@@ -519,7 +544,8 @@ func withTurns(ctx context.Context, src Source, t experiment.Turns, out Lengths,
 			c.Prompt, c.MaxTokens = "", 0
 			for i := 1; i < count.Sample(r); i++ {
 				k := turnIn.Sample(r)
-				turn := Turn{Prompt: Words(r, k), InputTokens: k, Think: t.Think}
+				prompt, k := v.Text(r, k)
+				turn := Turn{Prompt: prompt, InputTokens: k, Think: t.Think}
 				if out.IsSet() {
 					turn.MaxTokens = out.Sample(r)
 				}

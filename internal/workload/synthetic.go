@@ -17,6 +17,9 @@ type Synthetic struct {
 	Seed   uint64
 	// Prefix, when set, starts a share of prompts with a shared prefix.
 	Prefix *experiment.SharedPrefix
+	// Vocab, when set, makes prompts of its words in its tokenizer's
+	// counts (--tokenizer server); nil: OneTokenWords.
+	Vocab *Vocab
 }
 
 var _ Source = Synthetic{}
@@ -25,8 +28,8 @@ var _ Source = Synthetic{}
 func (s Synthetic) Request(n uint64) (*Request, error) {
 	r := rand.New(rand.NewPCG(s.Seed, n))
 	in := s.Input.Sample(r)
-	t := synthText(r, in, s.Prefix, s.Seed)
-	req := &Request{Prompt: t.text, InputTokens: in}
+	t := synthText(r, in, s.Prefix, s.Seed, s.Vocab)
+	req := &Request{Prompt: t.text, InputTokens: t.tokens}
 	if s.Prefix != nil {
 		req.Labels = []Label{{Key: "prefix", Value: t.group}}
 	}
@@ -42,6 +45,7 @@ func (s Synthetic) Digest() string {
 	if p := s.Prefix; p != nil {
 		key += fmt.Sprintf(" prefix=%d:%d:%g", p.Groups, p.Tokens, p.Ratio)
 	}
+	key += s.Vocab.key()
 	return digest([]byte(key))
 }
 
@@ -49,16 +53,20 @@ func (s Synthetic) Digest() string {
 // ("none" when it has no shared prefix).
 type synth struct {
 	text, group string
+	tokens      int
 }
 
 // synthText makes n tokens of text; with a shared prefix, a Ratio share of
 // texts longer than the prefix start with one of its groups' prefixes.
-func synthText(r *rand.Rand, n int, p *experiment.SharedPrefix, seed uint64) synth {
+func synthText(r *rand.Rand, n int, p *experiment.SharedPrefix, seed uint64, v *Vocab) synth {
 	if p == nil || n <= p.Tokens || r.Float64() >= p.Ratio {
-		return synth{Words(r, n), "none"}
+		t, k := v.Text(r, n)
+		return synth{t, "none", k}
 	}
 	g := r.IntN(p.Groups)
-	return synth{PrefixText(seed, g, p.Tokens) + Words(r, n-p.Tokens), fmt.Sprint("g", g)}
+	pre, pk := v.Text(newRand(seed^0xF1E2D3C4B5A69788, uint64(g)), p.Tokens)
+	t, k := v.More(r, n-p.Tokens)
+	return synth{pre + t, fmt.Sprint("g", g), pk + k}
 }
 
 // PrefixText is shared prefix number g of a workload seeded with seed:

@@ -791,15 +791,21 @@ func (c *Client) finish(ctx context.Context, st *stream, req *workload.Request, 
 		rec.InputTokens = req.InputTokens
 	}
 	tok := c.cfg.Tokenizer
+	// A remote counter (--tokenizer server) asks the server's tokenize
+	// endpoint: its failure leaves the count unknown, not the request failed.
+	_, remote := tok.(interface{ Remote() bool })
 	sample := c.cfg.TokenizerSample > 0 && rec.Seq%uint64(c.cfg.TokenizerSample) == 0
 	if tok != nil && (rec.UsageTokens < 0 || sample) {
 		n, err := tokenizer.CountContext(ctx, tok, string(st.text))
-		if err != nil {
+		switch {
+		case err != nil && remote && ctx.Err() == nil:
+		case err != nil:
 			kind, msg := classify(ctx, err)
 			rec.Fail(kind, msg+" (while counting the response's tokens)", time.Now())
 			return
+		default:
+			rec.TokenizerTokens = n
 		}
-		rec.TokenizerTokens = n
 	}
 	switch {
 	case rec.UsageTokens >= 0:
@@ -813,7 +819,9 @@ func (c *Client) finish(ctx context.Context, st *stream, req *workload.Request, 
 	// each chunk's text when a tokenizer is at hand, for up to
 	// maxChunkCounts chunks (a count costs a few µs: a stream of millions
 	// of one-byte chunks would outlast its timeout).
-	if rec.OutputTokens != rec.Chunks && tok != nil && c.cfg.Stream && len(st.bounds) <= maxChunkCounts {
+	// A remote counter would send a request a chunk: its chunks are left
+	// uncounted.
+	if rec.OutputTokens != rec.Chunks && tok != nil && !remote && c.cfg.Stream && len(st.bounds) <= maxChunkCounts {
 		prev := 0
 		for i, end := range st.bounds {
 			if i%256 == 255 && ctx.Err() != nil {

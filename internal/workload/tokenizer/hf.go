@@ -65,7 +65,7 @@ func LoadContext(ctx context.Context, name string) (*BPE, error) {
 		}
 		return parseHF(data, name)
 	}
-	return nil, fmt.Errorf("tokenizer %q: use cl100k_base, o200k_base, llama3 or the path of a tokenizer.json", name)
+	return nil, fmt.Errorf("tokenizer %q: use cl100k_base, o200k_base, llama3, the path of a tokenizer.json, or server (the target's own tokenize endpoint)", name)
 }
 
 var (
