@@ -110,6 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s.rankRoutes(s.mux)
 	s.mux.Handle("/v1/responses", only(http.MethodPost, s.handleResponses(s.handleGenerate(epChat))))
 	s.mux.Handle("/v1/models", only(http.MethodGet, http.HandlerFunc(s.handleModels)))
+	s.mux.Handle("/tokenize", only(http.MethodPost, http.HandlerFunc(s.handleTokenize)))
 	s.mux.Handle("/health", only(http.MethodGet, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })))
 	s.mux.Handle("/metrics", only(http.MethodGet, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	s.mux.HandleFunc("/admin/faults", s.handleAdminFaults)
@@ -237,11 +238,18 @@ type modelCard struct {
 	MaxModelLen int     `json:"max_model_len,omitempty"`
 }
 
-func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+// maxModelLen is the context the models listing gives: the MaxContext
+// fault's, or the KV cache's size when smaller (0: none).
+func (s *Server) maxModelLen() int {
 	maxLen := s.faults.Load().MaxContext
 	if s.kvLimit > 0 && (maxLen == 0 || s.kvLimit < maxLen) {
 		maxLen = s.kvLimit
 	}
+	return maxLen
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	maxLen := s.maxModelLen()
 	base := s.cfg.Model
 	resp := modelsResponse{Object: "list", Data: []modelCard{{ID: base, Object: "model", Created: s.created, OwnedBy: "spate", Root: base, MaxModelLen: maxLen}}}
 	if e := s.cfg.Engine; e != nil {

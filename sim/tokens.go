@@ -43,6 +43,9 @@ type promptScanner struct {
 	blockSize int
 	hash      uint64
 	keys      []uint64
+	// emit, when set, is given each run of text and the tokens it counts
+	// (the /tokenize endpoint's ids come from it).
+	emit func(run string, n int)
 }
 
 func newPromptScanner(blockSize int) promptScanner {
@@ -122,6 +125,9 @@ func (p *promptScanner) feed(s string) {
 		p.hashBytes(s[i:j])
 		if n > 0 {
 			p.add(n)
+			if p.emit != nil {
+				p.emit(s[i:j], n)
+			}
 		}
 		i = j
 	}
@@ -132,4 +138,26 @@ func countTokens(s string) int {
 	p := newPromptScanner(0)
 	p.feed(s)
 	return p.tokens
+}
+
+// vocabSize is the size of the id space /tokenize answers in (Llama 2's).
+const vocabSize = 32000
+
+// tokenIDs returns the ids the simulator's count gives text: a token a
+// counted run of text, each id a hash of the run and the token's place in
+// it, so that the same word has the same ids wherever it stands.
+func tokenIDs(s string) []int {
+	ids := make([]int, 0, len(s)/4+1)
+	p := newPromptScanner(0)
+	p.emit = func(run string, n int) {
+		h := uint64(fnvOffset)
+		for i := 0; i < len(run); i++ {
+			h = (h ^ uint64(run[i])) * fnvPrime
+		}
+		for k := 0; k < n; k++ {
+			ids = append(ids, int((h+uint64(k)*fnvPrime)%vocabSize))
+		}
+	}
+	p.feed(s)
+	return ids
 }

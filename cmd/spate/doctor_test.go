@@ -53,3 +53,21 @@ func TestDoctor(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenizerServerAgainstSim: --tokenizer server builds prompts in the
+// simulator's own tokens (its /tokenize): 200 asked arrive as 200 in the
+// server's usage, and the result names the endpoint.
+func TestTokenizerServerAgainstSim(t *testing.T) {
+	_, target := startSim(t, sim.Deterministic(time.Millisecond, time.Millisecond, 0))
+	out := t.TempDir() + "/r.json"
+	code, _, stderr := cli(t, context.Background(), "run", "--target", target, "--api", "completions", "--tokenizer", "server",
+		"--input-tokens", "200", "--output-tokens", "4", "--requests", "20", "--concurrency", "4", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := readResult(t, out)
+	in := r.Scenarios[0].Metrics["input_tokens"]
+	if r.Provenance.Tokenizer != "server:"+strings.TrimSuffix(target, "/v1")+"/tokenize" || in.Count != 20 || in.Min != 200 || in.Max != 200 {
+		t.Errorf("tokenizer %q, input tokens %+v", r.Provenance.Tokenizer, in)
+	}
+}

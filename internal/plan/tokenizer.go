@@ -56,8 +56,8 @@ func (r *Run) loadTokenizer(ctx context.Context) (tokenizer.Counter, *workload.V
 	}
 	if !r.quiet() {
 		url, shape := srv.Endpoint()
-		fmt.Fprintf(r.stderr(), "tokenizer: %s in %s's shape: synthetic prompts of %d of the %d words (those of 1 to 4 tokens), each starting with %q (%d tokens there); %d tokenize requests\n",
-			scrub.URL(url), shape, len(v.Words), len(workload.OneTokenWords), v.Head, v.HeadTokens, srv.Requests())
+		fmt.Fprintf(r.stderr(), "tokenizer: %s in %s's shape: synthetic prompts of %d of the %d words (those of 1 to 4 tokens), each starting with %q (%d token%s there); %d tokenize requests\n",
+			scrub.URL(url), shape, len(v.Words), len(workload.OneTokenWords), v.Head, v.HeadTokens, map[bool]string{true: "s"}[v.HeadTokens != 1], srv.Requests())
 	}
 	return srv, v, nil
 }
