@@ -138,7 +138,7 @@ func intentsKept(r *Result, l topicLog, sizes []int, distinct []map[string]bool)
 // sizes rotate with the seed, so that each of the seven topics is the
 // 5 % one. The default suite clusters logs 7 and 8; -tags integration
 // logs 1 to 30 (smallIntentLogs), and TestSmallIntentsKeptSweep counts
-// the logs kept over forty.
+// the logs kept over a hundred.
 //
 // Logs 7 and 8 fail on average linkage alone (k = 6: the 5-7 % shipping
 // topic is merged into billing, with which it shares "wrong", "shows",
