@@ -23,6 +23,10 @@ func linkage(a, b *group) float64 {
 	return floats.Dot(a.sum, b.sum) / float64(len(a.members)*len(b.members))
 }
 
+// nearSample bounds the members of a starting group each point is compared
+// with for the nearest-neighbour linkage (see agglomerate).
+const nearSample = 50
+
 // groupsOf returns the non-empty groups of an assignment of points to k
 // clusters, in cluster order.
 func groupsOf(points []textembed.Vector, assign []int, k, dim int) []*group {
@@ -62,8 +66,8 @@ type level struct {
 //     words here and there;
 //   - the nearest-neighbour linkage: the mean, over the members of the
 //     smaller group, of each one's largest cosine to a member of the
-//     larger (from near, see nearestQueries; 0 when none of its nearest
-//     neighbours is there). The queries of one intent asked in different
+//     larger (0 at least; the members of each starting group compared are
+//     the first nearSample of them). The queries of one intent asked in different
 //     words (its sentence templates) each have a close neighbour across
 //     them, through the words of the intent they share; two intents do
 //     not. On average linkage alone a template of an intent is as far
@@ -73,24 +77,24 @@ type level struct {
 // This linkage is not reducible: a merge can be closer than the one before
 // it. A level's linkage is the weakest merge made so far, so that cutting
 // the sequence at a linkage still gives nested partitions.
-func agglomerate(ctx context.Context, start []*group, near [][]neighbour) ([]level, error) {
+func agglomerate(ctx context.Context, points []textembed.Vector, start []*group) ([]level, error) {
 	n := len(start)
 	gs := append([]*group(nil), start...)
-	// to[p][g]: point p's largest cosine to a member of group g among its
-	// nearest neighbours (0: none of them in g). Every point is in one of
-	// the starting groups.
-	of := make([]int, len(near))
-	for g, s := range start {
-		for _, p := range s.members {
-			of[p] = g
-		}
-	}
-	to := make([][]float64, len(near))
+	// to[p][g]: point p's largest cosine to a member of group g (0 at
+	// least), over up to nearSample of g's members.
+	to := make([][]float64, len(points))
 	for p := range to {
+		if p%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("merging clusters: %w", err)
+			}
+		}
 		to[p] = make([]float64, n)
-		for _, nb := range near[p] {
-			if g := of[nb.p]; nb.cos > to[p][g] {
-				to[p][g] = nb.cos
+		for g, s := range start {
+			for _, q := range s.members[:min(nearSample, len(s.members))] {
+				if q != p {
+					to[p][g] = max(to[p][g], points[p].Dot(points[q]))
+				}
 			}
 		}
 	}

@@ -18,14 +18,7 @@ func TestAgglomerateLinkage(t *testing.T) {
 		textembed.Dense([]float64{0.6, 0.8}),
 		textembed.Dense([]float64{0, 1}),
 	}
-	near, err := nearestQueries(context.Background(), points, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := near[2][0]; got.p != 1 || math.Abs(got.cos-0.8) > 1e-12 {
-		t.Errorf("nearest query of (0, 1) = %+v, want point 1 at 0.8", got)
-	}
-	levels, err := agglomerate(context.Background(), groupsOf(points, []int{0, 0, 1}, 2, 2), near)
+	levels, err := agglomerate(context.Background(), points, groupsOf(points, []int{0, 0, 1}, 2, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +49,7 @@ func TestAgglomerateNested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near, err := nearestQueries(context.Background(), points, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	levels, err := agglomerate(context.Background(), groupsOf(points, km.Assign, km.K, Dim(points)), near)
+	levels, err := agglomerate(context.Background(), points, groupsOf(points, km.Assign, km.K, Dim(points)))
 	if err != nil {
 		t.Fatal(err)
 	}

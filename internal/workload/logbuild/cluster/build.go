@@ -240,13 +240,6 @@ func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *
 	// random: the gaps are measured against eps at least.
 	res.MeanCosine = meanCosine(points)
 	eps := unrelatedShare * res.MeanCosine
-	var near [][]neighbour
-	if k0 > 1 {
-		var err error
-		if near, err = nearestQueries(ctx, points, o.Seed); err != nil {
-			return nil, fmt.Errorf("clustering: %w", err)
-		}
-	}
 	var forest []tree
 	for t := range trees {
 		var levels []level
@@ -259,7 +252,7 @@ func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *
 			if err != nil {
 				return nil, fmt.Errorf("clustering with k = %d: %w", k0, err)
 			}
-			if levels, err = agglomerate(ctx, groupsOf(points, km0.Assign, km0.K, dim), near); err != nil {
+			if levels, err = agglomerate(ctx, points, groupsOf(points, km0.Assign, km0.K, dim)); err != nil {
 				return nil, fmt.Errorf("clustering: %w", err)
 			}
 		}
