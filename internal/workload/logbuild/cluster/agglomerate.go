@@ -23,6 +23,10 @@ func linkage(a, b *group) float64 {
 	return floats.Dot(a.sum, b.sum) / float64(len(a.members)*len(b.members))
 }
 
+// nearSample bounds the members of a starting group each point is compared
+// with for the nearest-neighbour linkage (see agglomerate).
+const nearSample = 50
+
 // groupsOf returns the non-empty groups of an assignment of points to k
 // clusters, in cluster order.
 func groupsOf(points []textembed.Vector, assign []int, k, dim int) []*group {
@@ -53,22 +57,67 @@ type level struct {
 	made, next float64
 }
 
-// agglomerate merges groups by average linkage, the closest pair first,
-// down to one group (UPGMA). Average linkage is reducible, so each merge's
-// linkage is at most the one before: cutting the sequence at a linkage
-// gives nested partitions. It returns every level, from the starting
-// groups to one.
-func agglomerate(ctx context.Context, start []*group) ([]level, error) {
+// agglomerate merges groups, the closest pair first, down to one group,
+// and returns every level, from the starting groups to one. Two groups
+// are as close as the geometric mean of two linkages:
+//
+//   - the average linkage (the mean cosine between a member of one and a
+//     member of the other), which keeps apart intents that share a few
+//     words here and there;
+//   - the nearest-neighbour linkage: the mean, over the members of the
+//     smaller group, of each one's largest cosine to a member of the
+//     larger (0 at least; the members of each starting group compared are
+//     the first nearSample of them). The queries of one intent asked in different
+//     words (its sentence templates) each have a close neighbour across
+//     them, through the words of the intent they share; two intents do
+//     not. On average linkage alone a template of an intent is as far
+//     from the rest of it as a small intent from its nearest neighbour,
+//     and the small intent was merged away.
+//
+// This linkage is not reducible: a merge can be closer than the one before
+// it. A level's linkage is the weakest merge made so far, so that cutting
+// the sequence at a linkage still gives nested partitions.
+func agglomerate(ctx context.Context, points []textembed.Vector, start []*group) ([]level, error) {
 	n := len(start)
 	gs := append([]*group(nil), start...)
+	// to[p][g]: point p's largest cosine to a member of group g (0 at
+	// least), over up to nearSample of g's members.
+	to := make([][]float64, len(points))
+	for p := range to {
+		if p%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("merging clusters: %w", err)
+			}
+		}
+		to[p] = make([]float64, n)
+		for g, s := range start {
+			for _, q := range s.members[:min(nearSample, len(s.members))] {
+				if q != p {
+					to[p][g] = max(to[p][g], points[p].Dot(points[q]))
+				}
+			}
+		}
+	}
+	link := func(a, b int) float64 {
+		small, large := a, b
+		if len(gs[a].members) > len(gs[b].members) || len(gs[a].members) == len(gs[b].members) && a > b {
+			small, large = b, a
+		}
+		nn := 0.0
+		for _, p := range gs[small].members {
+			nn += to[p][large]
+		}
+		nn /= float64(len(gs[small].members))
+		return math.Sqrt(nn * math.Max(linkage(gs[a], gs[b]), 0))
+	}
 	alive := make([]bool, n)
-	link := make([][]float64, n)
+	links := make([][]float64, n)
 	for a := range n {
 		alive[a] = true
-		link[a] = make([]float64, n)
+		links[a] = make([]float64, n)
 		for b := range a {
-			link[a][b] = linkage(gs[a], gs[b])
-			link[b][a] = link[a][b]
+			links[a][b] = link(a, b)
+			links[b][a] = links[a][b]
 		}
 	}
 	snapshot := func(made float64) level {
@@ -92,26 +141,29 @@ func agglomerate(ctx context.Context, start []*group) ([]level, error) {
 				continue
 			}
 			for b := a + 1; b < n; b++ {
-				if alive[b] && link[a][b] > best {
-					ba, bb, best = a, b, link[a][b]
+				if alive[b] && links[a][b] > best {
+					ba, bb, best = a, b, links[a][b]
 				}
 			}
 		}
-		levels[len(levels)-1].next = best
-		// b joins a: a's linkages are the size-weighted means of both.
+		// b joins a.
 		A, B := gs[ba], gs[bb]
 		m := &group{sum: make([]float64, len(A.sum)), members: append(append([]int(nil), A.members...), B.members...)}
 		floats.Add(m.sum, A.sum)
 		floats.Add(m.sum, B.sum)
-		na, nb := float64(len(A.members)), float64(len(B.members))
-		for c := range n {
-			if alive[c] && c != ba && c != bb {
-				link[ba][c] = (na*link[ba][c] + nb*link[bb][c]) / (na + nb)
-				link[c][ba] = link[ba][c]
-			}
+		for _, row := range to {
+			row[ba] = max(row[ba], row[bb])
 		}
 		gs[ba], alive[bb] = m, false
-		levels = append(levels, snapshot(best))
+		for c := range n {
+			if alive[c] && c != ba {
+				links[ba][c] = link(ba, c)
+				links[c][ba] = links[ba][c]
+			}
+		}
+		made := min(best, levels[len(levels)-1].made)
+		levels[len(levels)-1].next = made
+		levels = append(levels, snapshot(made))
 	}
 	return levels, nil
 }

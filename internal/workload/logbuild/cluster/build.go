@@ -64,8 +64,9 @@ type Options struct {
 // tree with K clusters of at least the size floor.
 type KScore struct {
 	K int `json:"k"`
-	// Linkage is the average linkage (mean cosine between members) of the
-	// merge that made the partition, Next that of the merge after it, and
+	// Linkage is the linkage (see agglomerate: the geometric mean of the
+	// average and the nearest-neighbour linkage) of the merge that made
+	// the partition, Next that of the merge after it, and
 	// Gap their ratio: how much more alike the groups merged so far were
 	// than the two merged next.
 	Linkage float64 `json:"linkage"`
@@ -140,12 +141,17 @@ type Result struct {
 // texts that are only boilerplate (by terms), and texts with no neighbour
 // (no other text at a cosine of DefaultNeighbourCos). The rest are
 // over-clustered by k-means++ (about three groups per cluster that k may
-// reach) and the groups merged by average linkage into a tree (UPGMA). A
-// partition of the tree has K clusters when K of its groups reach the size
-// floor. With K given, the coarsest such partition is kept; else the one
-// whose last merge most outdid the next (the largest linkage gap), among
-// k in 2..KMax: the point where merging starts to join groups that have
-// little in common. The partition's clusters are refined by spherical
+// reach) and the groups merged into a tree, the closest first, by a
+// linkage that needs both the mean cosine between their queries and, for
+// each query of the smaller group, a close neighbour in the other (see
+// agglomerate). A partition of the tree has K clusters when K of its
+// groups reach the size floor. With K given, the coarsest such partition
+// is kept; else, among k in 2..KMax, the one whose last merge most outdid
+// the next (the largest linkage gap: the point where merging starts to
+// join groups that have little in common), or the largest k whose gap is
+// nearly as large (nextGapShare): a small intent that shares words with a
+// larger one makes a clear gap of its own, above the largest one. The
+// partition's clusters are refined by spherical
 // k-means from their centroids; the texts of groups below the floor join
 // the nearest cluster, and texts far from every centroid (cosine below
 // DefaultFarCos) go to the unclustered bucket.
@@ -246,7 +252,7 @@ func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *
 			if err != nil {
 				return nil, fmt.Errorf("clustering with k = %d: %w", k0, err)
 			}
-			if levels, err = agglomerate(ctx, groupsOf(points, km0.Assign, km0.K, dim)); err != nil {
+			if levels, err = agglomerate(ctx, points, groupsOf(points, km0.Assign, km0.K, dim)); err != nil {
 				return nil, fmt.Errorf("clustering: %w", err)
 			}
 		}
@@ -298,12 +304,13 @@ func Build(ctx context.Context, texts []string, vecs []textembed.Vector, terms *
 			}
 		}
 		chosenK = best.K
-		// Two clear gaps in a row, at k and k + 1: the one merge between
-		// them joined two groups far less alike than their own members
-		// and far more alike than the rest (two intents that share words,
-		// e.g. a small topic and its neighbour). Keep them apart.
+		// A clear gap at a larger k too: the merges between the two
+		// joined groups far less alike than their own members and far
+		// more alike than the rest (intents that share words, e.g. a
+		// small topic and its neighbour). Keep them apart: the largest
+		// k whose gap is nearly as clear wins.
 		for _, sc := range res.Scores {
-			if sc.K == chosenK+1 && best.Gap > 1 && math.Log(sc.Gap) >= nextGapShare*math.Log(best.Gap) {
+			if sc.K > chosenK && best.Gap > 1 && math.Log(sc.Gap) >= nextGapShare*math.Log(best.Gap) {
 				chosenK = sc.K
 			}
 		}
@@ -478,10 +485,10 @@ func compact(points []textembed.Vector) []textembed.Vector {
 // clearGap is the linkage gap below which no k stands out.
 const clearGap = 1.5
 
-// nextGapShare: the k one above the largest gap's is chosen instead when
-// its gap is at least the largest to the power nextGapShare (on a log
-// scale, within 20 % of it), and so on up.
-const nextGapShare = 0.8
+// nextGapShare: a k above the largest gap's is chosen instead when its
+// gap is at least the largest to the power nextGapShare (on a log scale,
+// at least half of it); the largest such k wins.
+const nextGapShare = 0.5
 
 // unrelatedShare is the share of the mean cosine between two queries of
 // the log below which a merge joins unrelated groups.
@@ -656,7 +663,8 @@ func topTerms(sum, total map[string]float64, n int) []string {
 	for t, w := range sum {
 		score[t] = w
 		if total[t] > 0 {
-			score[t] = w * w / total[t]
+			share := w / total[t]
+			score[t] = w * share * share
 		}
 		all = append(all, t)
 	}

@@ -7,7 +7,9 @@
 // embed, queries that are only boilerplate (as learnt by textembed), and
 // queries alike to no other. The rest are over-clustered by spherical
 // k-means (cosine similarity to unit-norm centroids, k-means++ seeding),
-// and the groups merged by average linkage into a tree; k is where merging
+// and the groups merged into a tree by a linkage that asks both for a high
+// mean cosine between their queries and for a close neighbour across
+// them for each query of the smaller; k is where merging
 // starts to join groups that have little in common (the largest linkage
 // gap), among partitions whose clusters reach a size floor. The chosen
 // partition is refined by spherical k-means from its centroids. See Build.

@@ -136,27 +136,28 @@ func intentsKept(r *Result, l topicLog, sizes []int, distinct []map[string]bool)
 // lines, and they are more than half of that cluster) and every cluster
 // is named by a distinctive word of its topic (see intentsKept). The
 // sizes rotate with the seed, so that each of the seven topics is the
-// 5 % one. The default suite clusters logs 1 and 2; -tags integration
-// logs 1 to 14 but 7, 8 and 9, which fail (logs 7 and 8: k = 6, the
-// shipping topic merged into its neighbours; log 9: 13 shipping lines
-// "how long does ... delivery take" join the cooking cluster, labelled
-// "long"). TestSmallIntentsKeptSweep counts the logs kept over twenty.
-// Before the fix (k at the largest linkage gap only, labels by weight
-// alone) log 1 gave k = 6 with the 5 % shipping topic in no cluster.
+// 5 % one. The default suite clusters logs 7 and 8; -tags integration
+// logs 1 to 30 (smallIntentLogs), and TestSmallIntentsKeptSweep counts
+// the logs kept over a hundred.
+//
+// Logs 7 and 8 fail on average linkage alone (k = 6: the 5-7 % shipping
+// topic is merged into billing, with which it shares "wrong", "shows",
+// "never"; the templates of one topic, e.g. fitness's "how do I improve
+// my form on squats at the gym", are as far from the rest of it on
+// average linkage, 0.022 against 0.018 on log 7, so no k kept shipping
+// and merged the template). They hold with the nearest-neighbour linkage
+// (agglomerate) and the largest k of a nearly-largest gap. Log 17 failed
+// on its label (billing named "card", which finance's "credit card debt"
+// uses too) before the labels weighed a term's share of its weight in the
+// cluster squared.
 func TestSmallIntentsKept(t *testing.T) {
 	distinct := distinctiveWords()
-	for _, tt := range []struct {
-		seed uint64
-		long bool
-	}{
-		{1, false}, {2, false}, {3, true}, {4, true}, {5, true}, {6, true},
-		{10, true}, {11, true}, {12, true}, {13, true}, {14, true},
-	} {
-		t.Run(fmt.Sprint("log ", tt.seed), func(t *testing.T) {
-			if tt.long {
+	for seed := uint64(1); seed <= smallIntentLogs; seed++ {
+		t.Run(fmt.Sprint("log ", seed), func(t *testing.T) {
+			if seed != 7 && seed != 8 {
 				longtest.Skip(t)
 			}
-			r, l, sizes := buildSmallIntentLog(t, tt.seed)
+			r, l, sizes := buildSmallIntentLog(t, seed)
 			bad, recall, purity := intentsKept(r, l, sizes, distinct)
 			var labels []string
 			for _, c := range r.Clusters {
@@ -170,6 +171,10 @@ func TestSmallIntentsKept(t *testing.T) {
 		})
 	}
 }
+
+// smallIntentLogs is the number of small-intent logs TestSmallIntentsKept
+// clusters with -tags integration (seeds 1 to smallIntentLogs).
+const smallIntentLogs = 30
 
 // buildSmallIntentLog clusters the small-intent log of seed with k
 // chosen, and returns the topic sizes.

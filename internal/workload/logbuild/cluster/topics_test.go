@@ -94,8 +94,9 @@ func buildTopicLog(t *testing.T, seed uint64, keepBoilerplate bool) (*Result, to
 // typos, ALL CAPS and 20 noise lines, k is chosen within 5 ± 1, purity is
 // at least 0.8, every topic is the majority of a cluster and the noise is
 // unclustered. The same logs clustered with boilerplate weighting switched
-// off fail those conditions (on logs 2 and 4 when this was written: k = 2
-// and k = 7), so the weighting is what makes them hold. The default suite
+// off fail those conditions (on logs 2 and 4: k = 8 and k = 7; k = 2 and
+// k = 7 with average linkage alone), so the weighting is what makes them
+// hold. The default suite
 // clusters log 2, recovered with the weighting and not without (each
 // clustering about half a second under -race); -tags integration all
 // four, and TestTopicsNotBoilerplateSweep twenty.
