@@ -186,10 +186,11 @@ func TestSimulator(t *testing.T) {
 		"completions": {OK, "yes"},
 		"responses":   {OK, "yes"},
 		"embeddings":  {OK, "yes"},
+		"tokenize":    {OK, "llama.cpp's shape"},
 		"metrics":     {OK, "vLLM metrics"},
 		"health":      {OK, "200"},
 	})
-	if flags(r) != "--target "+hs.URL+"/v1 | --scrape "+hs.URL+"/metrics" || r.Target != hs.URL+"/v1" {
+	if flags(r) != "--target "+hs.URL+"/v1 | --tokenizer server | --scrape "+hs.URL+"/metrics" || r.Target != hs.URL+"/v1" {
 		t.Errorf("target %s, flags %s: want the /v1 added and said", r.Target, flags(r))
 	}
 	var text, js bytes.Buffer
