@@ -121,9 +121,10 @@ type Assessment struct {
 	// seconds (least-squares slope × their length), and QueueGrowthSE
 	// its standard error (0 with fewer than 4 seconds: not estimated).
 	QueueGrowth, QueueGrowthSE float64
-	// WithinNoise marks a trial that completed under MinDelivered of its
-	// sends, but not surely (DeliveryConfidence): its shortfall is within
-	// the count's sampling noise, and the delivery criterion passes.
+	// WithinNoise marks a passing trial that completed under MinDelivered
+	// of its sends (Delivered), but not surely (DeliveryConfidence): its
+	// shortfall is within the count's sampling noise, and the delivery
+	// criterion passes.
 	WithinNoise bool
 	// minDelivered is the criterion WithinNoise fell short of.
 	minDelivered float64
@@ -189,7 +190,9 @@ func Assess(sc *result.Scenario, rate float64, c Criteria) Assessment {
 		case queueGrowing(a, offered):
 			return fail(ReasonQueueGrowing)
 		}
-		a.WithinNoise, a.minDelivered = float64(a.completed+1) < c.MinDelivered*a.sent, c.MinDelivered
+		// Every passing shortfall the trial's line shows is labelled,
+		// also one within a single request of the criterion.
+		a.WithinNoise, a.minDelivered = a.Delivered < c.MinDelivered, c.MinDelivered
 	}
 	switch {
 	case growing(sc, c.MaxTTFTGrowth):
