@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,72 @@ func spateBinary(t *testing.T) string {
 		t.Fatalf("go build: %v", binErr)
 	}
 	return binPath
+}
+
+// cpuOf is the CPU time (user and system) process pid has used so far,
+// read from /proc (false where there is none).
+func cpuOf(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, false
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15, in clock ticks
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100, true // USER_HZ is 100 on Linux
+}
+
+// watchRunQueue samples, until process pid ends, the time its threads
+// have spent runnable but waiting for a processor (/proc's schedstat),
+// and returns a function that stops it and gives the time since the call
+// (0 where /proc has no schedstat).
+func watchRunQueue(pid int) func() time.Duration {
+	read := func() (time.Duration, bool) {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return 0, false
+		}
+		var sum time.Duration
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+			if f := strings.Fields(string(b)); err == nil && len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64) // nanoseconds waiting on a run queue
+				sum += time.Duration(n)
+			}
+		}
+		return sum, true
+	}
+	first, _ := read()
+	var last atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if w, ok := read(); ok && w >= first {
+				last.Store(int64(w - first))
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() time.Duration {
+		close(stop)
+		<-done
+		return time.Duration(last.Load())
+	}
 }
 
 // waitExit waits up to limit for cmd to exit and returns its exit code and
@@ -126,7 +193,8 @@ func hangServer(t *testing.T) (url string, open *atomic.Int64) {
 
 // TestInterruptsWithThousandsInFlight: with thousands of requests in
 // flight to a server that never answers, the first SIGINT (or SIGTERM)
-// makes spate exit within the interrupted drain (2 s) plus 2 s, with a
+// makes spate exit within the interrupted drain (2 s) plus 2 s (plus what
+// a busy machine kept its threads waiting for a processor), with a
 // partial result; a second SIGINT right after the first makes it exit at
 // once, still writing what it has. The requests in flight are as many
 // as the open-file limit lets both processes hold, up to 20,000 (the
@@ -194,10 +262,23 @@ func TestInterruptsWithThousandsInFlight(t *testing.T) {
 			}
 			limit = 2 * time.Second
 		}
+		cpu0, _ := cpuOf(cmd.Process.Pid)
+		queued := watchRunQueue(cmd.Process.Pid)
 		code, took := waitExit(t, cmd, t0, time.Minute)
-		t.Logf("%v, twice %v: %d in flight, exit %d after %v", tc.sig, twice, inFlight, code, took)
-		if code != 1 || took > limit {
-			t.Errorf("exit %d after %v, want 1 within %v", code, took, limit)
+		spent := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() - cpu0
+		waited := queued()
+		t.Logf("%v, twice %v: %d in flight, exit %d after %v (after the signal spate used %v of CPU and its threads waited %v for a processor)",
+			tc.sig, twice, inFlight, code, took, spent, waited)
+		// On a busy machine (this process's race-built server tears down
+		// as many connections at the same time) spate may pass the limit
+		// waiting for a processor, which is no fault of its own: the time
+		// over the limit is excused up to what its threads spent runnable
+		// but waiting (an idle wait, a drain too long, is not). Its work
+		// after the signal is bounded whatever the machine does: 5 s of
+		// CPU for the teardown of up to 20,000 requests (0.7-2.3 s seen
+		// for 18,000 on a 2-core machine at load 7-8).
+		if code != 1 || took-limit > waited || spent > 5*time.Second {
+			t.Errorf("exit %d after %v (%v of CPU, %v waiting for a processor), want 1 within %v", code, took, spent, waited, limit)
 		}
 		r := readResult(t, out)
 		rq := r.Scenarios[0].Requests
