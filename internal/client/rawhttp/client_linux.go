@@ -51,7 +51,9 @@ type conn struct {
 	closed bool
 }
 
-// call is one request in flight on a conn.
+// call is one request in flight on a conn. Calls are pooled (calls): the
+// reactor is done with one once it has sent its verdict on done, which Do
+// always waits for.
 type call struct {
 	h        Handler
 	done     chan error // the reactor's verdict, once
@@ -67,6 +69,16 @@ type call struct {
 	gotBytes  bool
 	firstByte time.Time   // the first read's stamp (the reactor's)
 	aborted   atomic.Bool // Do gave up on it: the reactor ends it at its next read
+	// timer is Request.Timeout's, kept with the pooled call; Do arms it.
+	timer *time.Timer
+}
+
+// calls pools calls with their done channel and timer.
+var calls = sync.Pool{New: func() any { return &call{done: make(chan error, 1)} }}
+
+// reset readies a pooled call for an attempt of a request to h.
+func (cl *call) reset(h Handler) {
+	*cl = call{h: h, done: cl.done, timer: cl.timer}
 }
 
 // New returns a Client for cfg; its reactors start at once.
@@ -125,8 +137,25 @@ var errServerClosedIdle = errors.New("rawhttp: server closed an idle connection"
 // request's (a retry is the caller's to decide and count), as net/http
 // has it for a POST.
 func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
+	cl := calls.Get().(*call)
+	defer calls.Put(cl)
+	// Request.Timeout: a timer (the call's, reused) and, for a dial, the
+	// deadline.
+	var timeout <-chan time.Time
+	var deadline time.Time
+	if req.Timeout > 0 {
+		deadline = time.Now().Add(req.Timeout)
+		if cl.timer == nil {
+			cl.timer = time.NewTimer(req.Timeout)
+		} else {
+			cl.timer.Reset(req.Timeout)
+		}
+		defer cl.timer.Stop()
+		timeout = cl.timer.C
+	}
 	for attempt := 0; ; attempt++ {
-		res, err := c.do(ctx, req, attempt > 0)
+		cl.reset(req.Handler)
+		res, err := c.do(ctx, req, cl, attempt > 0, timeout, deadline)
 		if errors.Is(err, errServerClosedIdle) && attempt < 2 {
 			continue
 		}
@@ -137,17 +166,19 @@ func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
 	}
 }
 
-func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, error) {
-	cl := &call{h: req.Handler, done: make(chan error, 1)}
-	cn, reused, dt, err := c.get(ctx, cl, req.Head, fresh)
+// do is one attempt of Do, with cl as its call; timeout is the request's
+// timer's channel and deadline its end (nil and zero when unbounded).
+func (c *Client) do(ctx context.Context, req *Request, cl *call, fresh bool, timeout <-chan time.Time, deadline time.Time) (Result, error) {
+	cn, reused, dt, err := c.get(ctx, cl, req.Head, fresh, deadline)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Reused: reused, Dial: dt, Ready: time.Now()}
-	if err := cn.write(ctx, req.Raw); err != nil {
+	if err := cn.write(ctx, req.Raw, timeout); err != nil {
 		cn.abort(cl)
 		<-cl.done
-		if reused && !cl.gotBytes && ctx.Err() == nil {
+		timedOut := errors.Is(err, ErrTimeout)
+		if reused && !cl.gotBytes && ctx.Err() == nil && !timedOut {
 			return res, errServerClosedIdle
 		}
 		if ctx.Err() != nil {
@@ -185,6 +216,14 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 				return res, nil // the response was complete as the context ended
 			}
 			return res, context.Cause(ctx)
+		case <-timeout:
+			cn.abort(cl)
+			err := <-cl.done
+			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
+			if err == nil {
+				return res, nil // the response was complete as the time ran out
+			}
+			return res, ErrTimeout
 		case <-idle:
 			quiet := time.Since(epoch) - time.Duration(cl.lastRead.Load())
 			if quiet < req.IdleTimeout {
@@ -210,8 +249,9 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 var epoch = time.Now()
 
 // get returns a connection with cl set as its call: an idle one unless
-// fresh, else a new one, with the phases of its opening.
-func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bool, DialTimes, error) {
+// fresh, else a new one, opened by deadline if not zero, with the phases
+// of its opening.
+func (c *Client) get(ctx context.Context, cl *call, head, fresh bool, deadline time.Time) (*conn, bool, DialTimes, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -238,8 +278,17 @@ func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bo
 		return cn, true, DialTimes{}, nil
 	}
 	c.mu.Unlock()
-	cn, dt, err := c.dial(ctx)
+	dctx := ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	cn, dt, err := c.dial(dctx)
 	if err != nil {
+		if ctx.Err() == nil && dctx.Err() != nil {
+			err = timeoutError{err}
+		}
 		return nil, false, dt, err
 	}
 	cn.p.reset(head)
@@ -364,8 +413,8 @@ func (c *Client) expireIdle(r *reactor, now time.Time) {
 }
 
 // write writes b whole, waiting for the reactor's word when the socket's
-// buffer is full.
-func (cn *conn) write(ctx context.Context, b []byte) error {
+// buffer is full, and failing with ErrTimeout when timeout fires then.
+func (cn *conn) write(ctx context.Context, b []byte, timeout <-chan time.Time) error {
 	for len(b) > 0 {
 		n, err := write(cn.fd, b)
 		if n > 0 {
@@ -392,6 +441,9 @@ func (cn *conn) write(ctx context.Context, b []byte) error {
 			case <-ctx.Done():
 				cn.blocked.Store(false)
 				return context.Cause(ctx)
+			case <-timeout:
+				cn.blocked.Store(false)
+				return ErrTimeout
 			}
 			cn.blocked.Store(false)
 		case errors.Is(err, unix.EINTR):

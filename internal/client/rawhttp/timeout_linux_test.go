@@ -1,0 +1,122 @@
+//go:build linux
+
+package rawhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTimeout: Request.Timeout fails a request still running when it
+// ends, whatever it is waiting for (the response, the socket's room for
+// the request, the dial), with ErrTimeout and the reason's message; the
+// pooled call and timer it leaves behind time nothing else out.
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/quick" {
+			io.WriteString(w, "ok")
+			return
+		}
+		io.WriteString(w, "first\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	t.Run("response", func(t *testing.T) {
+		h := &collect{}
+		start := time.Now()
+		_, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h, Timeout: 100 * time.Millisecond})
+		if took := time.Since(start); !errors.Is(err, ErrTimeout) || took < 100*time.Millisecond || took > 5*time.Second {
+			t.Fatalf("error %v after %v, want a timeout after 100 ms", err, took)
+		}
+		if string(h.body) != "first\n" {
+			t.Fatalf("body %q", h.body)
+		}
+	})
+	t.Run("pooled timers time nothing else out", func(t *testing.T) {
+		// The calls of timed-out requests are reused: their timers must
+		// not fire for the next request, nor a fired one linger.
+		for i := range 200 {
+			h := &collect{}
+			timeout := time.Minute
+			if i%50 == 0 {
+				timeout = time.Millisecond
+			}
+			path := "/quick"
+			if timeout == time.Millisecond {
+				path = "/"
+			}
+			_, err := c.Do(context.Background(), &Request{Raw: get(path, host), Handler: h, Timeout: timeout})
+			if timeout == time.Millisecond {
+				if !errors.Is(err, ErrTimeout) {
+					t.Fatalf("request %d: error %v, want a timeout", i, err)
+				}
+				continue
+			}
+			if err != nil || string(h.body) != "ok" {
+				t.Fatalf("request %d: error %v, body %q", i, err, h.body)
+			}
+		}
+	})
+	t.Run("writing", func(t *testing.T) {
+		// A server that never reads: the request waits for room in the
+		// socket's buffer until its time is over.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer nc.Close()
+			}
+		}()
+		addr := ln.Addr().String()
+		c := newClient(t, "http://"+addr)
+		body := strings.Repeat("x", 64<<20)
+		raw := append(AppendHead(nil, "POST", "/", addr, len(body)), "\r\n"+body...)
+		start := time.Now()
+		_, err = c.Do(context.Background(), &Request{Raw: raw, Handler: &collect{}, Timeout: 200 * time.Millisecond})
+		if took := time.Since(start); !errors.Is(err, ErrTimeout) || err.Error() != "writing request: request timed out" || took > 5*time.Second {
+			t.Fatalf("error %v after %v, want writing request: request timed out", err, took)
+		}
+	})
+	t.Run("dial", func(t *testing.T) {
+		// A name whose lookup never answers: the dial ends with the
+		// request's time, a timeout that keeps the dial's message.
+		stuck := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		c, err := New(Config{Addr: "stuck.test:80", Resolver: stuck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		_, err = c.Do(context.Background(), &Request{Raw: get("/", "stuck.test"), Handler: &collect{}, Timeout: 100 * time.Millisecond})
+		var op *net.OpError
+		if took := time.Since(start); !errors.Is(err, ErrTimeout) || !errors.As(err, &op) || op.Op != "dial" || took > 5*time.Second {
+			t.Fatalf("error %v after %v, want a dial error that is a timeout", err, took)
+		}
+	})
+}
