@@ -120,6 +120,9 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	hists map[string]*Hist
+	// h are the histograms of hists that Record adds to, by field: no map
+	// lookup by name per request.
+	h recHists
 	// phases are the HTTP phases' histograms among hists, by phase.
 	phases [record.NumPhases]*Hist
 	// readLag holds each request's read lag, when its client measures it;
@@ -184,6 +187,16 @@ type Recorder struct {
 	errs  errorAgg // the measurement error (see error.go)
 }
 
+// recHists are the Recorder's histograms that Record adds to, as in
+// Recorder.hists under their keys.
+type recHists struct {
+	ttft, itl, tpot, e2e, ttftIntended, e2eIntended *Hist
+	firstReasoning, firstAnswer                     *Hist
+	scheduleLag, slotWait, sendDelay                *Hist
+	tokensPerChunk, outputTokens, inputTokens       *Hist
+	complexity                                      *Hist
+}
+
 // New returns a Recorder for one scenario.
 func New(cfg Config) *Recorder {
 	if cfg.LagBound <= 0 {
@@ -213,6 +226,14 @@ func New(cfg Config) *Recorder {
 	}
 	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
 		r.hists[k] = newCountHist()
+	}
+	r.h = recHists{
+		ttft: r.hists[TTFT], itl: r.hists[ITL], tpot: r.hists[TPOT], e2e: r.hists[E2E],
+		ttftIntended: r.hists[TTFTIntended], e2eIntended: r.hists[E2EIntended],
+		firstReasoning: r.hists[FirstReasoning], firstAnswer: r.hists[FirstAnswer],
+		scheduleLag: r.hists[ScheduleLag], slotWait: r.hists[SlotWait], sendDelay: r.hists[SendDelay],
+		tokensPerChunk: r.hists[TokensPerChunk], outputTokens: r.hists[OutputTokens],
+		inputTokens: r.hists[InputTokens], complexity: r.hists[Complexity],
 	}
 	r.lags.x, r.lags.y, r.lags.head = make([]float64, 0, 1024), make([]float32, 0, 1024), make([]float64, 0, 1024)
 	if cfg.Window > 0 {
@@ -351,13 +372,13 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.lastEnd = rec.End
 	}
 	lag := rec.Lag()
-	r.hists[ScheduleLag].recordDuration(lag)
+	r.h.scheduleLag.recordDuration(lag)
 	if rec.Complexity > 0 {
-		r.hists[Complexity].recordCount(int64(math.Round(rec.Complexity)))
+		r.h.complexity.recordCount(int64(math.Round(rec.Complexity)))
 	}
-	r.hists[SlotWait].recordDuration(rec.SlotWait)
+	r.h.slotWait.recordDuration(rec.SlotWait)
 	if !rec.Written.IsZero() {
-		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
+		r.h.sendDelay.recordDuration(rec.Written.Sub(rec.Sent))
 	}
 	r.recordPhases(rec)
 	if rec.ReadLag > 0 {
@@ -416,14 +437,14 @@ func (r *Recorder) Record(rec *record.Record) {
 			r.counted += int64(rec.TokenizerTokens)
 		}
 	}
-	r.hists[OutputTokens].recordCount(int64(rec.OutputTokens))
-	r.hists[InputTokens].recordCount(int64(rec.InputTokens))
+	r.h.outputTokens.recordCount(int64(rec.OutputTokens))
+	r.h.inputTokens.recordCount(int64(rec.InputTokens))
 	e2e := rec.E2E()
-	r.hists[E2E].recordDuration(e2e)
-	r.hists[E2EIntended].recordDuration(e2e + lag)
+	r.h.e2e.recordDuration(e2e)
+	r.h.e2eIntended.recordDuration(e2e + lag)
 	if hasTTFT {
-		r.hists[TTFT].recordDuration(ttft)
-		r.hists[TTFTIntended].recordDuration(ttft + lag)
+		r.h.ttft.recordDuration(ttft)
+		r.h.ttftIntended.recordDuration(ttft + lag)
 		early := ttft
 		if rec.LateFirst {
 			early = max(ttft-rec.FirstBound, 0)
@@ -431,25 +452,25 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.ttftEarly.recordDuration(early)
 	}
 	if !rec.FirstReasoning.IsZero() {
-		r.hists[FirstReasoning].recordDuration(rec.FirstReasoning.Sub(rec.Sent))
+		r.h.firstReasoning.recordDuration(rec.FirstReasoning.Sub(rec.Sent))
 	}
 	if !rec.FirstAnswer.IsZero() {
-		r.hists[FirstAnswer].recordDuration(rec.FirstAnswer.Sub(rec.Sent))
+		r.h.firstAnswer.recordDuration(rec.FirstAnswer.Sub(rec.Sent))
 	}
 	for _, g := range rec.Gaps {
-		r.hists[ITL].recordDuration(g)
+		r.h.itl.recordDuration(g)
 	}
 	switch {
 	case len(rec.ChunkTokens) > 0:
 		for _, n := range rec.ChunkTokens {
-			r.hists[TokensPerChunk].recordCount(int64(n))
+			r.h.tokensPerChunk.recordCount(int64(n))
 		}
 	case rec.Chunks > 0 && rec.OutputTokens == rec.Chunks:
-		r.hists[TokensPerChunk].h.RecordValues(1, int64(rec.Chunks))
+		r.h.tokensPerChunk.h.RecordValues(1, int64(rec.Chunks))
 	}
 	tpot, hasTPOT := rec.TPOT()
 	if hasTPOT {
-		r.hists[TPOT].recordDuration(tpot)
+		r.h.tpot.recordDuration(tpot)
 	}
 	m := measured(rec, ttft, hasTTFT)
 	good := m.met(r.cfg.SLO, 0)
