@@ -30,7 +30,8 @@ type rawState struct {
 
 // Field implements rawhttp.FieldHandler: it keeps the Retry-After.
 func (s *rawState) Field(name, value []byte) {
-	if bytes.EqualFold(name, []byte("Retry-After")) {
+	// The length first (no letter of the name folds to a longer rune).
+	if len(name) == len("Retry-After") && bytes.EqualFold(name, []byte("Retry-After")) {
 		s.retryAfter = string(value)
 	}
 }
@@ -105,7 +106,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	b = append(b, p.heads...)
 	if c.cfg.TraceHeader {
 		b = append(b, "Traceparent: "...)
-		b = append(b, rec.NewTrace()...)
+		b = rec.AppendNewTrace(b)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
