@@ -13,6 +13,8 @@ import (
 // cancelled, it can record the request itself and return on time.
 type flight struct {
 	state atomic.Uint32
+	// prev and next link the flights in flight (flights.mu).
+	prev, next *flight
 	// What the engine knows of the request, copied at the send: the
 	// record itself belongs to the client until it returns.
 	seq            uint64
@@ -30,11 +32,34 @@ const (
 	abandoned               // the engine recorded it as cancelled: the client's record is dropped
 )
 
-// flights are the requests in flight.
+// flights are the requests in flight: a list linked through the flights
+// (no hashing per request, as a set in a map had).
 type flights struct {
 	mu     sync.Mutex
-	set    map[*flight]struct{}
-	closed bool // abandoned: nothing more is sent
+	head   *flight
+	closed bool // abandoned: nothing more is sent, and the list is let go
+}
+
+// add puts f in the list.
+func (fs *flights) add(f *flight) {
+	f.next = fs.head
+	if fs.head != nil {
+		fs.head.prev = f
+	}
+	fs.head = f
+}
+
+// remove takes f out of the list.
+func (fs *flights) remove(f *flight) {
+	if f.prev != nil {
+		f.prev.next = f.next
+	} else {
+		fs.head = f.next
+	}
+	if f.next != nil {
+		f.next.prev = f.prev
+	}
+	f.prev, f.next = nil, nil
 }
 
 // begin sends rec: it stamps rec.Sent, tells the sink and registers the
@@ -61,7 +86,7 @@ func (r *run) begin(rec *record.Record, scheduled bool) *flight {
 		rec.Intended = rec.Sent
 	}
 	f := &flight{seq: rec.Seq, warmup: rec.Warmup, intended: rec.Intended, sent: rec.Sent, slotWait: rec.SlotWait, intent: rec.Intent}
-	fs.set[f] = struct{}{}
+	fs.add(f)
 	r.sent.Add(1)
 	// Under the lock, so that a flight abandon sees has been sent.
 	r.cfg.Sink.Sent(rec.Sent, rec.Intended, rec.Warmup)
@@ -79,7 +104,9 @@ func (r *run) settle(f *flight, rec *record.Record) bool {
 	f.state.Store(recorded)
 	fs := &r.flights
 	fs.mu.Lock()
-	delete(fs.set, f)
+	if !fs.closed { // abandon let the whole list go
+		fs.remove(f)
+	}
 	fs.mu.Unlock()
 	return true
 }
@@ -95,14 +122,14 @@ func (r *run) abandon() uint64 {
 	var gone, busy []*flight
 	fs.mu.Lock()
 	fs.closed = true
-	for f := range fs.set {
+	for f := fs.head; f != nil; f = f.next {
 		if f.state.CompareAndSwap(inFlight, abandoned) {
 			gone = append(gone, f)
 		} else {
 			busy = append(busy, f)
 		}
 	}
-	clear(fs.set)
+	fs.head = nil
 	fs.mu.Unlock()
 	now := time.Now()
 	var rec record.Record

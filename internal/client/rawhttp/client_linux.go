@@ -187,10 +187,10 @@ func (c *Client) do(ctx context.Context, req *Request, cl *call, fresh bool, tim
 		return res, fmt.Errorf("writing request: %w", err)
 	}
 	res.Written = time.Now()
-	cl.lastRead.Store(int64(time.Since(epoch)))
 	var idle <-chan time.Time
 	var timer *time.Timer
 	if req.IdleTimeout > 0 {
+		cl.lastRead.Store(int64(time.Since(epoch))) // only the idle timeout reads it
 		timer = time.NewTimer(req.IdleTimeout)
 		defer timer.Stop()
 		idle = timer.C
