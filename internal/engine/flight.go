@@ -38,6 +38,10 @@ type flights struct {
 	mu     sync.Mutex
 	head   *flight
 	closed bool // abandoned: nothing more is sent, and the list is let go
+	// free holds settled flights for reuse (no allocation per request).
+	// Only a flight settled before abandon goes there: abandon may still
+	// hold the others.
+	free []*flight
 }
 
 // add puts f in the list.
@@ -85,7 +89,14 @@ func (r *run) begin(rec *record.Record, scheduled bool) *flight {
 	if rec.Intended.IsZero() {
 		rec.Intended = rec.Sent
 	}
-	f := &flight{seq: rec.Seq, warmup: rec.Warmup, intended: rec.Intended, sent: rec.Sent, slotWait: rec.SlotWait, intent: rec.Intent}
+	var f *flight
+	if n := len(fs.free); n > 0 {
+		f, fs.free = fs.free[n-1], fs.free[:n-1]
+		f.state.Store(inFlight)
+	} else {
+		f = new(flight)
+	}
+	f.seq, f.warmup, f.intended, f.sent, f.slotWait, f.intent = rec.Seq, rec.Warmup, rec.Intended, rec.Sent, rec.SlotWait, rec.Intent
 	fs.add(f)
 	r.sent.Add(1)
 	// Under the lock, so that a flight abandon sees has been sent.
@@ -106,6 +117,7 @@ func (r *run) settle(f *flight, rec *record.Record) bool {
 	fs.mu.Lock()
 	if !fs.closed { // abandon let the whole list go
 		fs.remove(f)
+		fs.free = append(fs.free, f)
 	}
 	fs.mu.Unlock()
 	return true
