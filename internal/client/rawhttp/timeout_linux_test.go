@@ -120,3 +120,93 @@ func TestTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestContextWatch: requests that share a context wait on the reactor
+// alone, the Client watching the context for them: its end ends them all,
+// with its cause. A request with another context while that one is live
+// waits on its own; once the watched one has ended, the next context is
+// watched, and the old watch ends none of its requests.
+func TestContextWatch(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/quick" {
+			io.WriteString(w, "ok")
+			return
+		}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	do := func(ctx context.Context, path string) (string, error) {
+		h := &collect{}
+		_, err := c.Do(ctx, &Request{Raw: get(path, host), Handler: h})
+		return string(h.body), err
+	}
+	if _, err := do(context.Background(), "/quick"); err != nil {
+		t.Fatal(err) // a context that never ends is not watched
+	}
+
+	runA, endA := context.WithCancelCause(context.Background())
+	errA := errors.New("run A is over")
+	if _, err := do(runA, "/quick"); err != nil {
+		t.Fatal(err) // A is watched from its first request
+	}
+	results := make(chan error, 8)
+	for range 8 {
+		go func() { _, err := do(runA, "/"); results <- err }()
+	}
+	// Another context while A is live: waited on by its request.
+	ctxB, cancelB := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelB()
+	start := time.Now()
+	if _, err := do(ctxB, "/"); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Fatalf("request of an unwatched context: error %v after %v, want its deadline", err, time.Since(start))
+	}
+	if w := c.watched.Load(); w == nil || w.done != runA.Done() {
+		t.Fatal("the shared context is not the one watched")
+	}
+	endA(errA)
+	for range 8 {
+		select {
+		case err := <-results:
+			if !errors.Is(err, errA) {
+				t.Fatalf("request of the watched context: error %v, want its cause", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watched context's end did not end its requests")
+		}
+	}
+
+	// The next context is watched; A's watch, over, ends nothing of it.
+	runC, endC := context.WithCancelCause(context.Background())
+	if body, err := do(runC, "/quick"); err != nil || body != "ok" {
+		t.Fatalf("after the watched context ended: error %v, body %q", err, body)
+	}
+	if w := c.watched.Load(); w == nil || w.done != runC.Done() || w.gen != 2 {
+		t.Fatal("the next context is not watched")
+	}
+	got := make(chan error, 1)
+	go func() { _, err := do(runC, "/"); got <- err }()
+	time.Sleep(100 * time.Millisecond) // it waits on the server
+	c.endCalls(1)                      // A's watch once more: C's request is not A's
+	select {
+	case err := <-got:
+		t.Fatalf("A's watch ended C's request: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	errC := errors.New("run C is over")
+	endC(errC)
+	select {
+	case err := <-got:
+		if !errors.Is(err, errC) {
+			t.Fatalf("request of the second watched context: error %v, want its cause", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second watched context's end did not end its request")
+	}
+}
