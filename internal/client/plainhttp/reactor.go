@@ -61,7 +61,8 @@ func newRawPath(cfg Config, addr string) (*rawPath, error) {
 	if cfg.FastHTTP || err != nil || u.Scheme != "http" || !rawhttp.Available() {
 		return nil, nil
 	}
-	rc, err := rawhttp.New(rawhttp.Config{Addr: addr})
+	// The engine passes its run's context to every request.
+	rc, err := rawhttp.New(rawhttp.Config{Addr: addr, WatchContext: true})
 	if err != nil {
 		return nil, fmt.Errorf("starting the reactor: %w", err)
 	}

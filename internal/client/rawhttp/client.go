@@ -29,6 +29,12 @@ type Config struct {
 	Tick time.Duration
 	// Resolver looks the address's name up (nil: the system's resolver).
 	Resolver *net.Resolver
+	// WatchContext says Do's callers pass one context to many requests
+	// (a run's): the Client then watches it, once, rather than each
+	// request waiting on it too (see Client.Do). Contexts of one request
+	// each are waited on by their request all the same: a watch that saw
+	// a single request is not renewed.
+	WatchContext bool
 	// ReadStamps stamps each read with the time it returned, as on a
 	// socket that gives no receive time, instead of asking the kernel for
 	// its receive time (SO_TIMESTAMPNS).

@@ -43,6 +43,7 @@ type ctxWatch struct {
 	done <-chan struct{}
 	gen  uint64
 	stop func() bool
+	uses atomic.Int64 // the requests that relied on it
 }
 
 // conn is one connection. Its fd is closed only by closeConn; shutdown
@@ -342,16 +343,18 @@ func (c *Client) do(ctx context.Context, req *Request, cl *call, fresh bool, dea
 // and no request waits on it.
 func (c *Client) watch(ctx context.Context) uint64 {
 	done := ctx.Done()
-	if done == nil {
-		return 0 // it never ends
+	if done == nil || !c.cfg.WatchContext {
+		return 0 // it never ends, or each request has its own
 	}
 	if w := c.watched.Load(); w != nil && w.done == done {
+		w.uses.Add(1)
 		return w.gen
 	}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	w := c.watched.Load()
 	if w != nil && w.done == done {
+		w.uses.Add(1)
 		return w.gen
 	}
 	var gen uint64 = 1
@@ -361,9 +364,15 @@ func (c *Client) watch(ctx context.Context) uint64 {
 		default:
 			return 0 // another context, still live, is watched
 		}
+		if w.uses.Load() < 2 {
+			// A context of one request: so will the next be, most
+			// likely, and a watch each would cost more than it saves.
+			return 0
+		}
 		gen = w.gen + 1
 	}
 	nw := &ctxWatch{done: done, gen: gen}
+	nw.uses.Store(1)
 	nw.stop = context.AfterFunc(ctx, func() { c.endCalls(gen) })
 	c.watched.Store(nw)
 	return gen

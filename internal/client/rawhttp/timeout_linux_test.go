@@ -140,7 +140,11 @@ func TestContextWatch(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := newClient(t, srv.URL)
+	c, err := New(Config{Addr: strings.TrimPrefix(srv.URL, "http://"), WatchContext: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	do := func(ctx context.Context, path string) (string, error) {
 		h := &collect{}
@@ -208,5 +212,27 @@ func TestContextWatch(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second watched context's end did not end its request")
+	}
+
+	// Contexts of one request each: watched once, not renewed.
+	ctxD, cancelD := context.WithCancel(context.Background())
+	if _, err := do(ctxD, "/quick"); err != nil {
+		t.Fatal(err)
+	}
+	cancelD()
+	ctxE, cancelE := context.WithCancel(context.Background())
+	defer cancelE()
+	if _, err := do(ctxE, "/quick"); err != nil {
+		t.Fatal(err)
+	}
+	if w := c.watched.Load(); w == nil || w.done != ctxD.Done() {
+		t.Fatal("a watch that saw one request was renewed")
+	}
+
+	// Without WatchContext, no context is watched.
+	plain := newClient(t, srv.URL)
+	h := &collect{}
+	if _, err := plain.Do(ctxE, &Request{Raw: get("/quick", host), Handler: h}); err != nil || plain.watched.Load() != nil {
+		t.Fatalf("error %v; watched %v, want none", err, plain.watched.Load())
 	}
 }
