@@ -106,8 +106,10 @@ func (l latencies) met(slo SLO, lag time.Duration) bool {
 }
 
 // add takes a successful request into the aggregate: m are its measured
-// latencies, lag its schedule lag.
-func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo SLO) {
+// latencies, lag its schedule lag; early says whether to record its lowest
+// latencies in the early histograms (not while they are their twins: see
+// Recorder.splitEarly).
+func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo SLO, early bool) {
 	low, high := m, m // the lowest and highest each latency can be
 	if rec.ReadLag > 0 {
 		if m.hasTTFT && rec.LateFirst && rec.FirstBound > 0 {
@@ -135,11 +137,13 @@ func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo S
 	// Every success, late or not, so that an early histogram has the
 	// samples of its distribution, one each (its figures are the ranges'
 	// lower ends, percentile for percentile).
-	if m.hasTTFT {
-		a.ttftIntEarly.recordDuration(low.ttft + lag)
+	if early {
+		if m.hasTTFT {
+			a.ttftIntEarly.recordDuration(low.ttft + lag)
+		}
+		a.e2eEarly.recordDuration(low.e2e)
+		a.e2eIntEarly.recordDuration(low.e2e + lag)
 	}
-	a.e2eEarly.recordDuration(low.e2e)
-	a.e2eIntEarly.recordDuration(low.e2e + lag)
 	if low.met(slo, 0) {
 		a.goodHi++
 	}

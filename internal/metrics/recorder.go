@@ -129,8 +129,13 @@ type Recorder struct {
 	// events and lateEvents add up those requests' content events,
 	// firsts and lateFirsts their first tokens, gaps and lateGaps their
 	// inter-token gaps (see record.Record.LateEvents).
-	readLag            *Hist
-	ttftEarly          *Hist // see TTFTEarly
+	readLag   *Hist
+	ttftEarly *Hist // see TTFTEarly
+	// twins says the early histograms (ttftEarly and errs') are still
+	// their twins (TTFT, TTFT from the intended time, E2E, E2E from the
+	// intended time), sample for sample: no success has been late. They
+	// are recorded only from the first that is (see splitEarly).
+	twins              bool
 	events, lateEvents int64
 	firsts, lateFirsts int64
 	gaps, lateGaps     int64
@@ -216,6 +221,7 @@ func New(cfg Config) *Recorder {
 		ttftEarly:    newLatencyHist(),
 		out:          newOutputAgg(),
 		errs:         newErrorAgg(),
+		twins:        true,
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -439,17 +445,22 @@ func (r *Recorder) Record(rec *record.Record) {
 	}
 	r.h.outputTokens.recordCount(int64(rec.OutputTokens))
 	r.h.inputTokens.recordCount(int64(rec.InputTokens))
+	if r.twins && (rec.LateFirst && rec.FirstBound > 0 || rec.ReadLag > 0 && rec.EndBound > 0) {
+		r.splitEarly() // this success's lowest latencies are not its measured ones
+	}
 	e2e := rec.E2E()
 	r.h.e2e.recordDuration(e2e)
 	r.h.e2eIntended.recordDuration(e2e + lag)
 	if hasTTFT {
 		r.h.ttft.recordDuration(ttft)
 		r.h.ttftIntended.recordDuration(ttft + lag)
-		early := ttft
-		if rec.LateFirst {
-			early = max(ttft-rec.FirstBound, 0)
+		if !r.twins {
+			early := ttft
+			if rec.LateFirst {
+				early = max(ttft-rec.FirstBound, 0)
+			}
+			r.ttftEarly.recordDuration(early)
 		}
-		r.ttftEarly.recordDuration(early)
 	}
 	if !rec.FirstReasoning.IsZero() {
 		r.h.firstReasoning.recordDuration(rec.FirstReasoning.Sub(rec.Sent))
@@ -481,7 +492,7 @@ func (r *Recorder) Record(rec *record.Record) {
 			r.goodIntended++
 		}
 	}
-	r.errs.add(rec, m, lag, r.cfg.SLO)
+	r.errs.add(rec, m, lag, r.cfg.SLO, !r.twins)
 	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
 	if TaskDone(rec) {
 		r.tasks++
@@ -508,12 +519,27 @@ func (r *Recorder) Record(rec *record.Record) {
 	}
 }
 
+// splitEarly gives the early histograms their own samples from now on:
+// copies of their twins, which they equal while no success was late.
+// Recording them only from then on saves four histogram records per
+// request while reads are on time.
+func (r *Recorder) splitEarly() {
+	r.twins = false
+	r.ttftEarly.h = r.h.ttft.h.Clone()
+	r.errs.ttftIntEarly.h = r.h.ttftIntended.h.Clone()
+	r.errs.e2eEarly.h = r.h.e2e.h.Clone()
+	r.errs.e2eIntEarly.h = r.h.e2eIntended.h.Clone()
+}
+
 // Scenario computes the scenario's figures, and its histograms encoded for
 // the result file. end is when the scenario stopped.
 func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[string]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flushSec()
+	if r.twins {
+		r.splitEarly() // the early histograms are read below
+	}
 	sc := result.Scenario{
 		Name:      name,
 		StartedAt: r.cfg.Start,
