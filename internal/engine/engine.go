@@ -179,7 +179,6 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		return Outcome{}, err
 	}
 	r := &run{cfg: cfg, stopped: make(chan struct{}), pool: sync.Pool{New: func() any { return new(record.Record) }}}
-	r.flights.set = map[*flight]struct{}{}
 	// Requests outlive ctx by the drain; reqCancel ends them.
 	reqCtx, reqCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer reqCancel(nil)

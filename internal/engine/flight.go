@@ -13,6 +13,8 @@ import (
 // cancelled, it can record the request itself and return on time.
 type flight struct {
 	state atomic.Uint32
+	// prev and next link the flights in flight (flights.mu).
+	prev, next *flight
 	// What the engine knows of the request, copied at the send: the
 	// record itself belongs to the client until it returns.
 	seq            uint64
@@ -30,11 +32,38 @@ const (
 	abandoned               // the engine recorded it as cancelled: the client's record is dropped
 )
 
-// flights are the requests in flight.
+// flights are the requests in flight: a list linked through the flights
+// (no hashing per request, as a set in a map had).
 type flights struct {
 	mu     sync.Mutex
-	set    map[*flight]struct{}
-	closed bool // abandoned: nothing more is sent
+	head   *flight
+	closed bool // abandoned: nothing more is sent, and the list is let go
+	// free holds settled flights for reuse (no allocation per request).
+	// Only a flight settled before abandon goes there: abandon may still
+	// hold the others.
+	free []*flight
+}
+
+// add puts f in the list.
+func (fs *flights) add(f *flight) {
+	f.next = fs.head
+	if fs.head != nil {
+		fs.head.prev = f
+	}
+	fs.head = f
+}
+
+// remove takes f out of the list.
+func (fs *flights) remove(f *flight) {
+	if f.prev != nil {
+		f.prev.next = f.next
+	} else {
+		fs.head = f.next
+	}
+	if f.next != nil {
+		f.next.prev = f.prev
+	}
+	f.prev, f.next = nil, nil
 }
 
 // begin sends rec: it stamps rec.Sent, tells the sink and registers the
@@ -60,8 +89,15 @@ func (r *run) begin(rec *record.Record, scheduled bool) *flight {
 	if rec.Intended.IsZero() {
 		rec.Intended = rec.Sent
 	}
-	f := &flight{seq: rec.Seq, warmup: rec.Warmup, intended: rec.Intended, sent: rec.Sent, slotWait: rec.SlotWait, intent: rec.Intent}
-	fs.set[f] = struct{}{}
+	var f *flight
+	if n := len(fs.free); n > 0 {
+		f, fs.free = fs.free[n-1], fs.free[:n-1]
+		f.state.Store(inFlight)
+	} else {
+		f = new(flight)
+	}
+	f.seq, f.warmup, f.intended, f.sent, f.slotWait, f.intent = rec.Seq, rec.Warmup, rec.Intended, rec.Sent, rec.SlotWait, rec.Intent
+	fs.add(f)
 	r.sent.Add(1)
 	// Under the lock, so that a flight abandon sees has been sent.
 	r.cfg.Sink.Sent(rec.Sent, rec.Intended, rec.Warmup)
@@ -79,7 +115,10 @@ func (r *run) settle(f *flight, rec *record.Record) bool {
 	f.state.Store(recorded)
 	fs := &r.flights
 	fs.mu.Lock()
-	delete(fs.set, f)
+	if !fs.closed { // abandon let the whole list go
+		fs.remove(f)
+		fs.free = append(fs.free, f)
+	}
 	fs.mu.Unlock()
 	return true
 }
@@ -95,14 +134,14 @@ func (r *run) abandon() uint64 {
 	var gone, busy []*flight
 	fs.mu.Lock()
 	fs.closed = true
-	for f := range fs.set {
+	for f := fs.head; f != nil; f = f.next {
 		if f.state.CompareAndSwap(inFlight, abandoned) {
 			gone = append(gone, f)
 		} else {
 			busy = append(busy, f)
 		}
 	}
-	clear(fs.set)
+	fs.head = nil
 	fs.mu.Unlock()
 	now := time.Now()
 	var rec record.Record

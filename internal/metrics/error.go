@@ -64,6 +64,9 @@ func IsEarly(key string) bool {
 // requests whose read lag was measured.
 type errorAgg struct {
 	early map[string]*Hist // TTFTIntendedEarly, E2EEarly, E2EIntendedEarly
+	// ttftIntEarly, e2eEarly and e2eIntEarly are early's, for add (no map
+	// lookup per request).
+	ttftIntEarly, e2eEarly, e2eIntEarly *Hist
 	// late counts and bounds, by distribution key
 	late  map[string]int64
 	bound map[string]time.Duration
@@ -78,6 +81,7 @@ func newErrorAgg() errorAgg {
 	for _, k := range []string{TTFTIntendedEarly, E2EEarly, E2EIntendedEarly} {
 		a.early[k] = newLatencyHist()
 	}
+	a.ttftIntEarly, a.e2eEarly, a.e2eIntEarly = a.early[TTFTIntendedEarly], a.early[E2EEarly], a.early[E2EIntendedEarly]
 	return a
 }
 
@@ -102,8 +106,10 @@ func (l latencies) met(slo SLO, lag time.Duration) bool {
 }
 
 // add takes a successful request into the aggregate: m are its measured
-// latencies, lag its schedule lag.
-func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo SLO) {
+// latencies, lag its schedule lag; early says whether to record its lowest
+// latencies in the early histograms (not while they are their twins: see
+// Recorder.splitEarly).
+func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo SLO, early bool) {
 	low, high := m, m // the lowest and highest each latency can be
 	if rec.ReadLag > 0 {
 		if m.hasTTFT && rec.LateFirst && rec.FirstBound > 0 {
@@ -131,11 +137,13 @@ func (a *errorAgg) add(rec *record.Record, m latencies, lag time.Duration, slo S
 	// Every success, late or not, so that an early histogram has the
 	// samples of its distribution, one each (its figures are the ranges'
 	// lower ends, percentile for percentile).
-	if m.hasTTFT {
-		a.early[TTFTIntendedEarly].recordDuration(low.ttft + lag)
+	if early {
+		if m.hasTTFT {
+			a.ttftIntEarly.recordDuration(low.ttft + lag)
+		}
+		a.e2eEarly.recordDuration(low.e2e)
+		a.e2eIntEarly.recordDuration(low.e2e + lag)
 	}
-	a.early[E2EEarly].recordDuration(low.e2e)
-	a.early[E2EIntendedEarly].recordDuration(low.e2e + lag)
 	if low.met(slo, 0) {
 		a.goodHi++
 	}

@@ -252,3 +252,51 @@ func TestWindowErrorFromTheStage(t *testing.T) {
 		t.Errorf("a stage with no late reads gave its window %+v", me)
 	}
 }
+
+// TestEarlyTwinsSplitAtFirstLate: the early histograms hold each
+// success's lowest latencies, those before the first late one included
+// (while none is late, they are their twins and are not recorded
+// themselves), and equal their twins in a stage with none late.
+func TestEarlyTwinsSplitAtFirstLate(t *testing.T) {
+	for _, lateAt := range []int{-1, 0, 7, 19} {
+		start := time.Unix(1000, 0)
+		r := New(Config{Start: start, Mode: "closed"})
+		want := map[string]*Hist{TTFTEarly: newLatencyHist(), TTFTIntendedEarly: newLatencyHist(), E2EEarly: newLatencyHist(), E2EIntendedEarly: newLatencyHist()}
+		for i := range 20 {
+			intended := start.Add(time.Duration(i) * 100 * time.Millisecond)
+			sent := intended.Add(time.Duration(i) * time.Millisecond) // a lag
+			r.Sent(sent, intended, false)
+			rec := &record.Record{}
+			rec.Reset()
+			rec.Sent, rec.Intended = sent, intended
+			ttft, e2e := time.Duration(10+i)*time.Millisecond, time.Duration(30+2*i)*time.Millisecond
+			rec.FirstToken, rec.End = sent.Add(ttft), sent.Add(e2e)
+			rec.OutputTokens, rec.Chunks = 2, 2
+			rec.ReadLag = 50 * time.Microsecond // measured, on time
+			lowTTFT, lowE2E := ttft, e2e
+			if i == lateAt {
+				rec.ReadLag, rec.LateFirst, rec.FirstBound, rec.EndBound = 4*time.Millisecond, true, 3*time.Millisecond, 4*time.Millisecond
+				lowTTFT, lowE2E = ttft-3*time.Millisecond, e2e-4*time.Millisecond
+			}
+			r.Record(rec)
+			lag := sent.Sub(intended)
+			want[TTFTEarly].recordDuration(lowTTFT)
+			want[TTFTIntendedEarly].recordDuration(lowTTFT + lag)
+			want[E2EEarly].recordDuration(lowE2E)
+			want[E2EIntendedEarly].recordDuration(lowE2E + lag)
+		}
+		_, hist, err := r.Scenario("s", start.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range want {
+			h := decoded(hist, k)
+			if h == nil {
+				t.Fatalf("late at %d: no %s", lateAt, k)
+			}
+			if got, exp := Summarize(h, 1000), w.Summary(); got != exp {
+				t.Errorf("late at %d: %s %+v, want %+v", lateAt, k, got, exp)
+			}
+		}
+	}
+}

@@ -120,14 +120,22 @@ type Recorder struct {
 
 	mu    sync.Mutex
 	hists map[string]*Hist
+	// h are the histograms of hists that Record adds to, by field: no map
+	// lookup by name per request.
+	h recHists
 	// phases are the HTTP phases' histograms among hists, by phase.
 	phases [record.NumPhases]*Hist
 	// readLag holds each request's read lag, when its client measures it;
 	// events and lateEvents add up those requests' content events,
 	// firsts and lateFirsts their first tokens, gaps and lateGaps their
 	// inter-token gaps (see record.Record.LateEvents).
-	readLag            *Hist
-	ttftEarly          *Hist // see TTFTEarly
+	readLag   *Hist
+	ttftEarly *Hist // see TTFTEarly
+	// twins says the early histograms (ttftEarly and errs') are still
+	// their twins (TTFT, TTFT from the intended time, E2E, E2E from the
+	// intended time), sample for sample: no success has been late. They
+	// are recorded only from the first that is (see splitEarly).
+	twins              bool
 	events, lateEvents int64
 	firsts, lateFirsts int64
 	gaps, lateGaps     int64
@@ -184,6 +192,16 @@ type Recorder struct {
 	errs  errorAgg // the measurement error (see error.go)
 }
 
+// recHists are the Recorder's histograms that Record adds to, as in
+// Recorder.hists under their keys.
+type recHists struct {
+	ttft, itl, tpot, e2e, ttftIntended, e2eIntended *Hist
+	firstReasoning, firstAnswer                     *Hist
+	scheduleLag, slotWait, sendDelay                *Hist
+	tokensPerChunk, outputTokens, inputTokens       *Hist
+	complexity                                      *Hist
+}
+
 // New returns a Recorder for one scenario.
 func New(cfg Config) *Recorder {
 	if cfg.LagBound <= 0 {
@@ -203,6 +221,7 @@ func New(cfg Config) *Recorder {
 		ttftEarly:    newLatencyHist(),
 		out:          newOutputAgg(),
 		errs:         newErrorAgg(),
+		twins:        true,
 	}
 	for _, k := range []string{TTFT, ITL, TPOT, E2E, TTFTIntended, E2EIntended, FirstReasoning, FirstAnswer, ScheduleLag, SlotWait, SendDelay} {
 		r.hists[k] = newLatencyHist()
@@ -213,6 +232,14 @@ func New(cfg Config) *Recorder {
 	}
 	for _, k := range []string{TokensPerChunk, OutputTokens, InputTokens, Complexity} {
 		r.hists[k] = newCountHist()
+	}
+	r.h = recHists{
+		ttft: r.hists[TTFT], itl: r.hists[ITL], tpot: r.hists[TPOT], e2e: r.hists[E2E],
+		ttftIntended: r.hists[TTFTIntended], e2eIntended: r.hists[E2EIntended],
+		firstReasoning: r.hists[FirstReasoning], firstAnswer: r.hists[FirstAnswer],
+		scheduleLag: r.hists[ScheduleLag], slotWait: r.hists[SlotWait], sendDelay: r.hists[SendDelay],
+		tokensPerChunk: r.hists[TokensPerChunk], outputTokens: r.hists[OutputTokens],
+		inputTokens: r.hists[InputTokens], complexity: r.hists[Complexity],
 	}
 	r.lags.x, r.lags.y, r.lags.head = make([]float64, 0, 1024), make([]float32, 0, 1024), make([]float64, 0, 1024)
 	if cfg.Window > 0 {
@@ -351,13 +378,13 @@ func (r *Recorder) Record(rec *record.Record) {
 		r.lastEnd = rec.End
 	}
 	lag := rec.Lag()
-	r.hists[ScheduleLag].recordDuration(lag)
+	r.h.scheduleLag.recordDuration(lag)
 	if rec.Complexity > 0 {
-		r.hists[Complexity].recordCount(int64(math.Round(rec.Complexity)))
+		r.h.complexity.recordCount(int64(math.Round(rec.Complexity)))
 	}
-	r.hists[SlotWait].recordDuration(rec.SlotWait)
+	r.h.slotWait.recordDuration(rec.SlotWait)
 	if !rec.Written.IsZero() {
-		r.hists[SendDelay].recordDuration(rec.Written.Sub(rec.Sent))
+		r.h.sendDelay.recordDuration(rec.Written.Sub(rec.Sent))
 	}
 	r.recordPhases(rec)
 	if rec.ReadLag > 0 {
@@ -416,40 +443,45 @@ func (r *Recorder) Record(rec *record.Record) {
 			r.counted += int64(rec.TokenizerTokens)
 		}
 	}
-	r.hists[OutputTokens].recordCount(int64(rec.OutputTokens))
-	r.hists[InputTokens].recordCount(int64(rec.InputTokens))
+	r.h.outputTokens.recordCount(int64(rec.OutputTokens))
+	r.h.inputTokens.recordCount(int64(rec.InputTokens))
+	if r.twins && (rec.LateFirst && rec.FirstBound > 0 || rec.ReadLag > 0 && rec.EndBound > 0) {
+		r.splitEarly() // this success's lowest latencies are not its measured ones
+	}
 	e2e := rec.E2E()
-	r.hists[E2E].recordDuration(e2e)
-	r.hists[E2EIntended].recordDuration(e2e + lag)
+	r.h.e2e.recordDuration(e2e)
+	r.h.e2eIntended.recordDuration(e2e + lag)
 	if hasTTFT {
-		r.hists[TTFT].recordDuration(ttft)
-		r.hists[TTFTIntended].recordDuration(ttft + lag)
-		early := ttft
-		if rec.LateFirst {
-			early = max(ttft-rec.FirstBound, 0)
+		r.h.ttft.recordDuration(ttft)
+		r.h.ttftIntended.recordDuration(ttft + lag)
+		if !r.twins {
+			early := ttft
+			if rec.LateFirst {
+				early = max(ttft-rec.FirstBound, 0)
+			}
+			r.ttftEarly.recordDuration(early)
 		}
-		r.ttftEarly.recordDuration(early)
 	}
 	if !rec.FirstReasoning.IsZero() {
-		r.hists[FirstReasoning].recordDuration(rec.FirstReasoning.Sub(rec.Sent))
+		r.h.firstReasoning.recordDuration(rec.FirstReasoning.Sub(rec.Sent))
 	}
 	if !rec.FirstAnswer.IsZero() {
-		r.hists[FirstAnswer].recordDuration(rec.FirstAnswer.Sub(rec.Sent))
+		r.h.firstAnswer.recordDuration(rec.FirstAnswer.Sub(rec.Sent))
 	}
 	for _, g := range rec.Gaps {
-		r.hists[ITL].recordDuration(g)
+		r.h.itl.recordDuration(g)
 	}
 	switch {
 	case len(rec.ChunkTokens) > 0:
 		for _, n := range rec.ChunkTokens {
-			r.hists[TokensPerChunk].recordCount(int64(n))
+			r.h.tokensPerChunk.recordCount(int64(n))
 		}
 	case rec.Chunks > 0 && rec.OutputTokens == rec.Chunks:
-		r.hists[TokensPerChunk].h.RecordValues(1, int64(rec.Chunks))
+		r.h.tokensPerChunk.h.RecordValues(1, int64(rec.Chunks))
 	}
 	tpot, hasTPOT := rec.TPOT()
 	if hasTPOT {
-		r.hists[TPOT].recordDuration(tpot)
+		r.h.tpot.recordDuration(tpot)
 	}
 	m := measured(rec, ttft, hasTTFT)
 	good := m.met(r.cfg.SLO, 0)
@@ -460,7 +492,7 @@ func (r *Recorder) Record(rec *record.Record) {
 			r.goodIntended++
 		}
 	}
-	r.errs.add(rec, m, lag, r.cfg.SLO)
+	r.errs.add(rec, m, lag, r.cfg.SLO, !r.twins)
 	r.groups.ok(rec, ttft, hasTTFT, tpot, hasTPOT, good)
 	if TaskDone(rec) {
 		r.tasks++
@@ -487,12 +519,27 @@ func (r *Recorder) Record(rec *record.Record) {
 	}
 }
 
+// splitEarly gives the early histograms their own samples from now on:
+// copies of their twins, which they equal while no success was late.
+// Recording them only from then on saves four histogram records per
+// request while reads are on time.
+func (r *Recorder) splitEarly() {
+	r.twins = false
+	r.ttftEarly.h = r.h.ttft.h.Clone()
+	r.errs.ttftIntEarly.h = r.h.ttftIntended.h.Clone()
+	r.errs.e2eEarly.h = r.h.e2e.h.Clone()
+	r.errs.e2eIntEarly.h = r.h.e2eIntended.h.Clone()
+}
+
 // Scenario computes the scenario's figures, and its histograms encoded for
 // the result file. end is when the scenario stopped.
 func (r *Recorder) Scenario(name string, end time.Time) (result.Scenario, map[string]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.flushSec()
+	if r.twins {
+		r.splitEarly() // the early histograms are read below
+	}
 	sc := result.Scenario{
 		Name:      name,
 		StartedAt: r.cfg.Start,

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 	"time"
@@ -94,5 +95,30 @@ func TestNewTrace(t *testing.T) {
 	want := "00-0102030405060708090a0b0c0d0e0f10-a1a2a3a4a5a6a7a8-01"
 	if got := TraceParent([16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, [8]byte{0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8}); got != want {
 		t.Fatalf("TraceParent = %q, want %q", got, want)
+	}
+}
+
+// TestAppendNewTrace: the header value appended in place is NewTrace's,
+// after what the buffer held, and every byte value is hex as
+// encoding/hex has it.
+func TestAppendNewTrace(t *testing.T) {
+	var r Record
+	b := r.AppendNewTrace([]byte("Traceparent: "))
+	if want := "Traceparent: " + TraceParent(r.TraceID, r.SpanID); string(b) != want || r.TraceID == ([16]byte{}) || r.SpanID == ([8]byte{}) {
+		t.Fatalf("appended %q, want %q", b, want)
+	}
+	for x := range 256 {
+		var trace [16]byte
+		var span [8]byte
+		for i := range trace {
+			trace[i] = byte(x + i)
+		}
+		for i := range span {
+			span[i] = byte(x * (i + 1))
+		}
+		want := "00-" + hex.EncodeToString(trace[:]) + "-" + hex.EncodeToString(span[:]) + "-01"
+		if got := string(AppendTraceParent(nil, trace, span)); got != want {
+			t.Fatalf("AppendTraceParent = %q, want %q", got, want)
+		}
 	}
 }

@@ -30,7 +30,8 @@ type rawState struct {
 
 // Field implements rawhttp.FieldHandler: it keeps the Retry-After.
 func (s *rawState) Field(name, value []byte) {
-	if bytes.EqualFold(name, []byte("Retry-After")) {
+	// The length first (no letter of the name folds to a longer rune).
+	if len(name) == len("Retry-After") && bytes.EqualFold(name, []byte("Retry-After")) {
 		s.retryAfter = string(value)
 	}
 }
@@ -60,7 +61,8 @@ func newRawPath(cfg Config, addr string) (*rawPath, error) {
 	if cfg.FastHTTP || err != nil || u.Scheme != "http" || !rawhttp.Available() {
 		return nil, nil
 	}
-	rc, err := rawhttp.New(rawhttp.Config{Addr: addr})
+	// The engine passes its run's context to every request.
+	rc, err := rawhttp.New(rawhttp.Config{Addr: addr, WatchContext: true})
 	if err != nil {
 		return nil, fmt.Errorf("starting the reactor: %w", err)
 	}
@@ -83,11 +85,6 @@ func newRawPath(cfg Config, addr string) (*rawPath, error) {
 // doRaw is Do on the reactor path.
 func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, rec *record.Record) {
 	p := c.raw
-	if c.cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.Timeout, errTimeout)
-		defer cancel()
-	}
 	st := p.pool.Get().(*rawState)
 	defer p.pool.Put(st)
 	st.status, st.first, st.retryAfter = 0, time.Time{}, ""
@@ -110,13 +107,15 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	b = append(b, p.heads...)
 	if c.cfg.TraceHeader {
 		b = append(b, "Traceparent: "...)
-		b = append(b, rec.NewTrace()...)
+		b = rec.AppendNewTrace(b)
 		b = append(b, "\r\n"...)
 	}
 	b = append(b, "\r\n"...)
 	b = append(b, body...)
 	st.buf = b
-	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st})
+	// The timeout is the reactor's (Request.Timeout): a context with a
+	// deadline per request cost more than a tenth of a request's CPU.
+	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st, Timeout: c.cfg.Timeout})
 	rec.End = time.Now()
 	if !res.Written.IsZero() {
 		rec.Written = res.Written
@@ -143,10 +142,8 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	}
 }
 
-var errTimeout = errors.New("request timed out")
-
 func classifyRaw(ctx context.Context, err error) record.ErrorKind {
-	if errors.Is(context.Cause(ctx), errTimeout) {
+	if errors.Is(err, rawhttp.ErrTimeout) {
 		return record.Timeout
 	}
 	return classify(ctx, err)

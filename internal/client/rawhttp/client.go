@@ -29,6 +29,12 @@ type Config struct {
 	Tick time.Duration
 	// Resolver looks the address's name up (nil: the system's resolver).
 	Resolver *net.Resolver
+	// WatchContext says Do's callers pass one context to many requests
+	// (a run's): the Client then watches it, once, rather than each
+	// request waiting on it too (see Client.Do). Contexts of one request
+	// each are waited on by their request all the same: a watch that saw
+	// a single request is not renewed.
+	WatchContext bool
 	// ReadStamps stamps each read with the time it returned, as on a
 	// socket that gives no receive time, instead of asking the kernel for
 	// its receive time (SO_TIMESTAMPNS).
@@ -79,6 +85,12 @@ type Request struct {
 	// IdleTimeout fails the request when no byte of the response arrives
 	// for that long (0: no bound).
 	IdleTimeout time.Duration
+	// Timeout bounds the whole request, from Do to its response's end (0:
+	// no bound but the context's): a request still running then fails
+	// with an error that is ErrTimeout. It costs less than a context with
+	// a deadline per request (no allocation, no registration with the
+	// parent context).
+	Timeout time.Duration
 }
 
 // Result is what Do measured besides what the Handler saw.
@@ -131,7 +143,16 @@ var (
 	ErrClosed = errors.New("rawhttp: client closed")
 	// ErrUnsupported is New on a platform without the reactor.
 	ErrUnsupported = errors.New("rawhttp: not supported on this platform")
+	// ErrTimeout is a request over its Request.Timeout.
+	ErrTimeout = errors.New("request timed out")
 )
+
+// timeoutError is a failure caused by Request.Timeout that keeps the
+// failure's own message (a dial's, say): it is both ErrTimeout and err.
+type timeoutError struct{ err error }
+
+func (e timeoutError) Error() string   { return e.err.Error() }
+func (e timeoutError) Unwrap() []error { return []error{ErrTimeout, e.err} }
 
 // AppendHead appends a request line and the headers every request needs
 // (Host, Content-Length when there is a body) to b; the caller adds its

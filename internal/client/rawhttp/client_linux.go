@@ -31,6 +31,19 @@ type Client struct {
 	idle   []*conn // most recently used last
 	closed bool
 	wg     sync.WaitGroup // reactor goroutines
+
+	// The context watch (see watch): the context whose end ends the
+	// calls made with it, and its generation.
+	watchMu sync.Mutex
+	watched atomic.Pointer[ctxWatch]
+}
+
+// ctxWatch is one context the Client watches.
+type ctxWatch struct {
+	done <-chan struct{}
+	gen  uint64
+	stop func() bool
+	uses atomic.Int64 // the requests that relied on it
 }
 
 // conn is one connection. Its fd is closed only by closeConn; shutdown
@@ -51,7 +64,9 @@ type conn struct {
 	closed bool
 }
 
-// call is one request in flight on a conn.
+// call is one request in flight on a conn. Calls are pooled (calls): the
+// reactor is done with one once it has sent its verdict on done, which Do
+// always waits for.
 type call struct {
 	h        Handler
 	done     chan error // the reactor's verdict, once
@@ -67,6 +82,63 @@ type call struct {
 	gotBytes  bool
 	firstByte time.Time   // the first read's stamp (the reactor's)
 	aborted   atomic.Bool // Do gave up on it: the reactor ends it at its next read
+
+	// Kept for the whole Do, across its attempts (reset leaves them):
+	// timer is Request.Timeout's, which calls expire; expired says it
+	// has; cn is the connection of the current attempt, for expire;
+	// watch is the generation of the Client's context watch that ends
+	// the call when its context does (0: Do waits on the context itself).
+	timer   *time.Timer
+	expired atomic.Bool
+	cn      atomic.Pointer[conn]
+	watch   atomic.Uint64
+	// waiting says the attempt's request is written whole: an end
+	// (expire, the watch) may abort it; before, while Do writes, it only
+	// wakes a write waiting for room (wake), and Do aborts once written
+	// (an abort could close the socket under the write).
+	waiting atomic.Bool
+	wake    chan struct{}
+}
+
+// calls pools calls with their done channel and timer.
+var calls = sync.Pool{New: func() any { return &call{done: make(chan error, 1), wake: make(chan struct{}, 1)} }}
+
+// reset readies a pooled call for an attempt of a request to h.
+func (cl *call) reset(h Handler) {
+	cl.h, cl.readLag, cl.reads, cl.lastAt, cl.drainedAt = h, 0, 0, time.Time{}, time.Time{}
+	cl.short, cl.late, cl.gotBytes, cl.firstByte = 0, 0, false, time.Time{}
+	cl.lastRead.Store(0)
+	cl.aborted.Store(false)
+	cl.waiting.Store(false)
+	select {
+	case <-cl.wake:
+	default:
+	}
+}
+
+// expire is Request.Timeout's end: the call's attempt ends (see end).
+func (cl *call) expire() {
+	cl.expired.Store(true)
+	cl.end()
+}
+
+// end ends the call's attempt after its timeout or its context ended: an
+// attempt whose request is written is aborted; one being written is
+// woken if waiting for room, and Do aborts it once written; one not yet
+// on a connection sees why as it gets one.
+func (cl *call) end() {
+	cn := cl.cn.Load()
+	if cn == nil {
+		return
+	}
+	if cl.waiting.Load() {
+		cn.abort(cl)
+		return
+	}
+	select {
+	case cl.wake <- struct{}{}:
+	default:
+	}
 }
 
 // New returns a Client for cfg; its reactors start at once.
@@ -98,6 +170,9 @@ func (c *Client) Close() error {
 	idle := c.idle
 	c.idle = nil
 	c.mu.Unlock()
+	if w := c.watched.Load(); w != nil {
+		w.stop()
+	}
 	for _, cn := range idle {
 		cn.r.closeConn(cn)
 	}
@@ -125,8 +200,33 @@ var errServerClosedIdle = errors.New("rawhttp: server closed an idle connection"
 // request's (a retry is the caller's to decide and count), as net/http
 // has it for a POST.
 func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
+	cl := calls.Get().(*call)
+	cl.expired.Store(false)
+	cl.cn.Store(nil)
+	// The context: watched by the Client (no wait on it per request) when
+	// it is the one it watches.
+	cl.watch.Store(c.watch(ctx))
+	// Request.Timeout: the call's timer (reused) and, for a dial, the
+	// deadline.
+	var deadline time.Time
+	if req.Timeout > 0 {
+		deadline = time.Now().Add(req.Timeout)
+		if cl.timer == nil {
+			cl.timer = time.AfterFunc(req.Timeout, cl.expire)
+		} else {
+			cl.timer.Reset(req.Timeout)
+		}
+	}
+	defer func() {
+		// A call whose timer fired may still be in expire: it is let go,
+		// not reused.
+		if cl.timer == nil || req.Timeout <= 0 || cl.timer.Stop() {
+			calls.Put(cl)
+		}
+	}()
 	for attempt := 0; ; attempt++ {
-		res, err := c.do(ctx, req, attempt > 0)
+		cl.reset(req.Handler)
+		res, err := c.do(ctx, req, cl, attempt > 0, deadline)
 		if errors.Is(err, errServerClosedIdle) && attempt < 2 {
 			continue
 		}
@@ -137,71 +237,173 @@ func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
 	}
 }
 
-func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, error) {
-	cl := &call{h: req.Handler, done: make(chan error, 1)}
-	cn, reused, dt, err := c.get(ctx, cl, req.Head, fresh)
+// do is one attempt of Do, with cl as its call; deadline is the request's
+// end (zero when unbounded).
+func (c *Client) do(ctx context.Context, req *Request, cl *call, fresh bool, deadline time.Time) (Result, error) {
+	cn, reused, dt, err := c.get(ctx, cl, req.Head, fresh, deadline)
 	if err != nil {
 		return Result{}, err
 	}
+	// cn carries cl now: from here expire and the context watch find it
+	// there; an end that came before is seen once the request is written.
+	cl.cn.Store(cn)
 	res := Result{Reused: reused, Dial: dt, Ready: time.Now()}
-	if err := cn.write(ctx, req.Raw); err != nil {
+	if werr := cn.write(ctx, req.Raw, cl); werr != nil {
 		cn.abort(cl)
 		<-cl.done
+		if cl.expired.Load() {
+			return res, fmt.Errorf("writing request: %w", ErrTimeout)
+		}
 		if reused && !cl.gotBytes && ctx.Err() == nil {
 			return res, errServerClosedIdle
 		}
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("writing request: %w", context.Cause(ctx))
 		}
-		return res, fmt.Errorf("writing request: %w", err)
+		return res, fmt.Errorf("writing request: %w", werr)
 	}
 	res.Written = time.Now()
-	cl.lastRead.Store(int64(time.Since(epoch)))
+	// Written: from now an end aborts the call; one that came during the
+	// write is seen here.
+	cl.waiting.Store(true)
+	if cl.expired.Load() || cl.watch.Load() != 0 && ctx.Err() != nil {
+		cn.abort(cl)
+	}
 	var idle <-chan time.Time
 	var timer *time.Timer
 	if req.IdleTimeout > 0 {
+		cl.lastRead.Store(int64(time.Since(epoch))) // only the idle timeout reads it
 		timer = time.NewTimer(req.IdleTimeout)
 		defer timer.Stop()
 		idle = timer.C
 	}
-	for {
+	// The reactor's verdict. The timeout (expire) and a watched context
+	// abort the call, which the verdict then follows: a single channel
+	// to wait on, unless the context is not watched or there is an idle
+	// timeout.
+	var done <-chan struct{}
+	if cl.watch.Load() == 0 {
+		done = ctx.Done()
+	}
+	idleOut := false
+	if done == nil && idle == nil {
+		err = <-cl.done
+	} else {
+	wait:
+		for {
+			select {
+			case err = <-cl.done:
+				break wait
+			case <-done:
+				cn.abort(cl)
+				done = nil
+			case <-idle:
+				quiet := time.Since(epoch) - time.Duration(cl.lastRead.Load())
+				if quiet < req.IdleTimeout {
+					timer.Reset(req.IdleTimeout - quiet)
+					continue
+				}
+				if cn.unread(cl) {
+					// The server sent what the reactor has not read yet
+					// (it was busy with other streams, or the machine with
+					// other work): the server was not idle.
+					timer.Reset(req.IdleTimeout)
+					continue
+				}
+				cn.abort(cl)
+				idle, idleOut = nil, true
+			}
+		}
+	}
+	res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
+	switch {
+	case idleOut:
+		return res, ErrIdleTimeout
+	case err == nil:
+		return res, nil // complete, even if its time or context ended as it came
+	case cl.expired.Load():
+		return res, ErrTimeout
+	case ctx.Err() != nil:
+		return res, context.Cause(ctx)
+	case errors.Is(err, io.EOF):
+		// The request was written: a connection closed or reset now,
+		// even before any byte of a response, fails it. (It was sent
+		// again, up to twice, when the connection was a reused one: a
+		// server that read it and then reset got it two or three
+		// times, with no retry asked for.)
+		return res, io.ErrUnexpectedEOF // a connection closed with no response
+	}
+	return res, err
+}
+
+// watch returns the generation of the Client's watch of ctx, watching it
+// if it watches no live context (0: ctx is left to Do, which then waits
+// on it as well as on the reactor). A run passes one context to all its
+// requests: watched once, its end ends every call made with it (endCalls)
+// and no request waits on it.
+func (c *Client) watch(ctx context.Context) uint64 {
+	done := ctx.Done()
+	if done == nil || !c.cfg.WatchContext {
+		return 0 // it never ends, or each request has its own
+	}
+	if w := c.watched.Load(); w != nil && w.done == done {
+		w.uses.Add(1)
+		return w.gen
+	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	w := c.watched.Load()
+	if w != nil && w.done == done {
+		w.uses.Add(1)
+		return w.gen
+	}
+	var gen uint64 = 1
+	if w != nil {
 		select {
-		case err := <-cl.done:
-			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
-			// The request was written: a connection closed or reset now,
-			// even before any byte of a response, fails it. (It was sent
-			// again, up to twice, when the connection was a reused one: a
-			// server that read it and then reset got it two or three
-			// times, with no retry asked for.)
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF // a connection closed with no response
+		case <-w.done:
+		default:
+			return 0 // another context, still live, is watched
+		}
+		if w.uses.Load() < 2 {
+			// A context of one request: so will the next be, most
+			// likely, and a watch each would cost more than it saves.
+			return 0
+		}
+		gen = w.gen + 1
+	}
+	nw := &ctxWatch{done: done, gen: gen}
+	nw.uses.Store(1)
+	nw.stop = context.AfterFunc(ctx, func() { c.endCalls(gen) })
+	c.watched.Store(nw)
+	return gen
+}
+
+// endCalls ends the calls made with the context of watch generation gen,
+// which has ended: one written is aborted, one being written woken if
+// waiting for room (Do aborts it once written). Under the connection's
+// lock, the call on it cannot finish, nor its call be another request's.
+func (c *Client) endCalls(gen uint64) {
+	for _, r := range c.reactors {
+		r.mu.RLock()
+		conns := make([]*conn, 0, len(r.conns))
+		for _, cn := range r.conns {
+			conns = append(conns, cn)
+		}
+		r.mu.RUnlock()
+		for _, cn := range conns {
+			cn.mu.Lock()
+			if cl := cn.call.Load(); cl != nil && !cn.closed && cl.watch.Load() == gen {
+				if cl.waiting.Load() {
+					cl.aborted.Store(true)
+					_ = unix.Shutdown(cn.fd, unix.SHUT_RDWR)
+				} else {
+					select {
+					case cl.wake <- struct{}{}:
+					default:
+					}
+				}
 			}
-			return res, err
-		case <-ctx.Done():
-			cn.abort(cl)
-			err := <-cl.done
-			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
-			if err == nil {
-				return res, nil // the response was complete as the context ended
-			}
-			return res, context.Cause(ctx)
-		case <-idle:
-			quiet := time.Since(epoch) - time.Duration(cl.lastRead.Load())
-			if quiet < req.IdleTimeout {
-				timer.Reset(req.IdleTimeout - quiet)
-				continue
-			}
-			if cn.unread(cl) {
-				// The server sent what the reactor has not read yet
-				// (it was busy with other streams, or the machine with
-				// other work): the server was not idle.
-				timer.Reset(req.IdleTimeout)
-				continue
-			}
-			cn.abort(cl)
-			<-cl.done
-			res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
-			return res, ErrIdleTimeout
+			cn.mu.Unlock()
 		}
 	}
 }
@@ -210,8 +412,9 @@ func (c *Client) do(ctx context.Context, req *Request, fresh bool) (Result, erro
 var epoch = time.Now()
 
 // get returns a connection with cl set as its call: an idle one unless
-// fresh, else a new one, with the phases of its opening.
-func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bool, DialTimes, error) {
+// fresh, else a new one, opened by deadline if not zero, with the phases
+// of its opening.
+func (c *Client) get(ctx context.Context, cl *call, head, fresh bool, deadline time.Time) (*conn, bool, DialTimes, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -238,8 +441,17 @@ func (c *Client) get(ctx context.Context, cl *call, head, fresh bool) (*conn, bo
 		return cn, true, DialTimes{}, nil
 	}
 	c.mu.Unlock()
-	cn, dt, err := c.dial(ctx)
+	dctx := ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	cn, dt, err := c.dial(dctx)
 	if err != nil {
+		if ctx.Err() == nil && dctx.Err() != nil {
+			err = timeoutError{err}
+		}
 		return nil, false, dt, err
 	}
 	cn.p.reset(head)
@@ -364,8 +576,8 @@ func (c *Client) expireIdle(r *reactor, now time.Time) {
 }
 
 // write writes b whole, waiting for the reactor's word when the socket's
-// buffer is full.
-func (cn *conn) write(ctx context.Context, b []byte) error {
+// buffer is full, or for cl's end (its timeout, its context).
+func (cn *conn) write(ctx context.Context, b []byte, cl *call) error {
 	for len(b) > 0 {
 		n, err := write(cn.fd, b)
 		if n > 0 {
@@ -392,6 +604,13 @@ func (cn *conn) write(ctx context.Context, b []byte) error {
 			case <-ctx.Done():
 				cn.blocked.Store(false)
 				return context.Cause(ctx)
+			case <-cl.wake:
+				if cl.expired.Load() {
+					cn.blocked.Store(false)
+					return ErrTimeout
+				}
+				// A wake left from an earlier attempt or request, or a
+				// context the select sees too.
 			}
 			cn.blocked.Store(false)
 		case errors.Is(err, unix.EINTR):

@@ -97,28 +97,31 @@ func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, er
 	for len(b) > 0 && p.state != stDone {
 		switch p.state {
 		case stHeader:
-			start := max(len(p.line)-3, 0)
-			p.line = append(p.line, b...)
-			// The headers end at the first empty line, with or without
-			// its CR (as net/http reads them): "\n\r\n" or "\n\n".
-			i := bytes.Index(p.line[start:], []byte("\n\r\n"))
-			end := 3
-			if j := bytes.Index(p.line[start:], []byte("\n\n")); j >= 0 && (i < 0 || j < i) {
-				i, end = j, 2
+			// The header block, once whole: straight from b when it holds
+			// all of it (most responses), else from the bytes kept.
+			var block []byte
+			data, start := b, 0
+			if len(p.line) > 0 {
+				start = max(len(p.line)-3, 0)
+				p.line = append(p.line, b...)
+				data = p.line
 			}
-			if p.status == 0 && len(p.line) >= 9 && IsHTTP2Frame(p.line) {
+			if p.status == 0 && len(data) >= 9 && IsHTTP2Frame(data) {
 				return 0, false, ErrHTTP2
 			}
-			if i < 0 {
-				if len(p.line) > maxHeader {
+			hdrEnd := headerEnd(data, start)
+			if hdrEnd < 0 {
+				if len(data) > maxHeader {
 					return 0, false, fmt.Errorf("%w: headers longer than %d bytes", ErrMalformed, maxHeader)
+				}
+				if len(p.line) == 0 {
+					p.line = append(p.line, b...)
 				}
 				return n, false, nil
 			}
-			hdrEnd := start + i + end
-			rest := len(p.line) - hdrEnd // bytes of b past the headers
-			b = b[len(b)-rest:]
-			if err := p.header(p.line[:hdrEnd], h); err != nil {
+			block = data[:hdrEnd]
+			b = b[len(b)-(len(data)-hdrEnd):] // the bytes of b past the headers
+			if err := p.header(block, h); err != nil {
 				return 0, false, err
 			}
 			p.line = p.line[:0]
@@ -179,6 +182,40 @@ func (p *respParser) feed(b []byte, rd Read, h Handler) (used int, done bool, er
 	return n - len(b), p.state == stDone, nil
 }
 
+// headerEnd returns the end of the header block in b, just past the first
+// empty line, with or without its CR (as net/http reads them: "\n\r\n"
+// or "\n\n"), looking from from on; -1 when b does not hold it yet.
+func headerEnd(b []byte, from int) int {
+	for i := from; i < len(b); i++ {
+		j := bytes.IndexByte(b[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		switch {
+		case i+1 < len(b) && b[i+1] == '\n':
+			return i + 2
+		case i+2 < len(b) && b[i+1] == '\r' && b[i+2] == '\n':
+			return i + 3
+		}
+	}
+	return -1
+}
+
+// cutLine cuts b at its first LF, dropping the CR before it.
+func cutLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		line = b
+	} else {
+		line, rest = b[:i], b[i+1:]
+	}
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, rest
+}
+
 // chunkLine handles a complete line in the chunk-size, chunk-end or
 // trailer state.
 func (p *respParser) chunkLine(l []byte) error {
@@ -214,8 +251,7 @@ func (p *respParser) chunkLine(l []byte) error {
 // and chooses how the body is delimited.
 func (p *respParser) header(block []byte, h Handler) error {
 	fh, _ := h.(FieldHandler)
-	line, rest, _ := bytes.Cut(block, []byte("\n"))
-	line = bytes.TrimSuffix(line, []byte("\r"))
+	line, rest := cutLine(block)
 	if !bytes.HasPrefix(line, []byte("HTTP/1.")) || len(line) < 12 || line[8] != ' ' {
 		return fmt.Errorf("%w: status line %.40q", ErrMalformed, line)
 	}
@@ -227,32 +263,35 @@ func (p *respParser) header(block []byte, h Handler) error {
 	p.status = status
 	length, chunked, closeConn, keepAlive := int64(-1), false, false, false
 	for len(rest) > 0 {
-		line, rest, _ = bytes.Cut(rest, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
+		line, rest = cutLine(rest)
 		if len(line) == 0 {
 			break
 		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 {
 			return fmt.Errorf("%w: header line %.40q", ErrMalformed, line)
 		}
-		value = bytes.TrimSpace(value)
+		name, value := line[:colon], bytes.TrimSpace(line[colon+1:])
 		if fh != nil && p.status >= 200 {
 			fh.Field(name, value)
 		}
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
+		// The lengths first: bytes.EqualFold costs more than the rest of
+		// a line's parsing. A name of another length can match only by
+		// Unicode folding, which among these names' letters only the
+		// s of Transfer-Encoding has (ſ, two bytes).
+		switch n := len(name); {
+		case n == len("Content-Length") && bytes.EqualFold(name, []byte("Content-Length")):
 			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 || (length >= 0 && n != length) {
 				return fmt.Errorf("%w: Content-Length %.40q", ErrMalformed, value)
 			}
 			length = n
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		case (n == len("Transfer-Encoding") || n == len("Transfer-Encoding")+1) && bytes.EqualFold(name, []byte("Transfer-Encoding")):
 			if !bytes.EqualFold(value, []byte("chunked")) {
 				return fmt.Errorf("%w: unsupported Transfer-Encoding %.40q", ErrMalformed, value)
 			}
 			chunked = true
-		case bytes.EqualFold(name, []byte("Connection")):
+		case n == len("Connection") && bytes.EqualFold(name, []byte("Connection")):
 			for _, tok := range bytes.Split(value, []byte(",")) {
 				tok = bytes.TrimSpace(tok)
 				closeConn = closeConn || bytes.EqualFold(tok, []byte("close"))

@@ -83,6 +83,10 @@ func TestResponseParser(t *testing.T) {
 		{"bad status", "HTTX/1.1 200 OK\r\n\r\n", false, 0, "", false, ErrMalformed},
 		{"bad chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", false, 200, "", false, ErrMalformed},
 		{"gzip encoding", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", false, 0, "", false, ErrMalformed},
+		// Header names fold as bytes.EqualFold has them, Unicode and all
+		// (ſ folds to s: a name a byte longer than it reads).
+		{"folded name", "HTTP/1.1 200 OK\r\nTRANſFER-encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n", false, 200, "hi", true, nil},
+		{"mixed line ends", "HTTP/1.1 200 OK\r\ncontent-length: 2\n\r\nhi", false, 200, "hi", true, nil},
 		{"conflicting lengths", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", false, 0, "", false, ErrMalformed},
 	}
 	for _, tt := range tests {
