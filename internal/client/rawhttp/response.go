@@ -287,6 +287,12 @@ func (p *respParser) header(block []byte, h Handler) error {
 			}
 			length = n
 		case (n == len("Transfer-Encoding") || n == len("Transfer-Encoding")+1) && bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			if http10 {
+				// HTTP/1.0 has no transfer codings: net/http ignores the
+				// field on a 1.0 response, and so does this parser (the
+				// body runs to Content-Length or the close).
+				break
+			}
 			if !bytes.EqualFold(value, []byte("chunked")) {
 				return fmt.Errorf("%w: unsupported Transfer-Encoding %.40q", ErrMalformed, value)
 			}
