@@ -141,18 +141,11 @@ func present(scrapes []Scrape, sel Selector) bool {
 // familyType is the type of the first family in the scrapes with a sample
 // the selector matches.
 func familyType(scrapes []Scrape, sel Selector) (dto.MetricType, bool) {
-	for _, sc := range scrapes {
-		mf := sc.Families[sel.Name]
-		if mf == nil {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if sel.matches(m) {
-				return mf.GetType(), true
-			}
-		}
+	mf := family(scrapes, sel)
+	if mf == nil {
+		return 0, false
 	}
-	return 0, false
+	return mf.GetType(), true
 }
 
 // gauge is the combined value of the matching samples of one scrape.
