@@ -156,7 +156,7 @@ func ParseGate(values []string, given bool) ([]string, error) {
 	case len(values) == 1 && values[0] == "none":
 		return []string{}, nil
 	case len(values) == 0 || slices.Contains(values, ""):
-		return nil, fmt.Errorf("--gate %q: name the metrics to gate (%s), or none", strings.Join(values, ","), metricNames())
+		return nil, fmt.Errorf("--gate %q: name the metrics to gate (%s), or none", strings.Join(values, ","), MetricNames())
 	}
 	return values, nil
 }
@@ -307,14 +307,14 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	for _, name := range cfg.Metrics {
 		m, ok := MetricByName(name)
 		if !ok || name == CapacityMetric {
-			return nil, fmt.Errorf("unknown metric %q (known: %s)", name, metricNames())
+			return nil, fmt.Errorf("unknown metric %q (known: %s)", name, MetricNames())
 		}
 		metrics = append(metrics, m)
 	}
 	for _, name := range cfg.Gate {
 		m, ok := MetricByName(name)
 		if !ok {
-			return nil, fmt.Errorf("unknown gated metric %q (known: %s)", name, metricNames())
+			return nil, fmt.Errorf("unknown gated metric %q (known: %s)", name, MetricNames())
 		}
 		// A gated metric decides the exit: it is compared whatever
 		// --metric lists.
@@ -327,7 +327,7 @@ func Compare(s Sides, cfg Config) (*Report, error) {
 	}
 	for name := range cfg.MinEffect {
 		if _, ok := MetricByName(name); !ok {
-			return nil, fmt.Errorf("--min-effect: unknown metric %q (known: %s)", name, metricNames())
+			return nil, fmt.Errorf("--min-effect: unknown metric %q (known: %s)", name, MetricNames())
 		}
 	}
 	rep := &Report{Alpha: cfg.Alpha, WindowS: cfg.Window, Base: paths(s.Base), New: paths(s.New),
@@ -578,7 +578,9 @@ func chooseWindow(s Sides, stage string, metrics []Metric, cfg Config) (w, windo
 	return w, short / w, rho
 }
 
-func metricNames() string {
+// MetricNames lists the names of Metrics, comma-separated, for help texts
+// and errors.
+func MetricNames() string {
 	var s string
 	for i, m := range Metrics {
 		if i > 0 {

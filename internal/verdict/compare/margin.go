@@ -26,7 +26,7 @@ func ParseMinEffect(specs []string) (map[string]float64, error) {
 			}
 			m, ok := MetricByName(strings.TrimSpace(name))
 			if !ok {
-				return nil, fmt.Errorf("--min-effect %q: unknown metric %q (known: %s)", part, name, metricNames())
+				return nil, fmt.Errorf("--min-effect %q: unknown metric %q (known: %s)", part, name, MetricNames())
 			}
 			v, err := parseMargin(m, strings.TrimSpace(val))
 			if err != nil {
