@@ -11,11 +11,7 @@ import (
 )
 
 func newDoctorCmd() *cobra.Command {
-	var (
-		cfg     doctor.Config
-		headers []string
-		format  string
-	)
+	var o doctor.Options
 	c := &cobra.Command{
 		Use:     "doctor --target URL",
 		Short:   "Check what a server is and does before loading it, and the flags that implies",
@@ -23,17 +19,8 @@ func newDoctorCmd() *cobra.Command {
 		Example: help("doctor.example"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Target == "" {
-				return usageErr("--target is required: the API's base URL, e.g. http://127.0.0.1:8000/v1")
-			}
-			if format != "text" && format != "json" {
-				return usageErr("--format %q: want text or json", format)
-			}
-			if cfg.APIKey == "" {
-				cfg.APIKey = os.Getenv("OPENAI_API_KEY")
-			}
-			var err error
-			if cfg.Headers, err = doctor.ParseHeaders(headers); err != nil {
+			cfg, err := o.Prepare(os.Getenv)
+			if err != nil {
 				return usageErr("%w", err)
 			}
 			r, err := doctor.Run(cmd.Context(), cfg)
@@ -42,18 +29,15 @@ func newDoctorCmd() *cobra.Command {
 			} else if err != nil {
 				return err
 			}
-			if format == "json" {
-				return doctor.WriteJSON(cmd.OutOrStdout(), r)
-			}
-			return doctor.WriteText(cmd.OutOrStdout(), r)
+			return o.Write(cmd.OutOrStdout(), r)
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&cfg.Target, "target", "", "the API's base URL, e.g. http://127.0.0.1:8000/v1 (required)")
-	fl.StringVar(&cfg.Model, "model", "", "model to ask (default: the first the server lists)")
-	fl.StringVar(&cfg.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY); never written anywhere")
-	fl.StringArrayVar(&headers, "header", nil, "extra request header 'Name: value' (repeatable)")
-	fl.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "time allowed for each request")
-	fl.StringVar(&format, "format", "text", "text (a table) or json")
+	fl.StringVar(&o.Target, "target", "", "the API's base URL, e.g. http://127.0.0.1:8000/v1 (required)")
+	fl.StringVar(&o.Model, "model", "", "model to ask (default: the first the server lists)")
+	fl.StringVar(&o.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY); never written anywhere")
+	fl.StringArrayVar(&o.HeaderLines, "header", nil, "extra request header 'Name: value' (repeatable)")
+	fl.DurationVar(&o.Timeout, "timeout", 10*time.Second, "time allowed for each request")
+	fl.StringVar(&o.Format, "format", "text", "text (a table) or json")
 	return c
 }
