@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spate-dev/spate"
-	"github.com/spate-dev/spate/experiment"
 	"github.com/spate-dev/spate/internal/probe"
 	"github.com/spate-dev/spate/sim"
 )
@@ -43,72 +42,50 @@ func newProbeListCmd() *cobra.Command {
 	return c
 }
 
-// probeRunFlags are the flags of spate probe run.
-type probeRunFlags struct {
-	target, model, out string
-	specs              []string
-	requests, conc     int
-	vulnerability      float64
-	seed               uint64
-}
-
 func newProbeRunCmd() *cobra.Command {
-	var f probeRunFlags
+	var f probe.RunOptions
 	c := &cobra.Command{
 		Use:     "run",
 		Short:   "Send probes only (no other load) and print their figures",
 		Long:    help("probe-run"),
 		Example: help("probe-run.example"),
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return probeRun(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.VulnerabilityGiven = cmd.Flags().Changed("vulnerability")
+			return probeRun(cmd, f)
+		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.target, "target", "", "API base URL (default: a built-in simulator on loopback)")
-	fl.StringVar(&f.model, "model", "", "model to request (default: the first the server lists)")
-	fl.StringSliceVar(&f.specs, "probes", []string{"all"}, "suites: built-in names, 'all', or YAML suite files")
-	fl.IntVar(&f.requests, "requests", 200, "probe requests to send (the suites are cycled)")
-	fl.IntVar(&f.conc, "concurrency", 8, "probe requests in flight")
-	fl.Float64Var(&f.vulnerability, "vulnerability", 0.3, "without --target: the simulator's vulnerability, in [0, 1]")
-	fl.StringVarP(&f.out, "out", "o", "spate-results/probes.json", "result file to write")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the run (and of the simulator)")
+	fl.StringVar(&f.Target, "target", "", "API base URL (default: a built-in simulator on loopback)")
+	fl.StringVar(&f.Model, "model", "", "model to request (default: the first the server lists)")
+	fl.StringSliceVar(&f.Suites, "probes", []string{"all"}, "suites: built-in names, 'all', or YAML suite files")
+	fl.IntVar(&f.Requests, "requests", 200, "probe requests to send (the suites are cycled)")
+	fl.IntVar(&f.Concurrency, "concurrency", 8, "probe requests in flight")
+	fl.Float64Var(&f.Vulnerability, "vulnerability", 0.3, "without --target: the simulator's vulnerability, in [0, 1]")
+	fl.StringVarP(&f.Out, "out", "o", "spate-results/probes.json", "result file to write")
+	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the run (and of the simulator)")
 	return c
 }
 
-func probeRun(cmd *cobra.Command, f probeRunFlags) error {
-	if f.requests < 1 || f.conc < 1 {
-		return usageErr("--requests and --concurrency must be at least 1")
+func probeRun(cmd *cobra.Command, f probe.RunOptions) error {
+	if err := f.Check(); err != nil {
+		return usageErr("%w", err)
 	}
-	target := f.target
+	target := f.Target
 	if target == "" {
-		if f.vulnerability < 0 || f.vulnerability > 1 {
-			return usageErr("--vulnerability %g: want a probability in [0, 1]", f.vulnerability)
-		}
 		// A deterministic simulator that follows an attack with the given
 		// probability; one that stops serving makes the run fail, which
 		// says so.
 		cfg := sim.Deterministic(20*time.Millisecond, 2*time.Millisecond, 0)
-		cfg.Seed, cfg.Faults.Vulnerability = int64(f.seed), f.vulnerability
+		cfg.Seed, cfg.Faults.Vulnerability = int64(f.Seed), f.Vulnerability
 		s, err := sim.Start(cfg, "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
 		defer s.Close()
 		target = s.URL
-		fmt.Fprintf(cmd.ErrOrStderr(), "spate probe run: simulator (vulnerability %g) at %s\n", f.vulnerability, target)
-	} else if cmd.Flags().Changed("vulnerability") {
-		return usageErr("--vulnerability sets the built-in simulator: leave out --target, or set it on the server (spate sim, PUT /admin/faults)")
+		fmt.Fprintf(cmd.ErrOrStderr(), "spate probe run: simulator (vulnerability %g) at %s\n", f.Vulnerability, target)
 	}
-	x := &experiment.Experiment{
-		Target:   experiment.Target{URL: target, Model: f.model},
-		Workload: experiment.Workload{Seed: new(f.seed)},
-		Stages:   []experiment.Stage{{Name: "probes", Concurrency: f.conc, Requests: f.requests}},
-		Probes:   experiment.Probes{Suites: f.specs, Fraction: 1},
-		Outputs:  experiment.Outputs{Result: f.out},
-		// A probe run's verdict is what the model answered, which no
-		// timestamp moves: the result still says whether its timings
-		// can be trusted (load.valid), but that does not fail the run.
-		Measurement: experiment.Measurement{AllowInvalid: true},
-	}
-	_, err := spate.Run(cmd.Context(), x, options(cmd)...)
+	_, err := spate.Run(cmd.Context(), f.Experiment(target), options(cmd)...)
 	return err
 }
