@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -34,15 +33,8 @@ func newWorkloadBuildCmd() *cobra.Command {
 		Long:  help("workload-build"),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if k != "auto" {
-				n, err := strconv.Atoi(k)
-				if err != nil || n < 1 {
-					return usageErr("--k %q: want a number of clusters ≥ 1 or auto", k)
-				}
-				o.Cluster.K = n
-			}
-			if o.APIKey == "" && o.Target != "" {
-				o.APIKey = os.Getenv("OPENAI_API_KEY")
+			if err := o.SetFlags(k, os.Getenv); err != nil {
+				return err
 			}
 			o.Log, o.In = args[0], cmd.InOrStdin()
 			return logbuild.Build(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
