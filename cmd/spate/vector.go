@@ -132,33 +132,23 @@ func newVectorLoadCmd() *cobra.Command {
 }
 
 func newVectorDriftCmd() *cobra.Command {
-	var target, model, apiKey, baseline string
-	var maxDrift float64
-	var every time.Duration
-	var count int
-	var update bool
-	var maxNorm float64
+	var f vector.DriftFlags
 	c := &cobra.Command{
 		Use:   "drift --target URL --model M --baseline FILE",
 		Short: "Embed fixed canary texts and report norm shift and cosine drift against a stored baseline",
 		Long:  help("vector-drift"),
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if target == "" || model == "" || baseline == "" {
-				return usageErr("--target, --model and --baseline are required")
-			}
-			if apiKey == "" {
-				apiKey = os.Getenv("OPENAI_API_KEY")
+			w, err := f.Watch(os.Getenv)
+			if err != nil {
+				return usageErr("%w", err)
 			}
 			out := cmd.OutOrStdout()
-			worst, err := vector.DriftWatch{
-				Embedder: &vector.Embedder{BaseURL: target, Model: model, APIKey: apiKey}, Baseline: baseline,
-				Target: scrub.URL(target), Update: update, Every: every, Count: count,
-			}.Run(cmd.Context(), out)
+			worst, err := w.Run(cmd.Context(), out)
 			if err != nil {
 				return err
 			}
-			if err := worst.Gate(maxDrift, maxNorm); err != nil {
+			if err := worst.Gate(f.MaxDrift, f.MaxNormShift); err != nil {
 				fmt.Fprintf(out, "FAIL: %v\n", err)
 				return &exitErr{code: exitThreshold, err: err}
 			}
@@ -166,15 +156,15 @@ func newVectorDriftCmd() *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&target, "target", "", "API base URL, e.g. http://127.0.0.1:8000/v1")
-	fl.StringVar(&model, "model", "", "embedding model")
-	fl.StringVar(&apiKey, "api-key", "", "API key (default $OPENAI_API_KEY); never written anywhere")
-	fl.StringVar(&baseline, "baseline", "", "baseline file: written when missing (or with --update), compared with otherwise")
-	fl.BoolVar(&update, "update", false, "write a new baseline instead of comparing")
-	fl.Float64Var(&maxDrift, "max-drift", 0.01, "largest acceptable cosine drift (1 − cos) of any canary")
-	fl.Float64Var(&maxNorm, "max-norm-shift", vector.DefaultMaxNormShift, "largest acceptable mean L2-norm shift of the canaries, either way (the seed's recalibration gate)")
-	fl.DurationVar(&every, "every", time.Minute, "interval between comparisons when --count > 1")
-	fl.IntVar(&count, "count", 1, "how many comparisons to make")
+	fl.StringVar(&f.Target, "target", "", "API base URL, e.g. http://127.0.0.1:8000/v1")
+	fl.StringVar(&f.Model, "model", "", "embedding model")
+	fl.StringVar(&f.APIKey, "api-key", "", "API key (default $OPENAI_API_KEY); never written anywhere")
+	fl.StringVar(&f.Baseline, "baseline", "", "baseline file: written when missing (or with --update), compared with otherwise")
+	fl.BoolVar(&f.Update, "update", false, "write a new baseline instead of comparing")
+	fl.Float64Var(&f.MaxDrift, "max-drift", 0.01, "largest acceptable cosine drift (1 − cos) of any canary")
+	fl.Float64Var(&f.MaxNormShift, "max-norm-shift", vector.DefaultMaxNormShift, "largest acceptable mean L2-norm shift of the canaries, either way (the seed's recalibration gate)")
+	fl.DurationVar(&f.Every, "every", time.Minute, "interval between comparisons when --count > 1")
+	fl.IntVar(&f.Count, "count", 1, "how many comparisons to make")
 	return c
 }
 
