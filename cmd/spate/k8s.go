@@ -49,11 +49,8 @@ func newK8sJobCmd() *cobra.Command {
 }
 
 func runK8sJob(cmd *cobra.Command, path string, o k8sjob.Options, delay time.Duration) error {
-	if o.Shards < 1 {
-		return usageErr("--shards N is required: the number of pods, at least 1")
-	}
-	if delay < 0 {
-		return usageErr("--start-delay %s: must not be negative", delay)
+	if err := k8sjob.CheckFlags(o.Shards, delay); err != nil {
+		return usageErr("%w", err)
 	}
 	b, err := capread.ReadFile(cmd.Context(), path, capread.SettingsLimit, "")
 	if err != nil {
@@ -71,13 +68,7 @@ func runK8sJob(cmd *cobra.Command, path string, o k8sjob.Options, delay time.Dur
 		return usageErr("%v", err)
 	}
 	o.Experiment = b
-	if o.Name == "" {
-		o.Name = k8sjob.NameFor(path)
-	}
-	if delay > 0 {
-		at := time.Now().Add(delay).UTC().Truncate(time.Second).Add(time.Second)
-		o.StartAt = &at
-	}
+	o.Complete(path, delay, time.Now())
 	cm, job, err := k8sjob.Build(o)
 	if err != nil {
 		return usageErr("%v", err)
