@@ -18,6 +18,7 @@ func TestCheckFlags(t *testing.T) {
 		{shards: 0, err: "--shards N is required: the number of pods, at least 1"},
 		{shards: -2, delay: -time.Second, err: "--shards N is required: the number of pods, at least 1"},
 		{shards: 2, delay: -1500 * time.Millisecond, err: "--start-delay -1.5s: must not be negative"},
+		{shards: 2, delay: -time.Nanosecond, err: "--start-delay -1ns: must not be negative"},
 	} {
 		err := CheckFlags(tc.shards, tc.delay)
 		got := ""
