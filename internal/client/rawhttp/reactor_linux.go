@@ -60,7 +60,10 @@ type reactor struct {
 	// when it returned (see loop); batchWakeLag is the longest its reads'
 	// last bytes came before the wake-up, prevWakeLag the last parked
 	// batch's (a machine late to wake is late again).
-	parked                    bool
+	parked bool
+	// handed says a call ended since the reactor last looked for events:
+	// its caller is runnable (see wait).
+	handed                    bool
 	woke                      time.Time
 	batchWakeLag, prevWakeLag time.Duration
 	// base is the earliest time the events of the current batch can have
@@ -293,6 +296,19 @@ func (r *reactor) wait(block bool) (n int, parked bool, err error) {
 	n, err = r.poll()
 	if n > 0 || err != nil || !block {
 		return n, false, err
+	}
+	if r.rc == nil && r.handed {
+		// Before blocking, the callers whose responses ended run on this
+		// thread's P (each sends its next request at once, as a client
+		// reading and writing in one loop does) rather than wait for the
+		// runtime to take the P from a thread blocked in a system call;
+		// what they send may be answered by the next look.
+		r.handed = false
+		runtime.Gosched()
+		r.scan = time.Now()
+		if n, err = r.poll(); n > 0 || err != nil {
+			return n, false, err
+		}
 	}
 	r.emptyScan = r.scan
 	if r.rc == nil {
@@ -560,6 +576,7 @@ func (r *reactor) finish(cn *conn, cl *call, err error, reuse bool, now time.Tim
 	if !reuse || !r.client.putIdle(cn, now) {
 		r.closeConn(cn)
 	}
+	r.handed = true
 	cl.done <- err
 }
 
