@@ -327,6 +327,13 @@ func (r *reactor) wait(block bool) (n int, parked bool, err error) {
 			return 0, true, e
 		}
 	}
+	return r.waitInPoller()
+}
+
+// waitInPoller is wait's blocking part in the Go runtime's poller (see
+// reactor.rc). It is wait's own function so that the variables its
+// closure shares live on the heap only when the reactor parks there.
+func (r *reactor) waitInPoller() (n int, parked bool, err error) {
 	werr := r.rc.Read(func(uintptr) bool {
 		r.scan = time.Now()
 		n, err = r.poll()
