@@ -22,10 +22,14 @@ type Scrape struct {
 // whose metrics were scraped, and one per custom selector (its kind taken
 // from the metric's type: gauges as they are, counters as per-second rates
 // named rate(SELECTOR) in the counter's unit per second (see rateUnit),
-// histograms as p50(SELECTOR) and p99(SELECTOR)). The
-// warnings name custom selectors that matched nothing.
+// histograms as p50(SELECTOR) and p99(SELECTOR)). A value that is NaN
+// or ±Inf (the exposition format allows them, and a summary with no
+// observations reports NaN) is absent from its series, as JSON has no
+// number for it. The warnings name custom selectors that matched nothing
+// and series that had such values.
 func Compute(scrapes []Scrape, custom []Selector) (map[string]result.ServerSeries, []string) {
 	out := map[string]result.ServerSeries{}
+	var dropped []string // series that had NaN or ±Inf values
 	for _, sp := range known {
 		if _, done := out[sp.name]; done {
 			continue
@@ -37,7 +41,9 @@ func Compute(scrapes []Scrape, custom []Selector) (map[string]result.ServerSerie
 			if !present(scrapes, s.sel) {
 				continue
 			}
-			add(out, sp.name, sp.unit, sp.kind, sp.combine, s, scrapes, false)
+			if n := add(out, sp.name, sp.unit, sp.kind, sp.combine, s, scrapes, false); n > 0 {
+				dropped = append(dropped, fmt.Sprintf("%s (%s): %d", sp.name, s.sel, n))
+			}
 			break
 		}
 	}
@@ -49,16 +55,23 @@ func Compute(scrapes []Scrape, custom []Selector) (map[string]result.ServerSerie
 			continue
 		}
 		s := source{sel: sel, scale: 1}
+		n := 0
 		switch typ {
 		case dto.MetricType_COUNTER:
-			add(out, "rate("+sel.String()+")", rateUnit(family(scrapes, sel)), rateKind, sumOf, s, scrapes, true)
+			n = add(out, "rate("+sel.String()+")", rateUnit(family(scrapes, sel)), rateKind, sumOf, s, scrapes, true)
 		case dto.MetricType_HISTOGRAM:
-			add(out, sel.String(), "value", quantileKind, sumOf, s, scrapes, true)
+			n = add(out, sel.String(), "value", quantileKind, sumOf, s, scrapes, true)
 		case dto.MetricType_GAUGE, dto.MetricType_UNTYPED:
-			add(out, sel.String(), "value", gaugeKind, sumOf, s, scrapes, true)
+			n = add(out, sel.String(), "value", gaugeKind, sumOf, s, scrapes, true)
 		default:
 			warns = append(warns, fmt.Sprintf("--scrape-metric %s: a %s is not supported; select a gauge, counter or histogram", sel, typ))
 		}
+		if n > 0 {
+			dropped = append(dropped, fmt.Sprintf("--scrape-metric %s: %d", sel, n))
+		}
+	}
+	for _, d := range dropped {
+		warns = append(warns, "the server reported NaN or ±Inf, which count as absent, for "+d+" values")
 	}
 	return out, warns
 }
@@ -71,8 +84,16 @@ func unitSuffix(unit string) string {
 }
 
 // add computes one spec's series from its source into out; custom ones
-// (from --scrape-metric) are named after their selector.
-func add(out map[string]result.ServerSeries, name, unit string, k kind, c combine, s source, scrapes []Scrape, custom bool) {
+// (from --scrape-metric) are named after their selector. It returns how
+// many values were NaN or ±Inf, which it leaves absent.
+func add(out map[string]result.ServerSeries, name, unit string, k kind, c combine, s source, scrapes []Scrape, custom bool) (nonFinite int) {
+	ptr := func(v float64) *float64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			nonFinite++
+			return nil
+		}
+		return &v
+	}
 	scale := s.scale
 	if scale == 0 {
 		scale = 1
@@ -128,9 +149,8 @@ func add(out map[string]result.ServerSeries, name, unit string, k kind, c combin
 		out[n50] = result.ServerSeries{Metric: s.sel.String(), Unit: unit, Values: p50}
 		out[n99] = result.ServerSeries{Metric: s.sel.String(), Unit: unit, Values: p99}
 	}
+	return nonFinite
 }
-
-func ptr(v float64) *float64 { return &v }
 
 // present reports whether any scrape has a sample the selector matches.
 func present(scrapes []Scrape, sel Selector) bool {

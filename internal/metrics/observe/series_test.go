@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -151,5 +152,54 @@ func TestComputeCustomUnits(t *testing.T) {
 		if s, ok := series[name]; !ok || s.Unit != unit {
 			t.Errorf("%s: present %v, unit %q, want %q", name, ok, s.Unit, unit)
 		}
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// TestNonFiniteValuesAreAbsent: NaN and ±Inf in the exposition (allowed
+// there, and what a summary with no observations reports) leave their
+// scrapes absent from the series, with a warning naming the series, and
+// the server section still encodes as JSON (it has no number for them: a
+// run whose server said NaN lost its result file before).
+func TestNonFiniteValuesAreAbsent(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	scrapes := []Scrape{
+		{OffsetS: 0, Families: expo(t, 100, 1, 2, 0, 0, 0, 0, 0, 0)},
+		{OffsetS: 1, Families: expo(t, nan, nan, 2, 0, 0, 0, 0, 0, 0)},
+		{OffsetS: 2, Families: expo(t, 300, inf, -inf, 0, 0, 0, 0, 0, 0)},
+		{OffsetS: 3, Families: expo(t, 400, 3, 4, 0, 0, 0, 0, 0, 0)},
+	}
+	custom, err := ParseSelector(`custom_depth{queue="x"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	series, warns := Compute(scrapes, []Selector{custom})
+	// requests_waiting sums the two engines: NaN + 2 and Inf - Inf are not numbers.
+	if got := vals(series["requests_waiting"]); !near(got[0], 3) || !math.IsNaN(got[1]) || !math.IsNaN(got[2]) || !near(got[3], 7) {
+		t.Errorf("requests_waiting = %v, want [3 null null 7]", got)
+	}
+	// The counter's rate: the increase into and out of the NaN scrape is unknown.
+	if got := vals(series["generation_tokens_per_s"]); !math.IsNaN(got[1]) || !math.IsNaN(got[2]) || !near(got[3], 100) {
+		t.Errorf("generation_tokens_per_s = %v, want [null null null 100]", got)
+	}
+	var found bool
+	for _, w := range warns {
+		if strings.Contains(w, "NaN or ±Inf") && strings.Contains(w, "requests_waiting") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no warning names requests_waiting's NaN or ±Inf values: %q", warns)
+	}
+	offsets := []float64{0, 1, 2, 3}
+	figs, _ := Figures(offsets, series, []float64{100, 200, math.NaN(), 300})
+	for k, v := range figs {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Errorf("figure %s = %v", k, v)
+		}
+	}
+	if _, err := json.Marshal(result.Server{OffsetsS: offsets, Series: series, Figures: figs, Warnings: warns}); err != nil {
+		t.Errorf("the server section does not encode: %v", err)
 	}
 }
