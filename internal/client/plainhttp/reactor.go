@@ -24,7 +24,8 @@ import (
 type rawState struct {
 	buf        []byte
 	status     int
-	first      time.Time
+	first      time.Time // the read that completed the headers
+	last       time.Time // the response's last read
 	retryAfter string
 }
 
@@ -38,12 +39,16 @@ func (s *rawState) Field(name, value []byte) {
 
 // Header implements rawhttp.Handler.
 func (s *rawState) Header(status int, rd rawhttp.Read) error {
-	s.status, s.first = status, rd.At
+	s.status, s.first, s.last = status, rd.At, rd.At
 	return nil
 }
 
-// Body implements rawhttp.Handler: the body is read and dropped.
-func (s *rawState) Body([]byte, rawhttp.Read) error { return nil }
+// Body implements rawhttp.Handler: the body is read and dropped; its
+// read's time is kept.
+func (s *rawState) Body(_ []byte, rd rawhttp.Read) error {
+	s.last = rd.At
+	return nil
+}
 
 type rawPath struct {
 	rc    *rawhttp.Client
@@ -87,7 +92,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	p := c.raw
 	st := p.pool.Get().(*rawState)
 	defer p.pool.Put(st)
-	st.status, st.first, st.retryAfter = 0, time.Time{}, ""
+	st.status, st.first, st.last, st.retryAfter = 0, time.Time{}, time.Time{}, ""
 	target := p.base + path
 	if p.query != "" {
 		// The path (and its own query) before the target's query.
@@ -117,6 +122,9 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	// deadline per request cost more than a tenth of a request's CPU.
 	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st, Timeout: c.cfg.Timeout})
 	rec.End = time.Now()
+	if err == nil && !st.last.IsZero() {
+		rec.End = st.last // the response's last bytes came then
+	}
 	if !res.Written.IsZero() {
 		rec.Written = res.Written
 	}

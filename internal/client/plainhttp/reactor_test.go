@@ -2,6 +2,7 @@ package plainhttp
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -56,5 +57,42 @@ func TestReactorPathInUse(t *testing.T) {
 		if rec.Failed() || rec.Status != 200 || rec.FirstToken.IsZero() || rec.End.Before(rec.FirstToken) {
 			t.Fatalf("%s: %+v", path, rec)
 		}
+	}
+}
+
+// TestEndIsTheLastRead: E2E ends when the response's last bytes came (the
+// kernel's receive time of its last read), not when a late reactor read
+// them or its sender was woken. The reactor here is held 80 ms after
+// every wake-up; the server writes its body 30 ms into the request.
+func TestEndIsTheLastRead(t *testing.T) {
+	if !rawhttp.Available() || forceFastHTTP {
+		t.Skip("the reactor path is not in use")
+	}
+	wrote := make(chan [2]time.Time, 1) // around the body's write
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond)
+		w.Header().Set("Content-Length", "4")
+		w0 := time.Now()
+		io.WriteString(w, "done")
+		w.(http.Flusher).Flush()
+		wrote <- [2]time.Time{w0, time.Now()}
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	do(t, c, context.Background(), &workload.Request{Path: "/warm"}) // the connection, unstalled
+	<-wrote
+	defer rawhttp.SetWakeStall(80 * time.Millisecond)()
+	rec := do(t, c, context.Background(), &workload.Request{Path: "/"})
+	if rec.Failed() {
+		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+	}
+	w := <-wrote
+	lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
+	if e2e := rec.E2E(); e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
+		t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): the reactor read it 80 ms late", e2e, lo, hi)
 	}
 }
