@@ -43,7 +43,10 @@ func (r *run) closedLoop(ctx context.Context) error {
 			defer workers.Done()
 			var ready time.Time // when this worker was last free to send
 			for ctx.Err() == nil {
-				now := time.Now()
+				now := ready // read at the end of the last turn, just before
+				if now.IsZero() {
+					now = time.Now()
+				}
 				if cfg.Duration > 0 && !now.Before(stopAt) {
 					return
 				}

@@ -313,8 +313,11 @@ func (r *Record) E2E() time.Duration { return r.End.Sub(r.Sent) }
 // TPOT is (E2E − TTFT) / (output_tokens − 1), for requests with at least
 // two output tokens.
 func (r *Record) TPOT() (time.Duration, bool) {
+	if r.OutputTokens < 2 {
+		return 0, false
+	}
 	ttft, ok := r.TTFT()
-	if !ok || r.OutputTokens < 2 {
+	if !ok {
 		return 0, false
 	}
 	return (r.E2E() - ttft) / time.Duration(r.OutputTokens-1), true

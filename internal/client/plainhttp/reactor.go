@@ -121,9 +121,10 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	// The timeout is the reactor's (Request.Timeout): a context with a
 	// deadline per request cost more than a tenth of a request's CPU.
 	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st, Timeout: c.cfg.Timeout})
-	rec.End = time.Now()
 	if err == nil && !st.last.IsZero() {
 		rec.End = st.last // the response's last bytes came then
+	} else {
+		rec.End = time.Now()
 	}
 	if !res.Written.IsZero() {
 		rec.Written = res.Written
