@@ -27,16 +27,26 @@ type marshalerBody struct {
 	TopLogprobs   *int               `json:"top_logprobs,omitempty"`
 }
 
-// referenceBody is the chat body of req as the Marshaler path wrote it.
-func referenceBody(t testing.TB, req *workload.Request) []byte {
+// referenceBody is the body of req as json.Marshal and the Marshaler
+// path wrote it (chat, or completions with prompt).
+func referenceBody(t testing.TB, req *workload.Request, prompt bool) []byte {
 	t.Helper()
-	ms := req.Messages
-	if len(ms) == 0 {
-		ms = []workload.Message{{Role: "user", Content: req.Prompt}}
-	}
-	b, err := json.Marshal(marshalerBody{Model: "m1", Messages: ms, MaxTokens: req.MaxTokens, Stream: true,
+	ref := marshalerBody{Model: "m1", MaxTokens: req.MaxTokens, Stream: true,
 		StreamOptions: &streamOptions{IncludeUsage: true}, Tools: req.Tools, User: req.Session,
-		Temperature: req.Temperature, TopP: req.TopP})
+		Temperature: req.Temperature, TopP: req.TopP}
+	if req.Model != "" {
+		ref.Model = req.Model
+	}
+	switch {
+	case prompt:
+		p := req.Prompt
+		ref.Prompt = &p
+	case len(req.Messages) == 0:
+		ref.Messages = []workload.Message{{Role: "user", Content: req.Prompt}}
+	default:
+		ref.Messages = req.Messages
+	}
+	b, err := json.Marshal(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,37 +68,48 @@ func TestChatBodyMatchesMarshaler(t *testing.T) {
 		{Messages: []workload.Message{{Role: "user", Content: "a"}, {Role: "user", Parts: []workload.Part{{Type: "text", Text: "what?"},
 			{Type: "image_url", ImageURL: "data:image/png;base64,AA=="}, {Type: "input_audio", AudioData: "UklG", AudioFormat: "wav"}}}}},
 		{Messages: []workload.Message{}, Prompt: "empty messages"},
+		{Prompt: "exactly 16 bytes", Model: "lora-1", Session: "s<2>"},
+		{Prompt: "tools", Tools: []byte(`[{"type":"function","function":{"name":"f"}}]`)},
 	} {
 		got, err := c.Body(&req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := referenceBody(t, &req); string(got) != string(want) {
+		if want := referenceBody(t, &req, false); string(got) != string(want) {
 			t.Errorf("body\n%s\nwant\n%s", got, want)
 		}
 	}
 }
 
-// FuzzChatBodyMatchesMarshaler holds any text message to the Marshaler
-// path's bytes.
+// FuzzChatBodyMatchesMarshaler holds any text message, prompt, model and
+// user to json.Marshal's bytes.
 func FuzzChatBodyMatchesMarshaler(f *testing.F) {
 	f.Add("user", "hello <b>&\u2028\xff")
 	f.Add("system", "")
 	// No reactor: Body does not need one, and the fuzzer runs it often.
-	c, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", API: Chat, Model: "m1", Stream: true, NetHTTP: true})
+	chat, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", API: Chat, Model: "m1", Stream: true, NetHTTP: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	completions, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", API: Completions, Model: "m1", Stream: true, NetHTTP: true})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, role, content string) {
-		for _, req := range []workload.Request{
-			{Prompt: content},
-			{Messages: []workload.Message{{Role: role, Content: content}, {Role: "user", Content: role}}},
+		for _, tc := range []struct {
+			c      *Client
+			req    workload.Request
+			prompt bool
+		}{
+			{chat, workload.Request{Prompt: content, MaxTokens: len(role)}, false},
+			{chat, workload.Request{Messages: []workload.Message{{Role: role, Content: content}, {Role: "user", Content: role}}, Session: role}, false},
+			{completions, workload.Request{Prompt: content, Model: role}, true},
 		} {
-			got, err := c.Body(&req)
+			got, err := tc.c.Body(&tc.req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := referenceBody(t, &req); string(got) != string(want) {
+			if want := referenceBody(t, &tc.req, tc.prompt); string(got) != string(want) {
 				t.Fatalf("body\n%q\nwant\n%q", got, want)
 			}
 		}

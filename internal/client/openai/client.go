@@ -347,6 +347,9 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 		b.Stream = true
 		b.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
+	if out, ok := b.appendPlain(nil); ok {
+		return out, nil
+	}
 	return json.Marshal(b)
 }
 
