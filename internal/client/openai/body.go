@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 )
@@ -63,41 +64,53 @@ func (b *chatBody) appendPlain(dst []byte) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
-// appendString writes s as a JSON string, as json.Marshal does (HTML
-// characters escaped).
-func appendString(dst []byte, s string) []byte {
-	if !plainText(s) {
-		q, _ := json.Marshal(s) // a string always encodes
-		return append(dst, q...)
+// plainSize is about the length of b written by appendPlain, so that the
+// body (a few KiB for a long prompt) is allocated once.
+func (b *chatBody) plainSize() int {
+	n := 160 + len(b.Model) + len(b.User)
+	if ms, ok := b.Messages.([]textMessage); ok {
+		for _, m := range ms {
+			n += 32 + len(m.Role) + len(m.Content)
+		}
 	}
+	if b.Prompt != nil {
+		n += len(*b.Prompt)
+	}
+	return n
+}
+
+// appendString writes s as a JSON string, as json.Marshal does (HTML
+// characters escaped): copied when it has nothing to escape, by
+// json.Marshal when it has.
+func appendString(dst []byte, s string) []byte {
+	n := len(dst)
 	dst = append(dst, '"')
 	dst = append(dst, s...)
+	if !plainText(dst[n+1:]) {
+		q, _ := json.Marshal(s) // a string always encodes
+		return append(dst[:n], q...)
+	}
 	return append(dst, '"')
 }
 
-// plainText says whether json.Marshal writes s as it is: printable ASCII
-// without a quote, a backslash or any of <, > and &.
-func plainText(s string) bool {
+// plainText says whether json.Marshal writes b's text as it is: printable
+// ASCII without a quote, a backslash or any of <, > and &. It checks eight
+// bytes at a time (see plainString for the method).
+func plainText(b []byte) bool {
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if special(x) {
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q, bs := x^(lo*'"'), x^(lo*'\\')
+		lt, gt, amp := x^(lo*'<'), x^(lo*'>'), x^(lo*'&')
+		if ((x-lo*0x20)&^x|x|(q-lo)&^q|(bs-lo)&^bs|(lt-lo)&^lt|(gt-lo)&^gt|(amp-lo)&^amp)&hi != 0 {
 			return false
 		}
 	}
-	for ; i < len(s); i++ {
-		c := s[i]
+	for ; i < len(b); i++ {
+		c := b[i]
 		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
 		}
 	}
 	return true
-}
-
-// special says whether a byte of x is one plainText refuses (see
-// plainString for the method).
-func special(x uint64) bool {
-	has := func(c uint64) uint64 { y := x ^ (lo * c); return (y - lo) &^ y }
-	return ((x-lo*0x20)&^x|x|has('"')|has('\\')|has('<')|has('>')|has('&'))&hi != 0
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/spate-dev/spate/internal/workload"
@@ -114,4 +115,22 @@ func FuzzChatBodyMatchesMarshaler(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAppendStringEveryPosition puts every byte at every position of
+// strings up to 20 bytes long (the word-at-a-time check's edges) and
+// holds appendString to json.Marshal.
+func TestAppendStringEveryPosition(t *testing.T) {
+	for n := 1; n <= 20; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := []byte(strings.Repeat("a", n))
+				b[pos] = byte(c)
+				want, _ := json.Marshal(string(b))
+				if got := appendString([]byte("x"), string(b)); string(got) != "x"+string(want) {
+					t.Fatalf("%q: %q, want x%q", b, got, want)
+				}
+			}
+		}
+	}
 }

@@ -347,7 +347,7 @@ func (c *Client) Body(req *workload.Request) ([]byte, error) {
 		b.Stream = true
 		b.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	if out, ok := b.appendPlain(nil); ok {
+	if out, ok := b.appendPlain(make([]byte, 0, b.plainSize())); ok {
 		return out, nil
 	}
 	return json.Marshal(b)
