@@ -5,7 +5,10 @@ asyncio, one task per request, SSE lines parsed and each event's JSON
 decoded. Standard library only (aiohttp is not installable here), with a
 raw HTTP/1.1 keep-alive connection pool, which is cheaper than aiohttp.
 
-Usage: asyncio_client.py HOST PORT RATE DURATION_S OUTPUT_TOKENS
+Usage: asyncio_client.py HOST PORT RATE DURATION_S OUTPUT_TOKENS [INPUT_TOKENS [ARRIVAL]]
+INPUT_TOKENS (default 64) is the prompt's length in words ("hello "
+repeated); ARRIVAL is constant (default) or poisson (exponential gaps of
+mean 1/RATE, seeded, so every run sends at the same times).
 Prints one JSON line: requests, tokens, cpu_s (this process's rusage), and
 how promptly it read: the median and p99 of the gaps it saw between a
 stream's tokens and the share of gaps under 1 ms (tokens read together
@@ -13,6 +16,7 @@ because the client fell behind, which also makes each token cheaper).
 """
 import asyncio
 import json
+import random
 import resource
 import sys
 import time
@@ -31,11 +35,11 @@ class Pool:
         self.idle.append(conn)
 
 
-async def one(pool, host, max_tokens, stats):
+async def one(pool, host, max_tokens, input_tokens, stats):
     body = json.dumps({
         "model": "spate-sim", "max_tokens": max_tokens, "ignore_eos": True, "stream": True,
         "stream_options": {"include_usage": True},
-        "messages": [{"role": "user", "content": "hello " * 64}],
+        "messages": [{"role": "user", "content": "hello " * input_tokens}],
     }).encode()
     reader, writer = await pool.get()
     writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: " + host.encode() +
@@ -102,19 +106,26 @@ async def one(pool, host, max_tokens, stats):
 
 async def main():
     host, port, rate, duration, max_tokens = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+    input_tokens = int(sys.argv[6]) if len(sys.argv) > 6 else 64
+    arrival = sys.argv[7] if len(sys.argv) > 7 else "constant"
+    if arrival not in ("constant", "poisson"):
+        sys.exit(f"asyncio_client.py: arrival {arrival!r}: want constant or poisson")
+    rng = random.Random(1)
     pool = Pool(host, port)
     stats = {"requests": 0, "tokens": 0, "gaps": []}
     tasks = []
     start = time.perf_counter()
     n = 0
+    at = start
     while True:
-        at = start + n / rate
+        if n > 0:
+            at += rng.expovariate(rate) if arrival == "poisson" else 1 / rate
         if at - start >= duration:
             break
         delay = at - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(pool, host, max_tokens, stats)))
+        tasks.append(asyncio.create_task(one(pool, host, max_tokens, input_tokens, stats)))
         n += 1
     await asyncio.gather(*tasks)
     ru = resource.getrusage(resource.RUSAGE_SELF)

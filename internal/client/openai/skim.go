@@ -1,5 +1,7 @@
 package openai
 
+import "encoding/binary"
+
 // skim reads the common shape of a streamed chunk without building a
 // parse tree: one pass over the bytes that validates what it walks and
 // picks out the few fields a record needs. Anything it is not sure of (an
@@ -46,7 +48,15 @@ func skim(data []byte, out *chunkSkim) bool {
 	return s.i == len(s.b)
 }
 
+// ws skips whitespace. Chunks seldom have any, so the test of the first
+// byte is inlined and the loop is not.
 func (s *skimmer) ws() {
+	if s.i < len(s.b) && s.b[s.i] <= ' ' {
+		s.wsLoop()
+	}
+}
+
+func (s *skimmer) wsLoop() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -64,7 +74,13 @@ func (s *skimmer) object(field func(key []byte) bool) bool {
 		return false
 	}
 	s.depth++
-	defer func() { s.depth-- }()
+	ok := s.fields(field)
+	s.depth--
+	return ok
+}
+
+// fields is object's loop, past the opening brace.
+func (s *skimmer) fields(field func(key []byte) bool) bool {
 	s.i++
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '}' {
@@ -298,7 +314,18 @@ func (s *skimmer) plainString() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
+	j := start
+	// Eight bytes at a time while none of them is a quote, a backslash or
+	// a control character (SWAR: a byte of x below n sets its top bit in
+	// (x - n×lo) &^ x & hi; a byte equal to c is one below 1 in x ^ c×lo).
+	for ; j+8 <= len(s.b); j += 8 {
+		x := binary.LittleEndian.Uint64(s.b[j:])
+		q, bs := x^(lo*'"'), x^(lo*'\\')
+		if ((x-lo*0x20)&^x|(q-lo)&^q|(bs-lo)&^bs)&hi != 0 {
+			break
+		}
+	}
+	for ; j < len(s.b); j++ {
 		switch c := s.b[j]; {
 		case c == '"':
 			s.i = j + 1
@@ -309,6 +336,12 @@ func (s *skimmer) plainString() ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// lo and hi are the low and high bit of every byte of a word.
+const (
+	lo = 0x0101010101010101
+	hi = 0x8080808080808080
+)
 
 // value skips any value, validating it; strings with escapes give up.
 func (s *skimmer) value() bool {

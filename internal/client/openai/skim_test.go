@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/spate-dev/spate/internal/record"
@@ -101,4 +102,35 @@ func BenchmarkSkim(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPlainStringEveryPosition puts a quote, a backslash, a control
+// character, a high byte or DEL at every position of strings up to 24
+// bytes long (the word-at-a-time scan's edges) and checks plainString
+// against a byte-by-byte reading.
+func TestPlainStringEveryPosition(t *testing.T) {
+	for n := 0; n <= 24; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff, 'a'} {
+				b := []byte(`"` + strings.Repeat("x", n))
+				b[1+pos] = c
+				b = append(b, '"', ',')
+				want, wantOK := []byte(nil), false
+				for j := 1; j < len(b); j++ {
+					if b[j] == '"' {
+						want, wantOK = b[1:j], true
+						break
+					}
+					if b[j] == '\\' || b[j] < 0x20 {
+						break
+					}
+				}
+				s := skimmer{b: b}
+				got, ok := s.plainString()
+				if ok != wantOK || string(got) != string(want) {
+					t.Fatalf("%q: got %q %v, want %q %v", b, got, ok, want, wantOK)
+				}
+			}
+		}
+	}
 }

@@ -18,6 +18,12 @@ type Parser struct {
 	maxLine int
 	line    []byte // the unfinished last line of the previous batch
 	data    []byte
+	// ref is the event's data while it is one line, not yet copied to
+	// data (hasRef): a slice of the batch or of line, valid until Feed
+	// returns or line is written, when own copies it. An event read in
+	// one batch, as most are, is passed on without a copy.
+	ref     []byte
+	hasRef  bool
 	name    []byte
 	hasData bool
 	ev      Event
@@ -39,6 +45,7 @@ func (p *Parser) Reset(maxLine int) {
 	p.maxLine = maxLine
 	p.line = p.line[:0]
 	p.data = p.data[:0]
+	p.ref, p.hasRef = nil, false
 	p.name = p.name[:0]
 	p.hasData = false
 	p.cr = false
@@ -74,6 +81,7 @@ func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
 			}
 		}
 		if i < 0 {
+			p.own()
 			if len(p.line)+len(b) > p.maxLine {
 				return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
 			}
@@ -87,20 +95,32 @@ func (p *Parser) Feed(b []byte, at time.Time, fn func(*Event) error) error {
 		}
 		if len(p.line) > 0 {
 			if len(p.line)+len(l) > p.maxLine {
+				p.own()
 				return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
 			}
 			p.line = append(p.line, l...)
 			l = p.line
 		} else if len(l) > p.maxLine {
+			p.own()
 			return fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, p.maxLine)
 		}
 		err := p.lineDone(l, at, fn)
 		p.line = p.line[:0]
 		if err != nil {
+			p.own()
 			return err
 		}
 	}
+	p.own()
 	return nil
+}
+
+// own copies a pending one-line data (ref) to p's own buffer.
+func (p *Parser) own() {
+	if p.hasRef {
+		p.data = append(p.data[:0], p.ref...)
+		p.ref, p.hasRef = nil, false
+	}
 }
 
 // crIndex is the index of b's first CR, len(b) when it has none.
@@ -130,6 +150,10 @@ func (p *Parser) End(at time.Time, fn func(*Event) error) error {
 
 func (p *Parser) dispatch(at time.Time, fn func(*Event) error) error {
 	p.ev.Name, p.ev.Data, p.ev.At = p.name, p.data, at
+	if p.hasRef {
+		p.ev.Data = p.ref
+		p.ref, p.hasRef = nil, false
+	}
 	err := fn(&p.ev)
 	p.data = p.data[:0]
 	p.name = p.name[:0]
@@ -158,11 +182,13 @@ func (p *Parser) lineDone(line []byte, at time.Time, fn func(*Event) error) erro
 	}
 	switch string(field) {
 	case "data":
-		if p.hasData {
-			p.data = append(p.data, '\n')
+		if !p.hasData {
+			p.ref, p.hasRef, p.hasData = value, true, true
+			return nil
 		}
+		p.own()
+		p.data = append(p.data, '\n')
 		p.data = append(p.data, value...)
-		p.hasData = true
 	case "event":
 		p.name = append(p.name[:0], value...)
 	case "id", "retry":

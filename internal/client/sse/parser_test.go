@@ -54,6 +54,11 @@ func pushEvents(stream, sizes []byte, maxLine int) ([]stampedEvent, error) {
 			if err := p.Feed(buf[:n], time.Unix(0, clock), fn); err != nil {
 				return out, err
 			}
+			// The batch is the caller's until the next read: nothing of it
+			// may be kept past Feed.
+			for i := range buf[:n] {
+				buf[i] = 0xAA
+			}
 		}
 		if err != nil {
 			return out, p.End(time.Unix(0, clock), fn)
