@@ -75,16 +75,7 @@ func structure(r *Request) float64 {
 		if i := strings.IndexByte(s, '{'); i >= 0 && strings.IndexByte(s[i:], ':') >= 0 {
 			object = true
 		}
-		depth := 0
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
-			case '{', '[', '(':
-				depth++
-				deepest = max(deepest, depth)
-			case '}', ']', ')':
-				depth = max(depth-1, 0)
-			}
-		}
+		deepest = max(deepest, nesting(s))
 	})
 	var score float64
 	if code {
@@ -95,4 +86,32 @@ func structure(r *Request) float64 {
 	}
 	score += math.Min(4, float64(max(deepest-1, 0)))
 	return math.Min(15, score)
+}
+
+// maxScoredDepth is the nesting depth from which structure's score no
+// longer grows (1 a level above the first, up to 4).
+const maxScoredDepth = 5
+
+// nesting is the deepest nesting of brackets in s ({, [ and ( alike), up
+// to maxScoredDepth. Prompts are long and seldom nested: with fewer than
+// two opening brackets, counted by the byte counts (which the runtime
+// vectorises), the depth is their number and s is not walked.
+func nesting(s string) int {
+	opens := strings.Count(s, "{") + strings.Count(s, "[") + strings.Count(s, "(")
+	if opens < 2 {
+		return opens
+	}
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{', '[', '(':
+			depth++
+			if deepest = max(deepest, depth); deepest >= maxScoredDepth {
+				return deepest
+			}
+		case '}', ']', ')':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
 }

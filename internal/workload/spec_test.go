@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/spate-dev/spate/experiment"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -468,5 +469,39 @@ func TestNormalisedTokensCountEachTextOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNesting holds nesting to a walk of every byte (the depth structure
+// scored before nesting skipped texts with fewer than two brackets), up to
+// the depth that still scores.
+func TestNesting(t *testing.T) {
+	walk := func(s string) int {
+		depth, deepest := 0, 0
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '{', '[', '(':
+				depth++
+				deepest = max(deepest, depth)
+			case '}', ']', ')':
+				depth = max(depth-1, 0)
+			}
+		}
+		return min(deepest, maxScoredDepth)
+	}
+	cases := []string{"", "plain words", "(", ")", "a ( b", "} {", "([{", "({[]})", "(((((((", "()()()", "a) (b", "{\"k\": [1, {\"x\": (2)}]}"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab {}[]()"
+	for range 2000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		if got, want := nesting(s), walk(s); got != want {
+			t.Fatalf("nesting(%q) = %d, want %d", s, got, want)
+		}
 	}
 }
