@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -132,5 +133,27 @@ func TestAppendStringEveryPosition(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAppendPlainKnowsEveryField: appendPlain writes some of chatBody's
+// fields and leaves a body with any other to json.Marshal. A field added
+// to chatBody and to neither list would be dropped from every plain body
+// without a test noticing, so the lists are held to the struct.
+func TestAppendPlainKnowsEveryField(t *testing.T) {
+	written := []string{"Model", "Messages", "Prompt", "MaxTokens", "Stream", "StreamOptions", "IgnoreEOS", "User"}
+	fallBack := []string{"Input", "Tools", "Temperature", "TopP", "Logprobs", "TopLogprobs"}
+	known := map[string]bool{}
+	for _, f := range append(written, fallBack...) {
+		known[f] = true
+	}
+	typ := reflect.TypeOf(chatBody{})
+	for i := range typ.NumField() {
+		if f := typ.Field(i).Name; !known[f] {
+			t.Errorf("chatBody.%s is new: appendPlain must write it or leave bodies that have it to json.Marshal (and this test must list it)", f)
+		}
+	}
+	if typ.NumField() != len(known) {
+		t.Errorf("chatBody has %d fields, the lists %d", typ.NumField(), len(known))
 	}
 }
