@@ -34,7 +34,6 @@ type timerAlarm struct {
 	kick  chan struct{}
 	timer *time.Timer
 	held  bool // sleep near the deadline without giving up the processor
-	buf   [8]byte
 }
 
 // heldMargin is how long before its deadline a wait turns from a Go timer
@@ -46,15 +45,40 @@ func newTimerAlarm(epoch time.Time, held bool) (*timerAlarm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("timerfd_create: %w", err)
 	}
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+	mono0, err := monoEpoch(epoch, monotonicNow)
+	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("clock_gettime: %w", err)
+		return nil, err
 	}
-	a := &timerAlarm{fd: fd, mono0: ts.Nano() - int64(time.Since(epoch)), epoch: epoch, kick: make(chan struct{}, 1), timer: time.NewTimer(time.Hour), held: held}
+	a := &timerAlarm{fd: fd, mono0: mono0, epoch: epoch, kick: make(chan struct{}, 1), timer: time.NewTimer(time.Hour), held: held}
 	a.timer.Stop()
 	a.at.Store(int64(never))
 	return a, nil
+}
+
+// monotonicNow reads CLOCK_MONOTONIC, in ns.
+func monotonicNow() (int64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0, fmt.Errorf("clock_gettime: %w", err)
+	}
+	return ts.Nano(), nil
+}
+
+// monoEpoch returns CLOCK_MONOTONIC at epoch, as read by now, never below
+// the truth: the time since epoch is read before the clock, so the time it
+// took to read the clock makes the result later, not earlier. An alarm
+// then goes off at worst that long after its time, never before it (read
+// the other way round, a slow read — tens of µs under valgrind — made
+// every alarm go off early, and the clock pass again and again, finding
+// nothing due, until its time came).
+func monoEpoch(epoch time.Time, now func() (int64, error)) (int64, error) {
+	since := int64(time.Since(epoch))
+	mono, err := now()
+	if err != nil {
+		return 0, err
+	}
+	return mono - since, nil
 }
 
 func (a *timerAlarm) set(t time.Duration) {
@@ -106,7 +130,10 @@ func (a *timerAlarm) wait(ctx context.Context) {
 			n, _, _ = unix.Syscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		}
 		if n == 1 && pfd.Revents&unix.POLLIN != 0 {
-			_, _, _ = unix.RawSyscall(unix.SYS_READ, uintptr(a.fd), uintptr(unsafe.Pointer(&a.buf[0])), uintptr(len(a.buf)))
+			// The expiry is not read off the timerfd: every setting
+			// (timerfd_settime) clears it, and the clock sets the alarm
+			// after each pass, before it waits again — a system call per
+			// tick saved. Only set is relied on to make it unreadable.
 			return
 		}
 		// Timed out (the alarm was moved later) or interrupted: look again.
