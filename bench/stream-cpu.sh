@@ -101,6 +101,6 @@ for name in (["asyncio", "aiohttp"] if peer == "both" else [peer]):
     p_us = py_cpu / py["tokens"] * 1e6
     print(f"{name}: {py['tokens']} tokens, {py_cpu:.2f} s CPU, {p_us:.2f} µs/token; "
           f"ITL p50 {py.get('itl_p50_ms', 0):.2f} ms, p99 {py.get('itl_p99_ms', 0):.2f} ms, "
-          f"gaps under 1 ms {100 * py.get('gaps_under_1ms', 0):.2f} % (tokens read together: it fell behind)")
+          f"gaps under 1 ms {100 * py.get('gaps_under_1ms', 0):.2f} % (tokens read together, where it fell behind)")
     print(f"ratio : spate uses {s_us/p_us:.3f}× the CPU per token of the {name} client (issue 37's target: <= 0.20)")
 PY
