@@ -60,15 +60,15 @@ type reactor struct {
 	// when it returned (see loop); batchWakeLag is the longest its reads'
 	// last bytes came before the wake-up, prevWakeLag the last parked
 	// batch's (a machine late to wake is late again).
-	parked bool
-	// handed says a call ended since the reactor last looked for events:
-	// its caller is runnable (see wait).
-	handed                    bool
+	parked                    bool
 	woke                      time.Time
 	batchWakeLag, prevWakeLag time.Duration
 	// base is the earliest time the events of the current batch can have
 	// become ready (see loop); scan and emptyScan are set by wait.
 	base, scan, emptyScan time.Time
+	// handed says a call ended since the reactor last looked for events:
+	// its caller is runnable (see wait).
+	handed bool
 }
 
 func newReactor(c *Client) (*reactor, error) {
