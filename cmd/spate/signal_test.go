@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -176,8 +177,18 @@ func TestSIGINTWritesPartialResult(t *testing.T) {
 // completions it holds open.
 func hangServer(t *testing.T) (url string, open *atomic.Int64) {
 	t.Helper()
+	return hangServerUpTo(t, 0)
+}
+
+// hangServerUpTo is hangServer holding at most max connections open at
+// once (no bound if max is 0): the connections over it wait in the
+// kernel's accept queue (in flight for the client, holding none of this
+// process's file descriptors), so that this process keeps descriptors
+// for reading /proc while the client opens as many as its limit lets it.
+func hangServerUpTo(t *testing.T, max int) (url string, open *atomic.Int64) {
+	t.Helper()
 	open = &atomic.Int64{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			fmt.Fprint(w, `{"data":[{"id":"x"}]}`)
 			return
@@ -187,8 +198,55 @@ func hangServer(t *testing.T) (url string, open *atomic.Int64) {
 		defer open.Add(-1)
 		<-r.Context().Done()
 	}))
+	if max > 0 {
+		srv.Listener = &boundedListener{Listener: srv.Listener, slots: make(chan struct{}, max), closed: make(chan struct{})}
+	}
+	srv.Start()
 	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	return srv.URL + "/v1", open
+}
+
+// boundedListener accepts a connection only while fewer than cap(slots)
+// it accepted are open.
+type boundedListener struct {
+	net.Listener
+	slots     chan struct{}
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// Accept waits for a free slot, then for a connection.
+func (l *boundedListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+// Close closes the listener and wakes an Accept waiting for a slot.
+func (l *boundedListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// slotConn gives its listener's slot back when closed.
+type slotConn struct {
+	net.Conn
+	release func()
+}
+
+// Close closes the connection and frees its slot.
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
 }
 
 // TestInterruptsWithThousandsInFlight: with thousands of requests in
@@ -215,7 +273,7 @@ func TestInterruptsWithThousandsInFlight(t *testing.T) {
 		twice bool
 	}{{syscall.SIGINT, false}, {syscall.SIGTERM, false}, {syscall.SIGINT, true}} {
 		twice := tc.twice
-		target, open := hangServer(t)
+		target, open := hangServerUpTo(t, int(want)+200)
 		out := filepath.Join(t.TempDir(), "r.json")
 		cmd := exec.Command(bin, "run", "--target", target, "--model", "x", "--rate", "4000", "--arrival", "constant",
 			"--duration", "1m", "--out", out, "--quiet")
@@ -262,7 +320,10 @@ func TestInterruptsWithThousandsInFlight(t *testing.T) {
 			}
 			limit = 2 * time.Second
 		}
-		cpu0, _ := cpuOf(cmd.Process.Pid)
+		cpu0, ok := cpuOf(cmd.Process.Pid)
+		if !ok {
+			t.Fatalf("cannot read /proc/%d/stat: the CPU spate uses after the signal is not known", cmd.Process.Pid)
+		}
 		queued := watchRunQueue(cmd.Process.Pid)
 		code, took := waitExit(t, cmd, t0, time.Minute)
 		spent := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() - cpu0
