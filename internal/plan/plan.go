@@ -563,8 +563,8 @@ func (r *Run) source(ctx context.Context, spec experiment.Workload, burst *sched
 // (docs/benchmarks.md): the paths the reactor (package rawhttp) replaced,
 // for side-by-side figures, and the reactor's tick.
 const (
-	// envNetHTTP set reads streamed responses with net/http instead of
-	// the reactor (openai.Config.NetHTTP).
+	// envNetHTTP set reads OpenAI-style responses with net/http instead
+	// of the reactor (openai.Config.NetHTTP).
 	envNetHTTP = "SPATE_NETHTTP"
 	// envFastHTTP set sends plain HTTP requests with fasthttp instead of
 	// the reactor (plainhttp.Config.FastHTTP).

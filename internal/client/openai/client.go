@@ -84,9 +84,9 @@ type Config struct {
 	// HTTP is the client to send with (nil: a Client tuned for load, see
 	// NewTransport).
 	HTTP *http.Client
-	// NetHTTP sends streamed requests with net/http even where the reactor
-	// (package rawhttp) could read them; it is used for streamed requests
-	// to http:// targets when HTTP is nil, on Linux.
+	// NetHTTP sends requests with net/http even where the reactor
+	// (package rawhttp) could read them; it is used for every request to
+	// an http:// target when HTTP is nil, on Linux.
 	NetHTTP bool
 	// ReactorTick is rawhttp.Config.Tick for the reactor path (0: its
 	// default).
@@ -222,15 +222,18 @@ type stream struct {
 	bounds []int     // end offset in text of each content-bearing event
 	events int       // events read (bad_response when a stream has none)
 	last   time.Time // the last content-bearing event's arrival
-	// The reactor path's state (see reactor.go).
-	push   sse.Parser
-	raw    []byte
-	status int
-	errb   []byte
-	done   bool
-	rec    *record.Record
-	keep   bool
-	last2  time.Time // the last read's stamp
+	// The reactor path's state (see reactor.go): streamed says the
+	// response is read as events, else its body is kept whole in body.
+	streamed bool
+	body     []byte
+	push     sse.Parser
+	raw      []byte
+	status   int
+	errb     []byte
+	done     bool
+	rec      *record.Record
+	keep     bool
+	last2    time.Time // the last read's stamp
 	// lastLate and lastLate2 say the last and the one before's stamps
 	// may be off by over 1 ms, lastRead and lastChunk the last one's read
 	// and chunk (see Body).
@@ -385,7 +388,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		defer t.Stop()
 	}
 	var idle *time.Timer
-	if c.cfg.IdleTimeout > 0 && c.cfg.Stream && c.cfg.API != Embeddings {
+	if c.cfg.IdleTimeout > 0 && c.streamed() {
 		idle = time.AfterFunc(c.cfg.IdleTimeout, func() { cancel(errStalled) })
 		defer idle.Stop()
 	}
@@ -407,7 +410,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	c.setIdentity(hreq.Header)
-	if c.cfg.Stream && c.cfg.API != Embeddings {
+	if c.streamed() {
 		hreq.Header.Set("Accept", "text/event-stream")
 	}
 	if c.cfg.APIKey != "" {
@@ -454,7 +457,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	switch {
 	case ranked(c.cfg.API):
 		err = c.readRanked(st, src, rec, req)
-	case c.cfg.Stream && c.cfg.API != Embeddings:
+	case c.streamed():
 		err = c.readStream(st, src, rec, req.KeepAnswer)
 	default:
 		err = c.readWhole(st, src, rec, req.KeepAnswer)
@@ -725,15 +728,35 @@ const (
 // readWhole reads a non-streamed response into rec; keep keeps the answer
 // text in rec.Answer.
 func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep bool) error {
-	limit := c.maxBody()
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	b, err := c.readBody(body)
 	if err != nil {
 		return err
 	}
 	rec.End = time.Now()
-	if int64(len(b)) > limit {
+	if err := c.bodySize(len(b)); err != nil {
+		return err
+	}
+	return c.whole(st, b, rec, keep)
+}
+
+// readBody reads a non-streamed response's body, up to one byte over the
+// responseBody limit (see bodySize).
+func (c *Client) readBody(body io.Reader) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(body, c.maxBody()+1))
+}
+
+// bodySize fails a non-streamed response body of n bytes that is over the
+// responseBody limit.
+func (c *Client) bodySize(n int) error {
+	if limit := c.maxBody(); int64(n) > limit {
 		return failure(record.TooLarge, "the response body is over the responseBody limit of %d bytes (raise it with --limit responseBody=SIZE)", limit)
 	}
+	return nil
+}
+
+// whole reads non-streamed response body b, which ended at rec.End, into
+// rec; keep keeps the answer text in rec.Answer.
+func (c *Client) whole(st *stream, b []byte, rec *record.Record, keep bool) error {
 	v, err := st.parser.ParseBytes(b)
 	if err != nil {
 		return failure(record.BadResponse, "bad response body %s: %s", scrub.Text(string(b), 80), err)

@@ -49,15 +49,20 @@ func (c *Client) rankBody(req *workload.Request) ([]byte, error) {
 // them, scores in descending order; score data has one score per document.
 // The whole answer arrives at once: its first token is its end.
 func (c *Client) readRanked(st *stream, body io.Reader, rec *record.Record, req *workload.Request) error {
-	limit := c.maxBody()
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	b, err := c.readBody(body)
 	if err != nil {
 		return err
 	}
 	rec.End = time.Now()
-	if int64(len(b)) > limit {
-		return failure(record.TooLarge, "the response body is over the responseBody limit of %d bytes (raise it with --limit responseBody=SIZE)", limit)
+	if err := c.bodySize(len(b)); err != nil {
+		return err
 	}
+	return c.rankedBody(st, b, rec, req)
+}
+
+// rankedBody reads rerank or score response body b, which ended at
+// rec.End, into rec.
+func (c *Client) rankedBody(st *stream, b []byte, rec *record.Record, req *workload.Request) error {
 	v, err := st.parser.ParseBytes(b)
 	if err != nil {
 		return failure(record.BadResponse, "bad response body %s: %s", scrub.Text(string(b), 80), err)

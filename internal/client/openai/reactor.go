@@ -16,22 +16,24 @@ import (
 	"github.com/spate-dev/spate/internal/workload"
 )
 
-// The reactor path: a streamed request to a plain http:// target is sent
-// with package rawhttp, whose reactor reads and stamps every read and runs
-// the SSE and JSON parsing right there, so a token costs one read and no
-// goroutine switch. Figures are the same as the net/http path's: each
-// event is stamped with the read that completed it.
+// The reactor path: a request to a plain http:// target is sent with
+// package rawhttp, whose reactor reads and stamps every read and, for a
+// streamed response, runs the SSE and JSON parsing right there, so a token
+// costs one read and no goroutine switch. Figures are the same as the
+// net/http path's: each event is stamped with the read that completed it,
+// and a non-streamed response ends at its last read (the kernel's receive
+// time), not when the caller next ran.
 
 // rawTarget is what the reactor path needs of the endpoint URL.
 type rawTarget struct {
 	host, path string
 }
 
-// newRaw sets up the reactor path when cfg allows it: a streamed API, an
-// http:// target, no HTTP client of the caller's, and a platform with the
-// reactor. It returns nil otherwise (net/http is used).
+// newRaw sets up the reactor path when cfg allows it: an http:// target,
+// no HTTP client of the caller's, and a platform with the reactor. It
+// returns nil otherwise (net/http is used).
 func newRaw(cfg Config, endpoint string) (*rawhttp.Client, rawTarget, error) {
-	if cfg.NetHTTP || cfg.HTTP != nil || !cfg.Stream || cfg.API == Embeddings || !rawhttp.Available() {
+	if cfg.NetHTTP || cfg.HTTP != nil || !rawhttp.Available() {
 		return nil, rawTarget{}, nil
 	}
 	u, err := url.Parse(endpoint)
@@ -47,6 +49,12 @@ func newRaw(cfg Config, endpoint string) (*rawhttp.Client, rawTarget, error) {
 		return nil, rawTarget{}, fmt.Errorf("starting the reactor: %w", err)
 	}
 	return rc, rawTarget{host: u.Host, path: u.RequestURI()}, nil
+}
+
+// streamed says responses come as server-sent events: a streamed API
+// (not embeddings, rerank or score) asked to stream.
+func (c *Client) streamed() bool {
+	return c.cfg.Stream && c.cfg.API != Embeddings && !ranked(c.cfg.API)
 }
 
 // Close stops the reactor, if the Client has one, once every Do has
@@ -65,7 +73,7 @@ func (c *Client) appendRequest(b []byte, body []byte, rec *record.Record) []byte
 	if _, ok := own["Content-Type"]; !ok {
 		b = append(b, "Content-Type: application/json\r\n"...)
 	}
-	if _, ok := own["Accept"]; !ok {
+	if _, ok := own["Accept"]; !ok && c.streamed() {
 		b = append(b, "Accept: text/event-stream\r\n"...)
 	}
 	if _, ok := own["User-Agent"]; !ok {
@@ -116,8 +124,9 @@ var errRedirected = errors.New("redirected")
 // Header implements rawhttp.Handler. It calls the context's
 // httptrace.ClientTrace GotFirstResponseByte hook, as net/http does (a
 // failover attempt timeout stops there).
-func (st *stream) Header(status int, _ rawhttp.Read) error {
+func (st *stream) Header(status int, rd rawhttp.Read) error {
 	st.status = status
+	st.noteRead(rd) // a body of no bytes ends here
 	if status >= 300 && status < 400 && st.location {
 		return errRedirected
 	}
@@ -153,9 +162,15 @@ func (st *stream) Body(p []byte, rd rawhttp.Read) error {
 	if st.done {
 		return nil // what follows [DONE] is not read by the other path either
 	}
-	st.last2, st.lastBound = rd.At, 0
-	if !rd.Kernel && rd.Bound > rawhttp.LateRead {
-		st.lastBound = rd.Bound
+	st.noteRead(rd)
+	if !st.streamed {
+		// A whole body, read at its end (see doRaw); one byte over the
+		// limit says it is too large.
+		if err := st.c.bodySize(len(st.body) + len(p)); err != nil {
+			return err
+		}
+		st.body = append(st.body, p...)
+		return nil
 	}
 	before := st.rec.Chunks
 	err := st.push.Feed(p, rd.At, st.emit)
@@ -163,6 +178,14 @@ func (st *stream) Body(p []byte, rd rawhttp.Read) error {
 		st.lateStamp(e, rd)
 	}
 	return err
+}
+
+// noteRead keeps rd as the response's last read so far.
+func (st *stream) noteRead(rd rawhttp.Read) {
+	st.last2, st.lastBound = rd.At, 0
+	if !rd.Kernel && rd.Bound > rawhttp.LateRead {
+		st.lastBound = rd.Bound
+	}
 }
 
 // onEvent is st.emit: one parsed event into the record.
@@ -192,13 +215,21 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	st.retryAfter, st.location, st.encoding = "", false, ""
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
+	st.streamed, st.body = c.streamed(), st.body[:0]
+	if cap(st.body) > maxPooledBody {
+		st.body = nil // a large body once is not kept for every request after
+	}
 	st.trace = httptrace.ContextClientTrace(ctx)
 	if st.emit == nil {
 		st.emit = st.onEvent
 	}
 	st.push.Reset(c.cfg.MaxLine)
 	st.raw = c.appendRequest(st.raw[:0], body, rec)
-	res, err := c.raw.Do(ctx, &rawhttp.Request{Raw: st.raw, Handler: st, IdleTimeout: c.cfg.IdleTimeout})
+	idle := c.cfg.IdleTimeout
+	if !st.streamed {
+		idle = 0 // as on the net/http path: a whole body has no pace to hold
+	}
+	res, err := c.raw.Do(ctx, &rawhttp.Request{Raw: st.raw, Handler: st, IdleTimeout: idle})
 	if errors.Is(err, errRedirected) && ctx.Err() == nil {
 		return false
 	}
@@ -210,7 +241,16 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	if st.status != 0 {
 		rec.Status = st.status
 	}
-	if err == nil && st.status == http.StatusOK && !st.done {
+	if err == nil && st.status == http.StatusOK && !st.streamed {
+		// The whole body came: it ended at its last read.
+		rec.End = st.last2
+		if ranked(c.cfg.API) {
+			err = c.rankedBody(st, st.body, rec, req)
+		} else {
+			err = c.whole(st, st.body, rec, req.KeepAnswer)
+		}
+	}
+	if err == nil && st.status == http.StatusOK && st.streamed && !st.done {
 		// The stream ended: an event without its blank line still counts.
 		err = st.push.End(st.last2, st.emit)
 		if err == nil && !st.done {
@@ -247,6 +287,10 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	}
 	return true
 }
+
+// maxPooledBody is the largest non-streamed body buffer a pooled stream
+// keeps for the next request.
+const maxPooledBody = 1 << 20
 
 // lateStamp takes content event e, which came in read rd, into the
 // record's count of late stamps (see Body). The last event of a read is

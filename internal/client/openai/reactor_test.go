@@ -34,6 +34,9 @@ func TestNetHTTPPath(t *testing.T) {
 		{"hostile connections", TestHostileConnections},
 		{"hostile reads", TestHostileReads},
 		{"retry-after", TestRetryAfterHeader},
+		{"whole bodies", TestNonStreamAndEmbeddings},
+		{"whole responses", TestResponsesWhole},
+		{"whole answer error", TestWholeAnswerErrorKeepsMessage},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
@@ -210,7 +213,7 @@ func TestLateStampsCounted(t *testing.T) {
 				defer c.Close()
 				rec := &record.Record{}
 				rec.Reset()
-				st := &stream{c: c, rec: rec, status: http.StatusOK}
+				st := &stream{c: c, rec: rec, status: http.StatusOK, streamed: true}
 				st.emit = st.onEvent
 				st.push.Reset(c.cfg.MaxLine)
 				at := time.Now()
@@ -252,5 +255,67 @@ func TestLateStampsCounted(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestWholeBodyEndsAtItsLastRead: a non-streamed response (chat,
+// embeddings, rerank) ends when its last bytes came, not when the caller
+// next ran: with the reactor holding every read 80 ms after its wake-up,
+// E2E still ends within the server's write.
+func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
+	if !rawhttp.Available() {
+		t.Skip("the reactor path is not in use")
+	}
+	wrote := make(chan [2]time.Time, 1) // around the body's write
+	answer := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Accept") == "text/event-stream" {
+				t.Errorf("a non-streamed request asked for an event stream")
+			}
+			time.Sleep(30 * time.Millisecond)
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			w0 := time.Now()
+			fmt.Fprint(w, body)
+			w.(http.Flusher).Flush()
+			wrote <- [2]time.Time{w0, time.Now()}
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/chat/completions", answer(`{"model":"m1","choices":[{"message":{"role":"assistant","content":" a b c"}}],"usage":{"prompt_tokens":4,"completion_tokens":3}}`))
+	mux.Handle("/v1/embeddings", answer(`{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":9,"total_tokens":9}}`))
+	mux.Handle("/v1/rerank", answer(`{"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}],"usage":{"total_tokens":7}}`))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		req  workload.Request
+	}{
+		{"chat", func(c *Config) { c.Stream = false }, workload.Request{Prompt: "p"}},
+		{"embeddings", func(c *Config) { c.API = Embeddings }, workload.Request{Prompt: "p"}},
+		{"rerank", func(c *Config) { c.API, c.Stream = Rerank, false }, workload.Request{Prompt: "q", Documents: []string{"a", "b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, srv.URL, tc.mod)
+			defer c.Close()
+			if c.raw == nil {
+				t.Fatal("the request does not take the reactor path")
+			}
+			if rec := do(c, &tc.req); rec.Failed() { // the connection, unstalled
+				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			}
+			<-wrote
+			restore := rawhttp.SetWakeStall(80 * time.Millisecond)
+			rec := do(c, &tc.req)
+			restore()
+			if rec.Failed() {
+				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			}
+			w := <-wrote
+			lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
+			if e2e := rec.E2E(); e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
+				t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): the reactor read it 80 ms late", e2e, lo, hi)
+			}
+		})
 	}
 }
