@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/record"
@@ -129,32 +130,63 @@ func TestOneReadingOfTheWire(t *testing.T) {
 		{"HTML, not a stream", []byte("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 14\r\n\r\n<html>hi</html"), Chat, record.BadResponse, "it began <html>hi</html", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			url := replay(t, tc.resp)
-			var got [2]*record.Record
-			for i, netHTTP := range []bool{false, true} {
-				if !netHTTP && !rawhttp.Available() {
-					continue
-				}
-				c := newClient(t, url, func(c *Config) { c.API, c.NetHTTP = tc.api, netHTTP })
-				if (c.raw != nil) == netHTTP {
-					t.Fatalf("NetHTTP %v: the reactor path is %v", netHTTP, c.raw != nil)
-				}
-				rec := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
-				c.Close()
-				got[i] = rec
-				reader := map[bool]string{false: "raw reader", true: "net/http"}[netHTTP]
-				if rec.Err != tc.want || !strings.Contains(rec.ErrMsg, tc.msg) {
-					t.Errorf("%s: %q %q, want %q with %q", reader, rec.Err, rec.ErrMsg, tc.want, tc.msg)
-				}
-				if tc.want == record.OK && (rec.OutputTokens != tc.out || rec.InputTokens != tc.in || rec.Chunks == 0) {
-					t.Errorf("%s: %d output tokens, %d input, %d chunks; want %d and %d", reader, rec.OutputTokens, rec.InputTokens, rec.Chunks, tc.out, tc.in)
-				}
-			}
-			if a, b := got[0], got[1]; a != nil && (a.Err != b.Err || a.Chunks != b.Chunks || a.OutputTokens != b.OutputTokens || a.FinishReason != b.FinishReason || string(a.Answer) != string(b.Answer)) {
-				t.Errorf("the readers differ: raw %q, %d chunks, %d tokens, finish %q; net/http %q, %d chunks, %d tokens, finish %q",
-					a.Err, a.Chunks, a.OutputTokens, a.FinishReason, b.Err, b.Chunks, b.OutputTokens, b.FinishReason)
-			}
+			readBoth(t, tc.resp, tc.api, true, tc.want, tc.msg, tc.out, tc.in)
 		})
+	}
+}
+
+// TestOneReadingOfWholeResponses is TestOneReadingOfTheWire for
+// non-streamed responses: recorded whole answers of real servers (one
+// with an empty header value, each with Connection: close) read alike by
+// the reactor and by net/http.
+func TestOneReadingOfWholeResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		resp    []byte
+		api     string
+		out, in int
+	}{
+		{"llama.cpp chat", recording(t, "llama.cpp-b4747-chat-whole"), Chat, 8, 31},
+		{"llama.cpp completions", recording(t, "llama.cpp-b4747-completions-whole"), Completions, 10, 6},
+		{"vLLM-compatible chat", recording(t, "llm-d-inference-sim-v0.10.2-chat-whole"), Chat, 3, 8},
+		{"keep-alive JSON", jsonWith(`{"model":"m","choices":[{"message":{"role":"assistant","content":"Hello world"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`), Chat, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			readBoth(t, tc.resp, tc.api, false, record.OK, "", tc.out, tc.in)
+		})
+	}
+}
+
+// readBoth reads resp, served whole by a loopback server, with the
+// reactor's raw reader and with net/http, and checks both give the kind
+// want with msg in its message and, for a success, out and in tokens,
+// and that they agree.
+func readBoth(t *testing.T, resp []byte, api string, stream bool, want record.ErrorKind, msg string, out, in int) {
+	t.Helper()
+	url := replay(t, resp)
+	var got [2]*record.Record
+	for i, netHTTP := range []bool{false, true} {
+		if !netHTTP && !rawhttp.Available() {
+			continue
+		}
+		c := newClient(t, url, func(c *Config) { c.API, c.NetHTTP, c.Stream = api, netHTTP, stream })
+		if (c.raw != nil) == netHTTP {
+			t.Fatalf("NetHTTP %v: the reactor path is %v", netHTTP, c.raw != nil)
+		}
+		rec := do(c, &workload.Request{Prompt: "p", MaxTokens: 16})
+		c.Close()
+		got[i] = rec
+		reader := map[bool]string{false: "raw reader", true: "net/http"}[netHTTP]
+		if rec.Err != want || !strings.Contains(rec.ErrMsg, msg) {
+			t.Errorf("%s: %q %q, want %q with %q", reader, rec.Err, rec.ErrMsg, want, msg)
+		}
+		if want == record.OK && (rec.OutputTokens != out || rec.InputTokens != in || rec.Chunks == 0) {
+			t.Errorf("%s: %d output tokens, %d input, %d chunks; want %d and %d", reader, rec.OutputTokens, rec.InputTokens, rec.Chunks, out, in)
+		}
+	}
+	if a, b := got[0], got[1]; a != nil && (a.Err != b.Err || a.Chunks != b.Chunks || a.OutputTokens != b.OutputTokens || a.FinishReason != b.FinishReason || string(a.Answer) != string(b.Answer)) {
+		t.Errorf("the readers differ: raw %q, %d chunks, %d tokens, finish %q; net/http %q, %d chunks, %d tokens, finish %q",
+			a.Err, a.Chunks, a.OutputTokens, a.FinishReason, b.Err, b.Chunks, b.OutputTokens, b.FinishReason)
 	}
 }
 
@@ -206,4 +238,45 @@ func TestAsksForIdentity(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzWholeBody: any bytes as a non-streamed answer (chat or completions)
+// are read without a panic, into a success with the answer's text and at
+// most one chunk, or a failure with a message.
+func FuzzWholeBody(f *testing.F) {
+	for _, name := range []string{"llama.cpp-b4747-chat-whole", "llama.cpp-b4747-completions-whole", "llm-d-inference-sim-v0.10.2-chat-whole"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "real-servers", name+".response"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
+			f.Add(b[i+4:])
+		}
+	}
+	f.Add([]byte(`{"error":{"message":"boom"}}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":"a","reasoning_content":"b","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}`))
+	f.Add([]byte(`{"usage":{"prompt_tokens":-1}}`))
+	c, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", API: Chat, Model: "m", NetHTTP: true, MaxText: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec := &record.Record{}
+		rec.Reset()
+		rec.End = time.Unix(1, 0)
+		st := &stream{}
+		err := c.whole(st, b, rec, true)
+		if err != nil {
+			if _, msg, ok := kindOf(err); ok && msg == "" {
+				t.Fatalf("a failure without a message: %v", err)
+			}
+			return
+		}
+		if rec.Chunks > 1 || (rec.Chunks == 1) != (len(st.text) > 0) {
+			t.Fatalf("%d chunks for %d bytes of text", rec.Chunks, len(st.text))
+		}
+		if rec.Chunks == 1 && !rec.FirstToken.Equal(rec.End) {
+			t.Fatalf("first token %v, end %v: a whole answer's first token is its end", rec.FirstToken, rec.End)
+		}
+	})
 }
