@@ -455,12 +455,10 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	st.text, st.bounds, st.events = st.text[:0], st.bounds[:0], 0
 	st.ent.reset()
 	switch {
-	case ranked(c.cfg.API):
-		err = c.readRanked(st, src, rec, req)
 	case c.streamed():
 		err = c.readStream(st, src, rec, req.KeepAnswer)
 	default:
-		err = c.readWhole(st, src, rec, req.KeepAnswer)
+		err = c.readWhole(st, src, rec, req)
 	}
 	if err != nil {
 		kind, msg := classify(ctx, err)
@@ -725,10 +723,10 @@ const (
 	DefaultMaxBody = 64 << 20
 )
 
-// readWhole reads a non-streamed response into rec; keep keeps the answer
-// text in rec.Answer.
-func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep bool) error {
-	b, err := c.readBody(body)
+// readWhole reads a non-streamed response (a whole answer, a rerank or a
+// score) into rec.
+func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, req *workload.Request) error {
+	b, err := io.ReadAll(io.LimitReader(body, c.maxBody()+1))
 	if err != nil {
 		return err
 	}
@@ -736,17 +734,20 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, keep 
 	if err := c.bodySize(len(b)); err != nil {
 		return err
 	}
-	return c.whole(st, b, rec, keep)
+	return c.parseWhole(st, b, rec, req)
 }
 
-// readBody reads a non-streamed response's body, up to one byte over the
-// responseBody limit (see bodySize).
-func (c *Client) readBody(body io.Reader) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(body, c.maxBody()+1))
+// parseWhole reads non-streamed response body b, which ended at rec.End,
+// into rec: a rerank or score as such, else as a whole answer.
+func (c *Client) parseWhole(st *stream, b []byte, rec *record.Record, req *workload.Request) error {
+	if ranked(c.cfg.API) {
+		return c.rankedBody(st, b, rec, req)
+	}
+	return c.whole(st, b, rec, req.KeepAnswer)
 }
 
 // bodySize fails a non-streamed response body of n bytes that is over the
-// responseBody limit.
+// responseBody limit (a body is read up to one byte over it).
 func (c *Client) bodySize(n int) error {
 	if limit := c.maxBody(); int64(n) > limit {
 		return failure(record.TooLarge, "the response body is over the responseBody limit of %d bytes (raise it with --limit responseBody=SIZE)", limit)

@@ -389,6 +389,9 @@ func TestNonStreamAndEmbeddings(t *testing.T) {
 	mux.HandleFunc("/v1/embeddings", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":9,"total_tokens":9}}`)
 	})
+	mux.HandleFunc("/v1/rerank", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}],"usage":{"total_tokens":7}}`)
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	rec := do(newClient(t, srv.URL, func(c *Config) { c.Stream = false }), &workload.Request{Prompt: "p"})
@@ -401,6 +404,10 @@ func TestNonStreamAndEmbeddings(t *testing.T) {
 	rec = do(newClient(t, srv.URL, func(c *Config) { c.API = Embeddings }), &workload.Request{Prompt: "p"})
 	if rec.Failed() || rec.InputTokens != 9 {
 		t.Fatalf("embeddings: %+v", rec)
+	}
+	rec = do(newClient(t, srv.URL, func(c *Config) { c.API, c.Stream = Rerank, false }), &workload.Request{Prompt: "q", Documents: []string{"a", "b"}})
+	if rec.Failed() || rec.InputTokens != 7 {
+		t.Fatalf("rerank: %+v", rec)
 	}
 }
 

@@ -2,8 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"io"
-	"time"
 
 	"github.com/valyala/fastjson"
 
@@ -44,24 +42,11 @@ func (c *Client) rankBody(req *workload.Request) ([]byte, error) {
 	return json.Marshal(rerankBody{Model: c.cfg.Model, Query: req.Prompt, Documents: docs, TopN: req.TopN})
 }
 
-// readRanked reads a rerank or score response and checks it ranks the
-// documents sent: rerank results name distinct documents, at most top_n of
-// them, scores in descending order; score data has one score per document.
-// The whole answer arrives at once: its first token is its end.
-func (c *Client) readRanked(st *stream, body io.Reader, rec *record.Record, req *workload.Request) error {
-	b, err := c.readBody(body)
-	if err != nil {
-		return err
-	}
-	rec.End = time.Now()
-	if err := c.bodySize(len(b)); err != nil {
-		return err
-	}
-	return c.rankedBody(st, b, rec, req)
-}
-
 // rankedBody reads rerank or score response body b, which ended at
-// rec.End, into rec.
+// rec.End, into rec, and checks it ranks the documents sent: rerank
+// results name distinct documents, at most top_n of them, scores in
+// descending order; score data has one score per document. The whole
+// answer arrives at once: its first token is its end.
 func (c *Client) rankedBody(st *stream, b []byte, rec *record.Record, req *workload.Request) error {
 	v, err := st.parser.ParseBytes(b)
 	if err != nil {

@@ -244,11 +244,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	if err == nil && st.status == http.StatusOK && !st.streamed {
 		// The whole body came: it ended at its last read.
 		rec.End = st.last2
-		if ranked(c.cfg.API) {
-			err = c.rankedBody(st, st.body, rec, req)
-		} else {
-			err = c.whole(st, st.body, rec, req.KeepAnswer)
-		}
+		err = c.parseWhole(st, st.body, rec, req)
 	}
 	if err == nil && st.status == http.StatusOK && st.streamed && !st.done {
 		// The stream ended: an event without its blank line still counts.
