@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -33,13 +34,30 @@ const minSecret = 4
 // for concurrent use.
 type Redactor struct {
 	secrets []string // longest first
+	memo    *memo    // nil in the zero Redactor
 }
+
+// memo keeps the redaction of messages already seen: a run's error
+// messages repeat (an interrupted run cancels thousands of requests with
+// one message), and the patterns cost microseconds a message.
+type memo struct {
+	mu   sync.Mutex
+	seen map[string]string
+}
+
+// memoSize bounds the messages a Redactor remembers; past it, new ones
+// are redacted each time.
+const memoSize = 1024
+
+// memoLen is the longest message remembered (so the memo holds at most
+// about a megabyte).
+const memoLen = 512
 
 // NewRedactor returns a Redactor of the given secrets (API keys, header
 // values, passwords): each is masked wherever it appears, as it is and
 // URL-escaped. Empty and very short values are left out.
 func NewRedactor(secrets ...string) *Redactor {
-	r := &Redactor{}
+	r := &Redactor{memo: &memo{seen: map[string]string{}}}
 	seen := map[string]bool{}
 	add := func(s string) {
 		if len(s) >= minSecret && !seen[s] {
@@ -92,6 +110,26 @@ func (r *Redactor) String(s string) string {
 	if s == "" {
 		return s
 	}
+	if r == nil || r.memo == nil || len(s) > memoLen {
+		return r.redact(s)
+	}
+	r.memo.mu.Lock()
+	red, ok := r.memo.seen[s]
+	r.memo.mu.Unlock()
+	if ok {
+		return red
+	}
+	red = r.redact(s)
+	r.memo.mu.Lock()
+	if len(r.memo.seen) < memoSize {
+		r.memo.seen[s] = red
+	}
+	r.memo.mu.Unlock()
+	return red
+}
+
+// redact masks s's secrets (r may be nil).
+func (r *Redactor) redact(s string) string {
 	if r != nil {
 		for _, sec := range r.secrets {
 			if strings.Contains(s, sec) {

@@ -27,9 +27,16 @@ func TestRedactor(t *testing.T) {
 		{"nothing secret at http://h/v1", "nothing secret at http://h/v1"},
 		{`target "pgvector://u:hun%zz@te@db:5432/x?table=t" bad`, `target "pgvector://<redacted>@db:5432/x?<redacted>" bad`},
 	} {
-		if got := r.String(c.in); got != c.want {
-			t.Errorf("String(%q)\n = %q\nwant %q", c.in, got, c.want)
+		// The second time comes from the memo: the same redaction.
+		for i := range 2 {
+			if got := r.String(c.in); got != c.want {
+				t.Errorf("String(%q), call %d\n = %q\nwant %q", c.in, i+1, got, c.want)
+			}
 		}
+	}
+	long := strings.Repeat("x", memoLen) + " password=hunter22"
+	if got := r.String(long); !strings.HasSuffix(got, "password=<redacted>") {
+		t.Errorf("a message past the memo's length: %q", got[memoLen:])
 	}
 	var nilR *Redactor
 	if got := nilR.String("password=x1"); got != "password=<redacted>" {
@@ -130,6 +137,22 @@ const EscapeSample = "evil\x1b[2K\r\x1b[32mthresholds: PASS\x1b[0m"
 
 // FuzzRedact: a planted secret never survives redaction, wherever it sits
 // in the text.
+// TestRedactorMemoBounded: past memoSize messages the memo stops growing
+// and redaction goes on.
+func TestRedactorMemoBounded(t *testing.T) {
+	r := NewRedactor("sk-planted-key-123")
+	for i := range memoSize + 10 {
+		msg := fmt.Sprintf("request %d: sk-planted-key-123 token=t%d", i, i)
+		want := fmt.Sprintf("request %d: <redacted> token=<redacted>", i)
+		if got := r.String(msg); got != want {
+			t.Fatalf("String(%q) = %q, want %q", msg, got, want)
+		}
+	}
+	if n := len(r.memo.seen); n != memoSize {
+		t.Errorf("memo holds %d messages, want %d", n, memoSize)
+	}
+}
+
 func FuzzRedact(f *testing.F) {
 	f.Add("error from http://u:p@h/v1?k=", "sk-planted-1")
 	f.Add("password=", "hunter22")
