@@ -332,13 +332,19 @@ func TestInterruptsWithThousandsInFlight(t *testing.T) {
 			tc.sig, twice, inFlight, code, took, spent, waited)
 		// On a busy machine (this process's race-built server tears down
 		// as many connections at the same time) spate may pass the limit
-		// waiting for a processor, which is no fault of its own: the time
+		// for want of a processor, which is no fault of its own: the time
 		// over the limit is excused up to what its threads spent runnable
-		// but waiting (an idle wait, a drain too long, is not). Its work
-		// after the signal is bounded whatever the machine does: 5 s of
-		// CPU for the teardown of up to 20,000 requests (0.7-2.3 s seen
-		// for 18,000 on a 2-core machine at load 7-8).
-		if code != 1 || took-limit > waited || spent > 5*time.Second {
+		// but waiting, and up to the CPU it used beyond 1 s: the 2 s
+		// after the drain are for a teardown of about that much work,
+		// and the same work costs more CPU on a busy machine (18,000
+		// requests: 1.1-1.8 s on a quiet 2-core machine beside this
+		// test's server, closing the sockets most of it; 2.3 s at load
+		// 7-8, where spate exited after 5.0 s having waited 0.75 s). An
+		// idle wait, a drain too long, is not excused. Its work after
+		// the signal is bounded whatever the machine does: 5 s of CPU
+		// for the teardown of up to 20,000 requests.
+		slow := max(spent-time.Second, 0)
+		if code != 1 || took-limit > waited+slow || spent > 5*time.Second {
 			t.Errorf("exit %d after %v (%v of CPU, %v waiting for a processor), want 1 within %v", code, took, spent, waited, limit)
 		}
 		r := readResult(t, out)
