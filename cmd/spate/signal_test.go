@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -22,33 +20,43 @@ import (
 	"github.com/spate-dev/spate/llmtest"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// binary is a program the tests build once.
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// build builds pkg (once) without the race detector and returns the
+// program's path.
+func (b *binary) build(t *testing.T, pkg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds " + pkg)
+	}
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "spate-bin")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, filepath.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = errors.New(string(out))
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("go build %s: %v", pkg, b.err)
+	}
+	return b.path
+}
+
+var spateBin, hangBin binary
 
 // spateBinary builds the spate binary once for the tests that signal it.
 func spateBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the spate binary")
-	}
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spate-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "spate")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("go build: %v", binErr)
-	}
-	return binPath
+	return spateBin.build(t, "github.com/spate-dev/spate/cmd/spate")
 }
 
 // cpuOf is the CPU time (user and system) process pid has used so far,
@@ -173,32 +181,17 @@ func TestSIGINTWritesPartialResult(t *testing.T) {
 }
 
 // hangServer lists a model and never answers a completion, counting the
-// completions it holds open.
+// completions it holds open (llmtest.Hang).
 func hangServer(t *testing.T) (url string, open *atomic.Int64) {
 	t.Helper()
 	open = &atomic.Int64{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			fmt.Fprint(w, `{"data":[{"id":"x"}]}`)
-			return
-		}
-		io.Copy(io.Discard, r.Body) // the server notices the client leave once the body is read
-		open.Add(1)
-		defer open.Add(-1)
-		<-r.Context().Done()
-	}))
+	srv := httptest.NewServer(llmtest.Hang(open))
 	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	return srv.URL + "/v1", open
 }
 
-var (
-	hangOnce sync.Once
-	hangPath string
-	hangErr  error
-)
-
 // hangServerProcess is hangServer run as a process of its own
-// (testdata/hangserver, built without the race detector), holding at most
+// (llmtest/hangserver, built without the race detector), holding at most
 // max connections open at once: tearing down thousands of connections
 // then takes neither this process's processors nor its scheduler, which
 // times spate's exit (a race-built server here, handling as many ends,
@@ -206,20 +199,7 @@ var (
 // machine). open follows the count the server prints.
 func hangServerProcess(t *testing.T, max int) (url string, open *atomic.Int64) {
 	t.Helper()
-	hangOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "spate-hang")
-		if err != nil {
-			hangErr = err
-			return
-		}
-		hangPath = filepath.Join(dir, "hangserver")
-		if out, err := exec.Command("go", "build", "-o", hangPath, "./testdata/hangserver").CombinedOutput(); err != nil {
-			hangErr = errors.New(string(out))
-		}
-	})
-	if hangErr != nil {
-		t.Fatalf("go build ./testdata/hangserver: %v", hangErr)
-	}
+	hangPath := hangBin.build(t, "github.com/spate-dev/spate/llmtest/hangserver")
 	cmd := exec.Command(hangPath, "-max", strconv.Itoa(max))
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()

@@ -1,25 +1,26 @@
-// Command hangserver is the server of the signal test that holds
-// thousands of requests in flight: it lists a model and never answers a
-// completion, holding at most -max connections open at once (the others
-// wait in the kernel's accept queue: in flight for the client, holding
-// none of this process's file descriptors). It prints its URL, then the
-// number of completions it holds each time that changes (at most every
-// 10 ms). It runs as a process of its own, built without the race
-// detector, so that tearing down as many connections as spate does takes
-// neither the test process's processors nor its scheduler: the test
-// times spate's exit from there.
+// Command hangserver serves llmtest.Hang as a process of its own, for
+// tests that hold thousands of requests in flight: it lists a model and
+// never answers a completion, holding at most -max connections open at
+// once (the others wait in the kernel's accept queue: in flight for the
+// client, holding none of this process's file descriptors). It prints its
+// URL, then the number of completions it holds each time that changes (at
+// most every 10 ms). Built without the race detector and apart from the
+// test, tearing down as many connections as the client does takes neither
+// the test process's processors nor its scheduler, which times the
+// client.
 package main
 
 import (
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spate-dev/spate/llmtest"
 )
 
 func main() {
@@ -42,16 +43,7 @@ func main() {
 		}
 	}()
 	bl := &boundedListener{Listener: ln, slots: make(chan struct{}, *max)}
-	err = http.Serve(bl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			fmt.Fprint(w, `{"data":[{"id":"x"}]}`)
-			return
-		}
-		io.Copy(io.Discard, r.Body) // the server notices the client leave once the body is read
-		open.Add(1)
-		defer open.Add(-1)
-		<-r.Context().Done()
-	}))
+	err = http.Serve(bl, llmtest.Hang(&open))
 	fmt.Fprintln(os.Stderr, "hangserver:", err)
 	os.Exit(1)
 }
