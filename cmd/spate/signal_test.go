@@ -238,8 +238,8 @@ func hangServerProcess(t *testing.T, max int) (url string, open *atomic.Int64) {
 // flight to a server that never answers, the first SIGINT (or SIGTERM)
 // makes spate exit within the interrupted drain (2 s) plus 2 s (plus what
 // a busy machine kept its threads waiting for a processor, or made its
-// teardown cost in CPU over 1 s), with a partial result; a second SIGINT right after the first makes it exit at
-// once, still writing what it has. The requests in flight are as many
+// teardown cost in CPU over 1 s), with a partial result; a second SIGINT
+// right after the first makes it exit at once, still writing what it has. The requests in flight are as many
 // as the open-file limit lets both processes hold, up to 20,000 (the
 // issue saw 17k take 4.8 s to exit); 2,000 at the least.
 func TestInterruptsWithThousandsInFlight(t *testing.T) {
