@@ -280,6 +280,10 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	c.finish(ctx, st, req, rec)
 	if !rec.Failed() && rec.End.Equal(st.last2) {
 		rec.EndBound = st.lastBound
+		if !st.streamed && rec.EndBound > 0 && rec.FirstToken.Equal(rec.End) {
+			// A whole answer's first token is its end, and as late.
+			rec.LateEvents, rec.LateFirst, rec.FirstBound = 1, true, rec.EndBound
+		}
 	}
 	return true
 }

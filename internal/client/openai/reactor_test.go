@@ -316,6 +316,40 @@ func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
 			if e2e := rec.E2E(); e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
 				t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): the reactor read it 80 ms late", e2e, lo, hi)
 			}
+			if rec.EndBound != 0 || rec.LateFirst {
+				t.Errorf("a kernel-stamped end carries end bound %v, late first %v; want none", rec.EndBound, rec.LateFirst)
+			}
+		})
+		// Without the kernel's receive stamps the late read's own time
+		// is the end: E2E and TTFT (the same instant) carry how late it
+		// may be, and the server's write lies within the range.
+		t.Run(tc.name+"/no kernel stamps", func(t *testing.T) {
+			defer rawhttp.SetNoKernelStamps()()
+			c := newClient(t, srv.URL, tc.mod)
+			defer c.Close()
+			if rec := do(c, &tc.req); rec.Failed() {
+				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			}
+			<-wrote
+			restore := rawhttp.SetWakeStall(80 * time.Millisecond)
+			rec := do(c, &tc.req)
+			restore()
+			if rec.Failed() {
+				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			}
+			w := <-wrote
+			lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
+			e2e := rec.E2E()
+			if rec.EndBound < 70*time.Millisecond || !rec.LateFirst || rec.FirstBound != rec.EndBound || rec.LateEvents != 1 {
+				t.Fatalf("end bound %v, late first %v, first bound %v, late events %d; want a bound of at least 70 ms (the 80 ms stall) on the end and the first token alike, one late event",
+					rec.EndBound, rec.LateFirst, rec.FirstBound, rec.LateEvents)
+			}
+			if e2e-rec.EndBound > hi+time.Millisecond || e2e < lo {
+				t.Errorf("E2E %v less its bound %v, want the range to hold the server's write (%v…%v)", e2e, rec.EndBound, lo, hi)
+			}
+			if ttft, ok := rec.TTFT(); !ok || ttft != e2e {
+				t.Errorf("TTFT %v, want the whole answer's E2E %v", ttft, e2e)
+			}
 		})
 	}
 }

@@ -22,11 +22,24 @@ import (
 
 // rawState is the reactor path's per-request state, pooled.
 type rawState struct {
-	buf        []byte
-	status     int
-	first      time.Time // the read that completed the headers
-	last       time.Time // the response's last read
-	retryAfter string
+	buf    []byte
+	status int
+	first  time.Time // the read that completed the headers
+	last   time.Time // the response's last read
+	// firstBound and lastBound are how much earlier than first and last
+	// those reads' bytes may have come, when the stamp is the read's own
+	// time and late (no kernel receive time); 0 otherwise.
+	firstBound, lastBound time.Duration
+	retryAfter            string
+}
+
+// bound is how much earlier than rd's stamp its bytes may have come, when
+// that can be over 1 ms: a late read without the kernel's receive time.
+func bound(rd rawhttp.Read) time.Duration {
+	if rd.Kernel || rd.Bound <= rawhttp.LateRead {
+		return 0
+	}
+	return rd.Bound
 }
 
 // Field implements rawhttp.FieldHandler: it keeps the Retry-After.
@@ -40,13 +53,14 @@ func (s *rawState) Field(name, value []byte) {
 // Header implements rawhttp.Handler.
 func (s *rawState) Header(status int, rd rawhttp.Read) error {
 	s.status, s.first, s.last = status, rd.At, rd.At
+	s.firstBound, s.lastBound = bound(rd), bound(rd)
 	return nil
 }
 
 // Body implements rawhttp.Handler: the body is read and dropped; its
 // read's time is kept.
 func (s *rawState) Body(_ []byte, rd rawhttp.Read) error {
-	s.last = rd.At
+	s.last, s.lastBound = rd.At, bound(rd)
 	return nil
 }
 
@@ -93,6 +107,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	st := p.pool.Get().(*rawState)
 	defer p.pool.Put(st)
 	st.status, st.first, st.last, st.retryAfter = 0, time.Time{}, time.Time{}, ""
+	st.firstBound, st.lastBound = 0, 0
 	target := p.base + path
 	if p.query != "" {
 		// The path (and its own query) before the target's query.
@@ -123,6 +138,15 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st, Timeout: c.cfg.Timeout})
 	if err == nil && !st.last.IsZero() {
 		rec.End = st.last // the response's last bytes came then
+		if st.firstBound > 0 || st.lastBound > 0 {
+			// Without the kernel's receive time a late read's stamp is
+			// late: the figures carry by how much at most. (A plain
+			// request's read lag is kept only then: kernel-stamped, its
+			// figures are exact, and a histogram insert a request is
+			// not free at these rates.)
+			rec.ReadLag, rec.EndBound = max(res.ReadLag, 1), st.lastBound
+			rec.LateFirst, rec.FirstBound = st.firstBound > 0, st.firstBound
+		}
 	} else {
 		rec.End = time.Now()
 	}

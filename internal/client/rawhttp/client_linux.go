@@ -512,7 +512,7 @@ func (c *Client) takeOver(nc net.Conn) (*conn, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("taking over a connection: %w", err)
 	}
-	if !c.cfg.ReadStamps {
+	if !c.cfg.ReadStamps && !noKernelStamps.Load() {
 		enableStamps(fd)
 	}
 	r := c.reactors[int(c.next.Add(1))%len(c.reactors)]

@@ -24,3 +24,6 @@ func (*Client) Close() error { return nil }
 
 // SetWakeStall does nothing on this platform (there is no reactor).
 func SetWakeStall(time.Duration) (restore func()) { return func() {} }
+
+// SetNoKernelStamps does nothing on this platform (there is no reactor).
+func SetNoKernelStamps() (restore func()) { return func() {} }

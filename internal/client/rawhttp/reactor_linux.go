@@ -34,6 +34,19 @@ func SetWakeStall(d time.Duration) (restore func()) {
 	return func() { wakeStall.Store(old) }
 }
 
+// noKernelStamps says new connections read without the kernel's receive
+// stamps; see SetNoKernelStamps.
+var noKernelStamps atomic.Bool
+
+// SetNoKernelStamps makes every connection set up until restore is called
+// read without the kernel's receive stamps, as on a system that gives
+// none: each read is stamped when it returned (Read.Kernel false), so a
+// test can check what a late read's figures carry there. For tests only.
+func SetNoKernelStamps() (restore func()) {
+	old := noKernelStamps.Swap(true)
+	return func() { noKernelStamps.Store(old) }
+}
+
 // reactor waits on one epoll set and serves its connections' reads.
 type reactor struct {
 	client  *Client
