@@ -1,0 +1,70 @@
+package tokenizer
+
+import (
+	"maps"
+	"testing"
+
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// TestLoadRanksMatchesLoader: every vocabulary spate reads from the
+// tiktoken loader's files comes out of loadRanks exactly as out of the
+// loader's own LoadTiktokenBpe, token for token and rank for rank.
+func TestLoadRanksMatchesLoader(t *testing.T) {
+	for _, file := range []string{"cl100k_base.tiktoken", "o200k_base.tiktoken"} {
+		t.Run(file, func(t *testing.T) {
+			want, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := loadRanks(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || len(got) < 100_000 {
+				t.Fatalf("%d tokens, want the loader's %d (over 100,000)", len(got), len(want))
+			}
+			if !maps.Equal(got, want) {
+				for k, v := range want {
+					if r, ok := got[k]; !ok || r != v {
+						t.Fatalf("token %q: rank %d (present %v), want %d", k, r, ok, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLoadRanksRefusesBadLines: a file that is not one base64 token and
+// rank per line is an error naming the line, not a vocabulary.
+func TestLoadRanksRefusesBadLines(t *testing.T) {
+	if _, err := loadRanks("no-such.tiktoken"); err == nil {
+		t.Error("a missing file loaded")
+	}
+	for _, b := range []string{"", "12a", "-1", "1234567890"} {
+		if _, ok := atoi([]byte(b)); ok {
+			t.Errorf("atoi(%q) ok, want refused", b)
+		}
+	}
+	if n, ok := atoi([]byte("199997")); !ok || n != 199997 {
+		t.Errorf("atoi(199997) = %d, %v", n, ok)
+	}
+}
+
+// BenchmarkLoadRanks and BenchmarkLoadRanksLoader compare the start-up of
+// loading cl100k_base both ways.
+func BenchmarkLoadRanks(b *testing.B) {
+	for b.Loop() {
+		if _, err := loadRanks("cl100k_base.tiktoken"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoadRanksLoader(b *testing.B) {
+	for b.Loop() {
+		if _, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
