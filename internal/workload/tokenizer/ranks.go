@@ -20,6 +20,13 @@ func loadRanks(file string) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", file, err)
 	}
+	return parseRanks(data, file)
+}
+
+// parseRanks reads the lines of a .tiktoken file, data, named file in
+// its errors.
+func parseRanks(data []byte, file string) (map[string]int, error) {
+	var err error
 	type entry struct{ start, end, rank int }
 	entries := make([]entry, 0, bytes.Count(data, []byte{'\n'})+1)
 	block := make([]byte, 0, base64.StdEncoding.DecodedLen(len(data)))

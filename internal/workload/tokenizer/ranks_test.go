@@ -1,7 +1,10 @@
 package tokenizer
 
 import (
+	"encoding/base64"
 	"maps"
+	"strconv"
+	"strings"
 	"testing"
 
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
@@ -67,4 +70,40 @@ func BenchmarkLoadRanksLoader(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzParseRanks: no file makes parseRanks panic; every token it reads is
+// the base64 of its line and keeps the line's rank (the last line of a
+// repeated token wins, as in the loader).
+func FuzzParseRanks(f *testing.F) {
+	f.Add([]byte("IQ== 0\nIg== 1\n"))
+	f.Add([]byte("IQ== 0\n\nIQ== 7"))
+	f.Add([]byte("IQ==0\n"))
+	f.Add([]byte("!!!! 1\n"))
+	f.Add([]byte(" 1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ranks, err := parseRanks(data, "f.tiktoken")
+		if err != nil {
+			return
+		}
+		want := map[string]int{}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if line == "" {
+				continue
+			}
+			tok, rank, _ := strings.Cut(line, " ")
+			b, err := base64.StdEncoding.DecodeString(tok)
+			if err != nil {
+				t.Fatalf("accepted %q, whose token is not base64", line)
+			}
+			n, err := strconv.Atoi(rank)
+			if err != nil || n < 0 {
+				t.Fatalf("accepted %q, whose rank is not a number", line)
+			}
+			want[string(b)] = n
+		}
+		if !maps.Equal(ranks, want) {
+			t.Fatalf("%v, want %v", ranks, want)
+		}
+	})
 }
