@@ -44,6 +44,15 @@ func TestLoadRanksRefusesBadLines(t *testing.T) {
 	if _, err := loadRanks("no-such.tiktoken"); err == nil {
 		t.Error("a missing file loaded")
 	}
+	for _, tc := range []struct{ data, want string }{
+		{"IQ== 0\nIg==1\n", "f.tiktoken, line 2: want a base64 token, a space and its rank"},
+		{"IQ== 0\n\n!!!! 2\n", "f.tiktoken, line 3: illegal base64"},
+		{"IQ== x\n", "f.tiktoken, line 1: want a base64 token"},
+	} {
+		if _, err := parseRanks([]byte(tc.data), "f.tiktoken"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one with %q", tc.data, err, tc.want)
+		}
+	}
 	for _, b := range []string{"", "12a", "-1", "1234567890"} {
 		if _, ok := atoi([]byte(b)); ok {
 			t.Errorf("atoi(%q) ok, want refused", b)
@@ -54,8 +63,7 @@ func TestLoadRanksRefusesBadLines(t *testing.T) {
 	}
 }
 
-// BenchmarkLoadRanks and BenchmarkLoadRanksLoader compare the start-up of
-// loading cl100k_base both ways.
+// BenchmarkLoadRanks is the start-up of loading cl100k_base.
 func BenchmarkLoadRanks(b *testing.B) {
 	for b.Loop() {
 		if _, err := loadRanks("cl100k_base.tiktoken"); err != nil {
@@ -64,6 +72,8 @@ func BenchmarkLoadRanks(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadRanksLoader is the same with the loader's own
+// LoadTiktokenBpe, for comparison.
 func BenchmarkLoadRanksLoader(b *testing.B) {
 	for b.Loop() {
 		if _, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken"); err != nil {
