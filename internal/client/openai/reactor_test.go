@@ -261,7 +261,8 @@ func TestLateStampsCounted(t *testing.T) {
 // TestWholeBodyEndsAtItsLastRead: a non-streamed response (chat,
 // embeddings, rerank) ends when its last bytes came, not when the caller
 // next ran: with the reactor holding every read 80 ms after its wake-up,
-// E2E still ends within the server's write.
+// E2E still ends within the server's write; without kernel stamps, E2E
+// and TTFT carry the late read's bound.
 func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
 	if !rawhttp.Available() {
 		t.Skip("the reactor path is not in use")
@@ -295,61 +296,52 @@ func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
 		{"embeddings", func(c *Config) { c.API = Embeddings }, workload.Request{Prompt: "p"}},
 		{"rerank", func(c *Config) { c.API, c.Stream = Rerank, false }, workload.Request{Prompt: "q", Documents: []string{"a", "b"}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newClient(t, srv.URL, tc.mod)
-			defer c.Close()
-			if c.raw == nil {
-				t.Fatal("the request does not take the reactor path")
-			}
-			if rec := do(c, &tc.req); rec.Failed() { // the connection, unstalled
-				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-			}
-			<-wrote
-			restore := rawhttp.SetWakeStall(80 * time.Millisecond)
-			rec := do(c, &tc.req)
-			restore()
-			if rec.Failed() {
-				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-			}
-			w := <-wrote
-			lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
-			if e2e := rec.E2E(); e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
-				t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): the reactor read it 80 ms late", e2e, lo, hi)
-			}
-			if rec.EndBound != 0 || rec.LateFirst {
-				t.Errorf("a kernel-stamped end carries end bound %v, late first %v; want none", rec.EndBound, rec.LateFirst)
-			}
-		})
 		// Without the kernel's receive stamps the late read's own time
 		// is the end: E2E and TTFT (the same instant) carry how late it
 		// may be, and the server's write lies within the range.
-		t.Run(tc.name+"/no kernel stamps", func(t *testing.T) {
-			defer rawhttp.SetNoKernelStamps()()
-			c := newClient(t, srv.URL, tc.mod)
-			defer c.Close()
-			if rec := do(c, &tc.req); rec.Failed() {
-				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-			}
-			<-wrote
-			restore := rawhttp.SetWakeStall(80 * time.Millisecond)
-			rec := do(c, &tc.req)
-			restore()
-			if rec.Failed() {
-				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-			}
-			w := <-wrote
-			lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
-			e2e := rec.E2E()
-			if rec.EndBound < 70*time.Millisecond || !rec.LateFirst || rec.FirstBound != rec.EndBound || rec.LateEvents != 1 {
-				t.Fatalf("end bound %v, late first %v, first bound %v, late events %d; want a bound of at least 70 ms (the 80 ms stall) on the end and the first token alike, one late event",
-					rec.EndBound, rec.LateFirst, rec.FirstBound, rec.LateEvents)
-			}
-			if e2e-rec.EndBound > hi+time.Millisecond || e2e < lo {
-				t.Errorf("E2E %v less its bound %v, want the range to hold the server's write (%v…%v)", e2e, rec.EndBound, lo, hi)
-			}
-			if ttft, ok := rec.TTFT(); !ok || ttft != e2e {
-				t.Errorf("TTFT %v, want the whole answer's E2E %v", ttft, e2e)
-			}
-		})
+		for _, kernel := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/kernel stamps %v", tc.name, kernel), func(t *testing.T) {
+				if !kernel {
+					defer rawhttp.SetNoKernelStamps()()
+				}
+				c := newClient(t, srv.URL, tc.mod)
+				defer c.Close()
+				if c.raw == nil {
+					t.Fatal("the request does not take the reactor path")
+				}
+				if rec := do(c, &tc.req); rec.Failed() { // the connection, unstalled
+					t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+				}
+				<-wrote
+				restore := rawhttp.SetWakeStall(80 * time.Millisecond)
+				rec := do(c, &tc.req)
+				restore()
+				if rec.Failed() {
+					t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+				}
+				w := <-wrote
+				lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
+				e2e := rec.E2E()
+				if kernel {
+					if e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
+						t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): the reactor read it 80 ms late", e2e, lo, hi)
+					}
+					if rec.EndBound != 0 || rec.LateFirst {
+						t.Errorf("a kernel-stamped end carries end bound %v, late first %v; want none", rec.EndBound, rec.LateFirst)
+					}
+					return
+				}
+				if rec.EndBound < 70*time.Millisecond || !rec.LateFirst || rec.FirstBound != rec.EndBound || rec.LateEvents != 1 {
+					t.Fatalf("end bound %v, late first %v, first bound %v, late events %d; want a bound of at least 70 ms (the 80 ms stall) on the end and the first token alike, one late event",
+						rec.EndBound, rec.LateFirst, rec.FirstBound, rec.LateEvents)
+				}
+				if e2e-rec.EndBound > hi+time.Millisecond || e2e < lo {
+					t.Errorf("E2E %v less its bound %v, want the range to hold the server's write (%v…%v)", e2e, rec.EndBound, lo, hi)
+				}
+				if ttft, ok := rec.TTFT(); !ok || ttft != e2e {
+					t.Errorf("TTFT %v, want the whole answer's E2E %v", ttft, e2e)
+				}
+			})
+		}
 	}
 }
