@@ -4,6 +4,7 @@ package rawhttp
 
 import (
 	"context"
+	"net"
 	"time"
 )
 
@@ -27,3 +28,16 @@ func SetWakeStall(time.Duration) (restore func()) { return func() {} }
 
 // SetNoKernelStamps does nothing on this platform (there is no reactor).
 func SetNoKernelStamps() (restore func()) { return func() {} }
+
+// StampedConn is never made on this platform (StampDial returns its dialer
+// as it is); its methods exist so that callers build everywhere.
+type StampedConn struct{ net.Conn }
+
+// Last returns no read on this platform.
+func (*StampedConn) Last() Read { return Read{} }
+
+// Lag returns 0 on this platform.
+func (*StampedConn) Lag() time.Duration { return 0 }
+
+// newStampedConn fails on this platform (StampDial does not call it).
+func newStampedConn(*net.TCPConn) (*StampedConn, error) { return nil, ErrUnsupported }

@@ -17,7 +17,11 @@
 //
 // It speaks plain http:// only (no TLS, no proxies), sends requests the
 // caller has formatted, and never pipelines. It is Linux-only; elsewhere
-// Available reports false and callers use net/http.
+// Available reports false and callers use net/http. What net/http and
+// fasthttp read (https:// targets) can still be stamped the same way: a
+// StampedConn (StampDial, Stamp) is a TCP connection that reads with
+// recvmsg(2) and keeps each read's receive time and bound for the reader
+// above it.
 //
 // Stage: client (the reactor the openai and plainhttp clients read http://
 // responses with).

@@ -25,10 +25,11 @@ var parkInPoller = func() bool { return runtime.GOMAXPROCS(0) < 2 }
 var wakeStall atomic.Int64
 
 // SetWakeStall makes every reactor sleep d after each wake-up that found
-// events, before reading them, until restore is called: reads late on
-// demand, as on a machine that wakes the reactor late, so that a test can
-// check that such a run's late stamps are counted and its verdict is
-// "invalid". For tests only; not safe beside other tests that time reads.
+// events, before reading them, and every StampedConn after each wait for
+// its socket, until restore is called: reads late on demand, as on a
+// machine that wakes its readers late, so that a test can check that such
+// a run's late stamps are counted and bounded. For tests only; not safe
+// beside other tests that time reads.
 func SetWakeStall(d time.Duration) (restore func()) {
 	old := wakeStall.Swap(int64(d))
 	return func() { wakeStall.Store(old) }
@@ -39,7 +40,8 @@ func SetWakeStall(d time.Duration) (restore func()) {
 var noKernelStamps atomic.Bool
 
 // SetNoKernelStamps makes every connection set up until restore is called
-// read without the kernel's receive stamps, as on a system that gives
+// (the reactor's and StampedConns) read without the kernel's receive
+// stamps, as on a system that gives
 // none: each read is stamped when it returned (Read.Kernel false), so a
 // test can check what a late read's figures carry there. For tests only.
 func SetNoKernelStamps() (restore func()) {
@@ -391,16 +393,11 @@ func write(fd int, p []byte) (int, error) {
 // time of the last byte read (Unix nanoseconds), or 0 when the socket gave
 // none (see enableStamps).
 func (r *reactor) recv(fd int) (int, int64, error) {
-	iov := unix.Iovec{Base: &r.buf[0]}
-	iov.SetLen(len(r.buf))
-	msg := unix.Msghdr{Iov: &iov, Control: &r.oob[0]}
-	msg.SetIovlen(1)
-	msg.SetControllen(len(r.oob))
-	n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), 0)
+	n, kts, e := recvStamped(fd, r.buf, r.oob[:])
 	if e != 0 {
 		return -1, 0, e
 	}
-	return int(n), stampOf(r.oob[:msg.Controllen]), nil
+	return n, kts, nil
 }
 
 // stampOf finds an SCM_TIMESTAMPNS control message in oob.
