@@ -123,8 +123,9 @@ type Client struct {
 // (which would hide when bytes arrive).
 func NewTransport() *http.Transport {
 	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil,
+		// Reads stamped by the connection (see stamped.go).
+		DialContext:         rawhttp.StampDial((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext),
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: 100000,
 		IdleConnTimeout:     90 * time.Second,
@@ -243,6 +244,17 @@ type stream struct {
 	// have come, when that stamp is the read's own and not the kernel's
 	// (0 otherwise): rec.EndBound when the response ends with that read.
 	lastBound time.Duration
+	// lateBound is the largest Bound of a read that made an event late.
+	lateBound time.Duration
+	// The net/http path's connection, when its reads are stamped (see
+	// stamped.go), the read of its last body read, and stampedClock as
+	// an sse.Clock; records says the connection is TLS, whose body reads
+	// are numbered in bodyReads.
+	sc        *rawhttp.StampedConn
+	rd        rawhttp.Read
+	clock     sse.Clock
+	records   bool
+	bodyReads int
 	c         *Client
 	emit      func(*sse.Event) error
 	skim      chunkSkim
@@ -402,7 +414,13 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		}
 		pt.fill(&rec.Phases)
 	}()
-	trace := pt.hooks(func(t int64) { written.Store(t) })
+	st := c.pool.Get().(*stream)
+	defer func() {
+		st.rec, st.sc = nil, nil
+		c.pool.Put(st)
+	}()
+	st.reset(rec)
+	trace := pt.hooks(func(t int64) { written.Store(t) }, st.gotConn)
 	hreq, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		rec.Fail(record.RequestFailed, err.Error(), time.Now())
@@ -450,15 +468,14 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	if idle != nil {
 		src = idleReader{r: resp.Body, t: idle, d: c.cfg.IdleTimeout}
 	}
-	st := c.pool.Get().(*stream)
-	defer c.pool.Put(st)
-	st.text, st.bounds, st.events = st.text[:0], st.bounds[:0], 0
-	st.ent.reset()
 	switch {
 	case c.streamed():
 		err = c.readStream(st, src, rec, req.KeepAnswer)
 	default:
 		err = c.readWhole(st, src, rec, req)
+	}
+	if st.sc != nil {
+		rec.ReadLag = max(st.sc.Lag(), st.lateBound, 1) // measured, even when it rounds to 0
 	}
 	if err != nil {
 		kind, msg := classify(ctx, err)
@@ -472,6 +489,9 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		idle.Stop() // the response is read: what is left is local work
 	}
 	c.finish(ctx, st, req, rec)
+	if st.sc != nil {
+		st.endBound(rec, c.streamed())
+	}
 }
 
 // idleReader resets the idle timer on every read.
@@ -560,7 +580,7 @@ var errNoDone = errors.New("stream ended without data: [DONE]")
 // readStream reads an SSE response into rec; keep keeps the answer text
 // in rec.Answer.
 func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep bool) error {
-	st.sse.Reset(body, c.cfg.MaxLine, nil)
+	st.sse.Reset(body, c.cfg.MaxLine, st.stampedClock())
 	st.last = time.Time{}
 	for {
 		if err := st.sse.Next(&st.ev); err != nil {
@@ -569,7 +589,14 @@ func (c *Client) readStream(st *stream, body io.Reader, rec *record.Record, keep
 			}
 			return err
 		}
-		if done, err := c.event(st, st.ev.Data, st.ev.At, rec, keep); done || err != nil {
+		before := rec.Chunks
+		done, err := c.event(st, st.ev.Data, st.ev.At, rec, keep)
+		if st.sc != nil {
+			for e := before; e < rec.Chunks; e++ {
+				st.lateStamp(e, st.rd)
+			}
+		}
+		if done || err != nil {
 			return err
 		}
 	}
@@ -731,6 +758,9 @@ func (c *Client) readWhole(st *stream, body io.Reader, rec *record.Record, req *
 		return err
 	}
 	rec.End = time.Now()
+	if st.sc != nil {
+		rec.End = st.stamp()
+	}
 	if err := c.bodySize(len(b)); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"crypto/tls"
+	"net"
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
@@ -23,8 +24,9 @@ type phaseTrace struct {
 func (p *phaseTrace) now() int64 { return max(int64(time.Since(p.sent)), 1) }
 
 // hooks returns the trace's hooks, wrote also called when the request is
-// written (Do's own use of WroteRequest).
-func (p *phaseTrace) hooks(wrote func(int64)) *httptrace.ClientTrace {
+// written (Do's own use of WroteRequest), got with the connection the
+// request got (GotConn, on the goroutine that called Do).
+func (p *phaseTrace) hooks(wrote func(int64), got func(net.Conn)) *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
 		DNSStart: func(httptrace.DNSStartInfo) { p.dnsStart.CompareAndSwap(0, p.now()) },
 		DNSDone: func(i httptrace.DNSDoneInfo) {
@@ -47,6 +49,7 @@ func (p *phaseTrace) hooks(wrote func(int64)) *httptrace.ClientTrace {
 		GotConn: func(i httptrace.GotConnInfo) {
 			p.reused.Store(i.Reused)
 			p.gotConn.Store(p.now())
+			got(i.Conn)
 		},
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
 			t := p.now()

@@ -211,7 +211,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		c.pool.Put(st)
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
-	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound = false, false, 0, 0, 0
+	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound, st.lateBound = false, false, 0, 0, 0, 0
 	st.retryAfter, st.location, st.encoding = "", false, ""
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
@@ -278,14 +278,21 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		return true
 	}
 	c.finish(ctx, st, req, rec)
+	st.endBound(rec, st.streamed)
+	return true
+}
+
+// endBound gives rec, when it ended at the response's last read and that
+// read's stamp is its own, the read's bound as its EndBound; streamed says
+// the response was read as events.
+func (st *stream) endBound(rec *record.Record, streamed bool) {
 	if !rec.Failed() && rec.End.Equal(st.last2) {
 		rec.EndBound = st.lastBound
-		if !st.streamed && rec.EndBound > 0 && rec.FirstToken.Equal(rec.End) {
+		if !streamed && rec.EndBound > 0 && rec.FirstToken.Equal(rec.End) {
 			// A whole answer's first token is its end, and as late.
 			rec.LateEvents, rec.LateFirst, rec.FirstBound = 1, true, rec.EndBound
 		}
 	}
-	return true
 }
 
 // maxPooledBody is the largest non-streamed body buffer a pooled stream
@@ -307,6 +314,7 @@ func (st *stream) lateStamp(e int, rd rawhttp.Read) {
 		// The previous event shares this read, not its write, and is
 		// not its last.
 		rec.LateEvents++
+		st.lateBound = max(st.lateBound, rd.Bound)
 		if e == 1 {
 			rec.LateFirst, rec.FirstBound = true, rd.Bound
 		} else if !st.lastLate2 {
@@ -317,6 +325,7 @@ func (st *stream) lateStamp(e int, rd rawhttp.Read) {
 	isLate := late && !rd.Kernel
 	if isLate {
 		rec.LateEvents++
+		st.lateBound = max(st.lateBound, rd.Bound)
 	}
 	if e == 0 {
 		rec.LateFirst, rec.FirstBound = isLate, 0

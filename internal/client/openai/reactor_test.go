@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,7 +261,8 @@ func TestLateStampsCounted(t *testing.T) {
 
 // TestWholeBodyEndsAtItsLastRead: a non-streamed response (chat,
 // embeddings, rerank) ends when its last bytes came, not when the caller
-// next ran: with the reactor holding every read 80 ms after its wake-up,
+// next ran: with every read held 80 ms after its wake-up (the reactor's
+// for http://, the stamped connection's under net/http for https://),
 // E2E still ends within the server's write; without kernel stamps, E2E
 // and TTFT carry the late read's bound.
 func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
@@ -285,8 +287,11 @@ func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
 	mux.Handle("/v1/chat/completions", answer(`{"model":"m1","choices":[{"message":{"role":"assistant","content":" a b c"}}],"usage":{"prompt_tokens":4,"completion_tokens":3}}`))
 	mux.Handle("/v1/embeddings", answer(`{"data":[{"embedding":[0.1,0.2]}],"usage":{"prompt_tokens":9,"total_tokens":9}}`))
 	mux.Handle("/v1/rerank", answer(`{"results":[{"index":1,"relevance_score":0.9},{"index":0,"relevance_score":0.1}],"usage":{"total_tokens":7}}`))
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	// The reactor reads http://; net/http reads https://, through a
+	// connection that stamps its reads (stamped.go).
+	plain, tlsSrv := httptest.NewServer(mux), httptest.NewTLSServer(mux)
+	defer plain.Close()
+	defer tlsSrv.Close()
 	for _, tc := range []struct {
 		name string
 		mod  func(*Config)
@@ -299,49 +304,71 @@ func TestWholeBodyEndsAtItsLastRead(t *testing.T) {
 		// Without the kernel's receive stamps the late read's own time
 		// is the end: E2E and TTFT (the same instant) carry how late it
 		// may be, and the server's write lies within the range.
-		for _, kernel := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/kernel stamps %v", tc.name, kernel), func(t *testing.T) {
-				if !kernel {
-					defer rawhttp.SetNoKernelStamps()()
-				}
-				c := newClient(t, srv.URL, tc.mod)
-				defer c.Close()
-				if c.raw == nil {
-					t.Fatal("the request does not take the reactor path")
-				}
-				if rec := do(c, &tc.req); rec.Failed() { // the connection, unstalled
-					t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-				}
-				<-wrote
-				restore := rawhttp.SetWakeStall(80 * time.Millisecond)
-				rec := do(c, &tc.req)
-				restore()
-				if rec.Failed() {
-					t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-				}
-				w := <-wrote
-				lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
-				e2e := rec.E2E()
-				if kernel {
-					if e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
-						t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): the reactor read it 80 ms late", e2e, lo, hi)
-					}
-					if rec.EndBound != 0 || rec.LateFirst {
-						t.Errorf("a kernel-stamped end carries end bound %v, late first %v; want none", rec.EndBound, rec.LateFirst)
-					}
-					return
-				}
-				if rec.EndBound < 70*time.Millisecond || !rec.LateFirst || rec.FirstBound != rec.EndBound || rec.LateEvents != 1 {
-					t.Fatalf("end bound %v, late first %v, first bound %v, late events %d; want a bound of at least 70 ms (the 80 ms stall) on the end and the first token alike, one late event",
-						rec.EndBound, rec.LateFirst, rec.FirstBound, rec.LateEvents)
-				}
-				if e2e-rec.EndBound > hi+time.Millisecond || e2e < lo {
-					t.Errorf("E2E %v less its bound %v, want the range to hold the server's write (%v…%v)", e2e, rec.EndBound, lo, hi)
-				}
-				if ttft, ok := rec.TTFT(); !ok || ttft != e2e {
-					t.Errorf("TTFT %v, want the whole answer's E2E %v", ttft, e2e)
-				}
-			})
+		for _, srv := range []*httptest.Server{plain, tlsSrv} {
+			for _, kernel := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/%s/kernel stamps %v", tc.name, strings.Split(srv.URL, ":")[0], kernel), func(t *testing.T) {
+					wholeBodyEnd(t, srv, tc.mod, &tc.req, kernel, wrote)
+				})
+			}
 		}
 	}
+}
+
+// wholeBodyEnd is one case of TestWholeBodyEndsAtItsLastRead: a request
+// of req to srv (http:// by the reactor, https:// by net/http) whose
+// response is read 80 ms late; wrote gives the server's write window.
+func wholeBodyEnd(t *testing.T, srv *httptest.Server, mod func(*Config), req *workload.Request, kernel bool, wrote chan [2]time.Time) {
+	if !kernel {
+		defer rawhttp.SetNoKernelStamps()()
+	}
+	c := newClient(t, srv.URL, func(cfg *Config) {
+		mod(cfg)
+		if srv.TLS != nil {
+			cfg.HTTP = tlsClient(srv)
+		}
+	})
+	defer c.Close()
+	if (c.raw == nil) != (srv.TLS != nil) {
+		t.Fatalf("the reactor path in use: %v, want it for http:// only", c.raw != nil)
+	}
+	if rec := do(c, req); rec.Failed() { // the connection, unstalled
+		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+	}
+	<-wrote
+	restore := rawhttp.SetWakeStall(80 * time.Millisecond)
+	rec := do(c, req)
+	restore()
+	if rec.Failed() {
+		t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+	}
+	w := <-wrote
+	lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
+	e2e := rec.E2E()
+	if kernel {
+		if e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
+			t.Errorf("E2E %v, want within the server's write (%v…%v, −1 ms…+20 ms): it was read 80 ms late", e2e, lo, hi)
+		}
+		if rec.EndBound != 0 || rec.LateFirst {
+			t.Errorf("a kernel-stamped end carries end bound %v, late first %v; want none", rec.EndBound, rec.LateFirst)
+		}
+		return
+	}
+	if rec.EndBound < 70*time.Millisecond || !rec.LateFirst || rec.FirstBound != rec.EndBound || rec.LateEvents != 1 {
+		t.Fatalf("end bound %v, late first %v, first bound %v, late events %d; want a bound of at least 70 ms (the 80 ms stall) on the end and the first token alike, one late event",
+			rec.EndBound, rec.LateFirst, rec.FirstBound, rec.LateEvents)
+	}
+	if e2e-rec.EndBound > hi+time.Millisecond || e2e < lo {
+		t.Errorf("E2E %v less its bound %v, want the range to hold the server's write (%v…%v)", e2e, rec.EndBound, lo, hi)
+	}
+	if ttft, ok := rec.TTFT(); !ok || ttft != e2e {
+		t.Errorf("TTFT %v, want the whole answer's E2E %v", ttft, e2e)
+	}
+}
+
+// tlsClient is an HTTP client with NewTransport's connections (reads
+// stamped) that trusts srv's certificate.
+func tlsClient(srv *httptest.Server) *http.Client {
+	tr := NewTransport()
+	tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	return &http.Client{Transport: tr}
 }

@@ -1,0 +1,132 @@
+package openai
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/spate-dev/spate/internal/client/rawhttp"
+	"github.com/spate-dev/spate/internal/workload"
+)
+
+// TestNetHTTPStreamStampedByItsReads: a stream read through net/http (an
+// https:// target) is stamped with its reads' receive times, and what a
+// late read may have moved is counted and bounded as on the reactor path.
+// The server writes the first token, a second 3 ms later, then two more
+// 60 ms apart; every read is held 40 ms after its wake-up, so the first
+// two tokens come in one read. With the kernel's receive stamps, the
+// first token's stamp is that read's (the second token's arrival): it is
+// late, and its bound reaches back past its write; the third token, alone
+// in its read, is stamped when it arrived, within its write, not 40 ms
+// later. Without them, every token's read is late by at least the hold
+// and says so. Either way, each true time lies in its stamp's range. When
+// the server writes the first two tokens at once (one TLS record), they
+// arrived together: the shared stamp is exact, and nothing is late.
+func TestNetHTTPStreamStampedByItsReads(t *testing.T) {
+	if !rawhttp.Available() {
+		t.Skip("reads are stamped on Linux only")
+	}
+	const hold = 40 * time.Millisecond
+	at := []time.Duration{20 * time.Millisecond, 23 * time.Millisecond, 83 * time.Millisecond, 143 * time.Millisecond}
+	var oneWrite atomic.Bool              // the first two tokens in one write, at at[0]
+	wrote := make(chan [][2]time.Time, 1) // around each token's write
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		ws := make([][2]time.Time, len(at))
+		together := oneWrite.Load()
+		for i, d := range at {
+			if i == 1 && together {
+				ws[1] = ws[0]
+				continue
+			}
+			time.Sleep(time.Until(start.Add(d)))
+			ws[i][0] = time.Now()
+			fmt.Fprintf(w, "data: %s\n\n", chunk(" the"))
+			if i == 0 && together {
+				fmt.Fprintf(w, "data: %s\n\n", chunk(" the"))
+			}
+			fl.Flush()
+			ws[i][1] = time.Now()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		wrote <- ws
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		together, kernel bool
+	}{{false, true}, {false, false}, {true, true}} {
+		together, kernel := tc.together, tc.kernel
+		oneWrite.Store(together)
+		t.Run(fmt.Sprintf("one write %v/kernel stamps %v", together, kernel), func(t *testing.T) {
+			if !kernel {
+				defer rawhttp.SetNoKernelStamps()()
+			}
+			c := newClient(t, srv.URL, func(cfg *Config) { cfg.HTTP = tlsClient(srv) })
+			defer c.Close()
+			req := &workload.Request{Prompt: "hi", MaxTokens: len(at)}
+			if rec := do(c, req); rec.Failed() { // the connection, unheld
+				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			}
+			<-wrote
+			restore := rawhttp.SetWakeStall(hold)
+			rec := do(c, req)
+			restore()
+			if rec.Failed() {
+				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			}
+			ws := <-wrote
+			if rec.Chunks != len(at) || len(rec.Gaps) != len(at)-1 {
+				t.Fatalf("%d tokens, %d gaps; want %d, %d", rec.Chunks, len(rec.Gaps), len(at), len(at)-1)
+			}
+			if rec.ReadLag < hold/2 {
+				t.Errorf("read lag %v, want about the %v hold", rec.ReadLag, hold)
+			}
+			// The first token's true time (its write) lies in its range.
+			first := rec.FirstToken
+			if together {
+				if rec.LateEvents != 0 || rec.LateFirst || rec.Gaps[0] != 0 {
+					t.Errorf("late events %d, late first %v, first gap %v; want none late and one stamp for the two tokens of one write", rec.LateEvents, rec.LateFirst, rec.Gaps[0])
+				}
+				if first.Before(ws[0][0]) || first.After(ws[0][1].Add(time.Millisecond)) {
+					t.Errorf("first token stamped %v after its write began (written in %v): want within it", first.Sub(ws[0][0]), ws[0][1].Sub(ws[0][0]))
+				}
+				return
+			}
+			if !rec.LateFirst || first.Add(-rec.FirstBound).After(ws[0][1]) || first.Before(ws[0][0]) {
+				t.Errorf("first token stamped %v after its write (bound %v, late %v): want a late stamp whose range holds the write",
+					first.Sub(ws[0][0]), rec.FirstBound, rec.LateFirst)
+			}
+			third := first.Add(rec.Gaps[0] + rec.Gaps[1])
+			if kernel {
+				// The first two share a read, and so its stamp; the third
+				// is stamped when it came.
+				if rec.Gaps[0] != 0 {
+					t.Errorf("first gap %v, want 0: the first two tokens came in one read held %v", rec.Gaps[0], hold)
+				}
+				if first.After(ws[1][1].Add(time.Millisecond)) {
+					t.Errorf("first token stamped %v after the second's write: want the shared read's receive time", first.Sub(ws[1][1]))
+				}
+				if third.Before(ws[2][0]) || third.After(ws[2][1].Add(time.Millisecond)) {
+					t.Errorf("third token stamped %v after its write began (written in %v): want within its write, not the %v hold later",
+						third.Sub(ws[2][0]), ws[2][1].Sub(ws[2][0]), hold)
+				}
+				if rec.LateEvents != 1 || rec.LateGaps != 1 {
+					t.Errorf("late events %d, late gaps %d; want 1, 1 (the first token, the gap out of it)", rec.LateEvents, rec.LateGaps)
+				}
+				return
+			}
+			if rec.FirstBound < hold || rec.LateEvents != len(at) || rec.LateGaps != len(at)-1 {
+				t.Errorf("first bound %v, late events %d, late gaps %d; want at least the %v hold, every token and gap late",
+					rec.FirstBound, rec.LateEvents, rec.LateGaps, hold)
+			}
+			if third.Add(-rec.ReadLag).After(ws[2][1]) || third.Before(ws[2][0]) {
+				t.Errorf("third token stamped %v after its write, read lag %v: want a range that holds the write", third.Sub(ws[2][0]), rec.ReadLag)
+			}
+		})
+	}
+}
