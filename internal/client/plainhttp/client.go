@@ -28,6 +28,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/spate-dev/spate/internal/client/openai"
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/scrub"
 	"github.com/spate-dev/spate/internal/workload"
@@ -95,7 +96,7 @@ func New(cfg Config) (*Client, error) {
 		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
 	c := &Client{cfg: cfg, base: strings.TrimRight(cfg.BaseURL, "/"), host: host, query: u.RawQuery != "" || u.Fragment != ""}
-	c.conns.m = map[*conn]struct{}{}
+	c.conns.m, c.conns.stamped = map[*conn]struct{}{}, map[net.Addr]*rawhttp.StampedConn{}
 	c.fc = &fasthttp.Client{
 		MaxConnsPerHost: 1 << 20,
 		// A load tester never retries behind the user's back.
@@ -124,10 +125,12 @@ func (c *Client) Check(ctx context.Context) error {
 }
 
 // conns tracks open connections, so that cancelling a run can abort the
-// requests in flight (fasthttp takes no context).
+// requests in flight (fasthttp takes no context), and finds a response's
+// connection, when its reads are stamped, by its local address.
 type conns struct {
-	mu sync.Mutex
-	m  map[*conn]struct{}
+	mu      sync.Mutex
+	m       map[*conn]struct{}
+	stamped map[net.Addr]*rawhttp.StampedConn
 }
 
 type conn struct {
@@ -140,19 +143,38 @@ func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.owner.mu.Lock()
 		delete(c.owner.m, c)
+		delete(c.owner.stamped, c.LocalAddr())
 		c.owner.mu.Unlock()
 	})
 	return c.Conn.Close()
 }
 
+// find returns the stamped connection whose local address is addr (the
+// same net.Addr its LocalAddr returns), nil when there is none.
+func (cs *conns) find(addr net.Addr) *rawhttp.StampedConn {
+	if addr == nil {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.stamped[addr]
+}
+
+// dial opens a connection whose reads are stamped, where they can be
+// (rawhttp.Stamp): the response's first and last bytes are then stamped
+// when they arrived, not when fasthttp's reads returned.
 func (c *Client) dial(addr string) (net.Conn, error) {
 	nc, err := fasthttp.DialTimeout(addr, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
+	nc = rawhttp.Stamp(nc)
 	cn := &conn{Conn: nc, owner: &c.conns}
 	c.conns.mu.Lock()
 	c.conns.m[cn] = struct{}{}
+	if sc, ok := nc.(*rawhttp.StampedConn); ok {
+		c.conns.stamped[sc.LocalAddr()] = sc
+	}
 	c.conns.mu.Unlock()
 	return cn, nil
 }
@@ -240,12 +262,24 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		return
 	}
 	rec.FirstToken = time.Now()
+	sc := c.conns.find(resp.LocalAddr())
+	var first rawhttp.Read
+	if sc != nil {
+		if first = sc.Last(); first.At.IsZero() {
+			sc = nil // no read stamped: the times are the reads' own
+		} else {
+			rec.FirstToken = first.At
+		}
+	}
 	rec.Status = resp.StatusCode()
 	if s := resp.BodyStream(); s != nil {
 		_, err = io.Copy(io.Discard, s)
 		resp.CloseBodyStream()
 	}
 	rec.End = time.Now()
+	if sc != nil {
+		stampEnd(rec, first, sc.Last(), sc.Lag())
+	}
 	if err != nil {
 		rec.Fail(classify(ctx, err), "reading response: "+err.Error(), rec.End)
 		return
@@ -253,6 +287,24 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 	if rec.Status >= 400 {
 		rec.Fail(record.HTTPStatus(rec.Status), fmt.Sprintf("HTTP %d", rec.Status), rec.End)
 		rec.RetryAfter = openai.RetryAfter(rec.Status, string(resp.Header.Peek("Retry-After")), rec.End)
+	}
+}
+
+// stampEnd stamps rec's end with last, the last read of its response
+// (first, the one that completed its headers, stamps its first byte), and
+// gives it the bounds of either read that came late without the kernel's
+// receive time, as the reactor path does; lag is the response's read lag.
+func stampEnd(rec *record.Record, first, last rawhttp.Read, lag time.Duration) {
+	rec.End = last.At
+	late := func(rd rawhttp.Read) time.Duration {
+		if rd.Kernel || rd.Bound <= rawhttp.LateRead {
+			return 0
+		}
+		return rd.Bound
+	}
+	if fb, eb := late(first), late(last); fb > 0 || eb > 0 {
+		rec.ReadLag, rec.EndBound = max(lag, 1), eb
+		rec.LateFirst, rec.FirstBound = fb > 0, fb
 	}
 }
 
