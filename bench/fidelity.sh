@@ -23,7 +23,11 @@
 # streams start spread out as real traffic does; a closed loop of C workers
 # would instead start C requests in the same instant, every E2E.
 #
-#   [TTFT_MS=100 ITL_MS=20 TOKENS=64 SERVER=writer] bench/fidelity.sh [CONCURRENCY...]   (default: 10 100 1000)
+# SCHEME=https serves the writer over TLS (a self-signed certificate the
+# run trusts through SSL_CERT_FILE): spate then reads through net/http and
+# its stamped connections instead of the reactor.
+#
+#   [TTFT_MS=100 ITL_MS=20 TOKENS=64 SERVER=writer SCHEME=http] bench/fidelity.sh [CONCURRENCY...]   (default: 10 100 1000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 levels=("$@")
@@ -36,6 +40,12 @@ go build -o "$out/sseserver" ./bench/sseserver
 addr=127.0.0.1:18100
 ttft_ms=${TTFT_MS:-100}; itl_ms=${ITL_MS:-20}; tokens=${TOKENS:-64}
 server=${SERVER:-writer}
+scheme=${SCHEME:-http}
+tlsflag=(); curlca=()
+if [ "$scheme" = https ]; then
+  [ "$server" = writer ] || { echo "SCHEME=https needs SERVER=writer" >&2; exit 2; }
+  tlsflag=(-tls-cert "$out/sseserver.pem"); curlca=(--cacert "$out/sseserver.pem")
+fi
 e2e_ms=$((ttft_ms + (tokens-1)*itl_ms))
 for c in "${levels[@]}"; do
   # A fresh server per level, so that its lateness figures are this level's.
@@ -43,21 +53,21 @@ for c in "${levels[@]}"; do
     "$out/spate" sim --addr "$addr" --ttft "${ttft_ms}ms" --itl "${itl_ms}ms" --output-tokens "$tokens" >/dev/null 2>&1 & srv=$!
     health=health
   else
-    "$out/sseserver" -addr "$addr" -ttft "${ttft_ms}ms" -itl "${itl_ms}ms" -tokens "$tokens" -truth & srv=$!
+    "$out/sseserver" -addr "$addr" -ttft "${ttft_ms}ms" -itl "${itl_ms}ms" -tokens "$tokens" -truth "${tlsflag[@]}" & srv=$!
     health=stats
   fi
   trap 'kill $srv 2>/dev/null' EXIT
-  for _ in $(seq 50); do curl -sf "http://$addr/$health" >/dev/null 2>&1 && break; sleep 0.1; done
+  for _ in $(seq 50); do curl -sf "${curlca[@]}" "$scheme://$addr/$health" >/dev/null 2>&1 && break; sleep 0.1; done
   load=$(cut -d' ' -f1 /proc/loadavg)
   rate=$(python3 -c "print($c / ($e2e_ms / 1000))")
-  "$out/spate" run --target "http://$addr/v1" --model spate-sim --rate "$rate" --arrival constant \
+  SSL_CERT_FILE=${tlsflag[1]:-} "$out/spate" run --target "$scheme://$addr/v1" --model spate-sim --rate "$rate" --arrival constant \
     --warmup "${e2e_ms}ms" --duration "$((2 * e2e_ms))ms" \
     --input-tokens 32 --output-tokens "$tokens" --out "$out/fidelity-$c.json" --records "$out/fidelity-$c.jsonl" --quiet || [ $? = 4 ]
   late="n/a"
   : > "$out/fidelity-$c.truth"
   if [ "$server" != sim ]; then
-    curl -sf "http://$addr/truth" > "$out/fidelity-$c.truth"
-    late=$(curl -sf "http://$addr/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("p50 %.2f ms, p99 %.2f ms" % (s["late_p50_us"]/1000, s["late_p99_us"]/1000))')
+    curl -sf "${curlca[@]}" "$scheme://$addr/truth" > "$out/fidelity-$c.truth"
+    late=$(curl -sf "${curlca[@]}" "$scheme://$addr/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("p50 %.2f ms, p99 %.2f ms" % (s["late_p50_us"]/1000, s["late_p99_us"]/1000))')
   fi
   kill $srv 2>/dev/null; wait $srv 2>/dev/null || true
   python3 - "$out/fidelity-$c.json" "$c" "$ttft_ms" "$itl_ms" "$tokens" "$late" "$load" "$out/fidelity-$c.jsonl" "$out/fidelity-$c.truth" <<'PY'

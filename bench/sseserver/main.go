@@ -10,21 +10,33 @@
 // a benchmark can tell the client's error from the server's. With -truth
 // it also keeps, per request (by the trace id of its traceparent header),
 // when the request arrived and when each event was written, served as JSON
-// lines at /truth: the timings the client should have measured.
+// lines at /truth: the timings the client should have measured. With
+// -tls-cert PATH it serves TLS (HTTP/1.1) with a fresh self-signed
+// certificate for 127.0.0.1, written to PATH for clients to trust
+// (SSL_CERT_FILE=PATH for Go programs, curl --cacert PATH).
 //
-//	sseserver -addr 127.0.0.1:18100 -ttft 100ms -itl 20ms -tokens 64 [-threads 1] [-truth]
+//	sseserver -addr 127.0.0.1:18100 -ttft 100ms -itl 20ms -tokens 64 [-threads 1] [-truth] [-tls-cert PATH]
 package main
 
 import (
 	"bufio"
 	"container/heap"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"sort"
 	"sync"
@@ -40,12 +52,18 @@ func main() {
 	tokens := flag.Int("tokens", 64, "content events per response")
 	threads := flag.Int("threads", 1, "pacer threads")
 	truth := flag.Bool("truth", false, "keep every request's write times for /truth")
+	certOut := flag.String("tls-cert", "", "serve TLS, writing the self-signed certificate (PEM) to this file")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
 	}
 	s := &server{ttft: *ttft, itl: *itl, tokens: *tokens, truth: *truth}
+	if *certOut != "" {
+		if s.tls, err = selfSigned(*certOut); err != nil {
+			log.Fatal(err)
+		}
+	}
 	for range *threads {
 		p := &pacer{}
 		s.pacers = append(s.pacers, p)
@@ -67,8 +85,47 @@ type server struct {
 	next      int
 	mu        sync.Mutex
 	truth     bool
-	done      []*stream // finished streams, when truth is kept
+	done      []*stream   // finished streams, when truth is kept
+	tls       *tls.Config // nil: cleartext
 }
+
+// selfSigned makes a TLS configuration with a new certificate for
+// 127.0.0.1 and localhost, and writes the certificate to path as PEM.
+func selfSigned(path string) (*tls.Config, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "sseserver"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, NextProtos: []string{"http/1.1"}}, nil
+}
+
+// readConn is a connection whose reads go through r (the stamped reader),
+// for the TLS server above it.
+type readConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c readConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // frame is one content event as an HTTP chunk.
 var frame = func() []byte {
@@ -82,12 +139,20 @@ func tail(n int) []byte {
 	return fmt.Appendf(nil, "%x\r\n%s\r\n0\r\n\r\n", len(ev), ev)
 }
 
-func (s *server) serve(c net.Conn) {
-	defer c.Close()
-	sr := newStampedReader(c)
-	var rd io.Reader = c
+func (s *server) serve(tcp net.Conn) {
+	defer tcp.Close()
+	sr := newStampedReader(tcp)
+	var rd io.Reader = tcp
 	if sr != nil {
 		rd = sr
+	}
+	c := tcp // where the responses are written
+	if s.tls != nil {
+		tc := tls.Server(readConn{tcp, rd}, s.tls)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		c, rd = tc, tc
 	}
 	br := bufio.NewReader(rd)
 	end := tail(s.tokens)
