@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/engine"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
@@ -69,13 +70,24 @@ func (p *Probe) Do(ctx context.Context, req *workload.Request, rec *record.Recor
 	if !ok || k <= 0 || k > p.Truth.K {
 		k = p.K
 	}
-	ids, err := p.Index.Search(ctx, p.Data.Queries[qi], k, ef)
+	var st stamps
+	ids, err := p.Index.Search(withStamps(ctx, &st), p.Data.Queries[qi], k, ef)
 	now := time.Now()
 	if err != nil {
 		rec.Fail(classify(ctx, err), err.Error(), now)
 		return
 	}
 	rec.End, rec.FirstToken = now, now
+	if !st.last.At.IsZero() {
+		// The answer ended at its last read (the kernel's receive time
+		// where the socket gives it), not when it was decoded; read late
+		// without one, the end carries by how much at most, as a whole
+		// answer does on the LLM clients.
+		rec.End, rec.FirstToken, rec.ReadLag = st.last.At, st.last.At, max(st.lag, 1)
+		if !st.last.Kernel && st.last.Bound > rawhttp.LateRead {
+			rec.EndBound, rec.LateFirst, rec.FirstBound = st.last.Bound, true, st.last.Bound
+		}
+	}
 	rec.Status = 200
 	rec.Recall = RecallAt(ids, p.Truth.IDs[qi], k)
 	rec.NNHit = Hit(ids, p.Truth.IDs[qi], k)
