@@ -19,7 +19,8 @@ import (
 // 60 ms apart; every read is held 40 ms after its wake-up, so the first
 // two tokens come in one read. With the kernel's receive stamps, the
 // first token's stamp is that read's (the second token's arrival): it is
-// late, and its bound reaches back past its write; the third token, alone
+// late, and its bound reaches back past its write, to the receive time of
+// the read's first byte (no further: not to the request); the third token, alone
 // in its read, is stamped when it arrived, within its write, not 40 ms
 // later. Without them, every token's read is late by at least the hold
 // and says so. Either way, each true time lies in its stamp's range. When
@@ -110,6 +111,9 @@ func TestNetHTTPStreamStampedByItsReads(t *testing.T) {
 				}
 				if first.After(ws[1][1].Add(time.Millisecond)) {
 					t.Errorf("first token stamped %v after the second's write: want the shared read's receive time", first.Sub(ws[1][1]))
+				}
+				if spread := ws[1][1].Sub(ws[0][0]); rec.FirstBound > spread+time.Millisecond {
+					t.Errorf("first bound %v, want at most the %v between the two writes (+1 ms): how far apart the read's bytes came, not how long the socket was empty before", rec.FirstBound, spread)
 				}
 				if third.Before(ws[2][0]) || third.After(ws[2][1].Add(time.Millisecond)) {
 					t.Errorf("third token stamped %v after its write began (written in %v): want within its write, not the %v hold later",

@@ -207,8 +207,10 @@ func (r *reactor) close() {
 // bytes came. So a parked batch's base is its return less the longest such
 // wait its reads have shown so far, or the last parked batch's if longer
 // (a machine late to wake is late again), and never before the empty scan.
-// A read's bound is its stamp (the kernel's, else its own time) less that
-// base: how much earlier than its stamp its first bytes may have come.
+// A read without a kernel stamp shows nothing of how late the wake-up
+// was, so its base stays the empty scan. A read's bound is its stamp (the
+// kernel's, else its own time) less that base: how much earlier than its
+// stamp its first bytes may have come.
 // For events a server wrote at once after a pause it is the wake-up's
 // latency, not the pause. What it can miss: a read whose later bytes came
 // just before a late wake-up, first in a parked batch after a prompt one.
@@ -499,7 +501,10 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 				r.batchWakeLag = max(r.batchWakeLag, time.Duration(w)-at.Sub(r.woke))
 			}
 			base := r.base
-			if r.parked {
+			if r.parked && kernel {
+				// (Without the kernel's time nothing shows how late the
+				// wake-up was: such a read's bound counts from the empty
+				// scan.)
 				if b := r.woke.Add(-max(r.prevWakeLag, r.batchWakeLag)); b.After(base) {
 					base = b
 				}

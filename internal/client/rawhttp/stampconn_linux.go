@@ -16,12 +16,15 @@ import (
 // StampedConn is a TCP connection whose reads are stamped (see StampDial):
 // each read that delivers bytes is kept as a Read, its At the kernel's
 // receive time of its last byte where the socket gives one, its Bound how
-// much earlier its first bytes may have come: since the connection last
-// saw its socket empty (a read that did not fill its buffer, or one that
-// found nothing and waited). A TLS connection's or net/http's buffers
-// above it can only hand bytes on later, never earlier, so an event the
-// reader above completes after a read arrived no later than that read's
-// At and no earlier than its Bound before At.
+// much earlier its first bytes came: the receive time of its first byte
+// (each read takes one byte, then the rest) to its last's; without the
+// kernel's times, since the connection last saw its socket empty (a read
+// that did not fill its buffer, or one that found nothing and waited). A
+// TLS connection's or net/http's buffers above it can only hand bytes on
+// later, never earlier, so an event the reader above completes after a
+// read arrived no later than that read's At and no earlier than its Bound
+// before At. Two system calls a read instead of one: this is the path of
+// https:// targets, whose decryption costs more.
 //
 // Its methods are safe for concurrent use: net/http reads a response's
 // headers on its own goroutine and the body on the caller's.
@@ -41,6 +44,9 @@ type StampedConn struct {
 	parked  bool
 	// lag is the largest read lag since the last write (see Lag).
 	lag time.Duration
+	// pending is an error the last read met after its first byte, for
+	// the next one.
+	pending error
 }
 
 var _ net.Conn = (*StampedConn)(nil)
@@ -71,19 +77,22 @@ func (c *StampedConn) Read(p []byte) (int, error) {
 	err := c.rc.Read(func(fd uintptr) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.pending != nil {
+			rerr, c.pending = c.pending, nil
+			return true
+		}
 		if c.parked {
 			if d := wakeStall.Load(); d > 0 {
 				time.Sleep(time.Duration(d)) // a test's late wake-up (SetWakeStall)
 			}
 		}
-		var kts int64
-		var e syscall.Errno
+		// One byte first, then the rest: the kernel gives a read the
+		// receive time of the last packet it copied from, so the first
+		// byte's is when the read's earliest bytes came.
 		t0 := time.Now()
-		n, kts, e = recvStamped(int(fd), p, c.oob[:])
-		for e == unix.EINTR {
-			n, kts, e = recvStamped(int(fd), p, c.oob[:])
-		}
-		at := time.Now()
+		var first int64
+		var e syscall.Errno
+		n, first, e = recv(int(fd), p[:1], c.oob[:])
 		switch {
 		case e == unix.EAGAIN:
 			// Empty when the call began: what comes next is newer.
@@ -96,8 +105,22 @@ func (c *StampedConn) Read(p []byte) (int, error) {
 			rerr = io.EOF
 			return true
 		}
+		last, t1 := first, time.Now()
+		drained := false // unknown after a one-byte buffer
+		if len(p) > 1 {
+			m, k, e := recv(int(fd), p[1:], c.oob[:])
+			switch {
+			case e == unix.EAGAIN || e == 0 && m == 0:
+				drained = true // only that byte (an end of file is the next Read's)
+			case e != 0:
+				// The next Read's: the kernel reports an error once.
+				c.pending = os.NewSyscallError("recvmsg", e)
+			default:
+				n, last, drained = n+m, k, m < len(p)-1
+			}
+		}
 		c.parked = false
-		c.stamp(n, len(p), kts, t0, at)
+		c.stamp(n, first, last, drained, t1, time.Now())
 		if raceBuild {
 			// What a peer wrote before its write happened before this
 			// read, as syscall.Read tells the race detector (net.Conn's
@@ -119,22 +142,37 @@ func (c *StampedConn) Read(p []byte) (int, error) {
 	return n, rerr
 }
 
-// stamp keeps a read of n bytes into a buffer of size, which began at t0
-// and returned at at with the kernel's receive time kts (Unix
-// nanoseconds; 0: none). c.mu is held.
-func (c *StampedConn) stamp(n, size int, kts int64, t0, at time.Time) {
+// stamp keeps a read of n bytes whose first and last bytes the kernel
+// received at first and last (Unix nanoseconds; 0: no receive time), which
+// returned at at; drained says it emptied the socket, whose last call
+// began at t1. c.mu is held.
+//
+// A read's Bound, with the kernel's receive times, is how far apart its
+// first and last bytes came; without, it reaches back to when the socket
+// was last seen empty (which may include the server's own pause).
+func (c *StampedConn) stamp(n int, first, last int64, drained bool, t1, at time.Time) {
 	c.n++
 	rd := Read{At: at, Bound: at.Sub(c.drained), N: c.n}
 	lag := rd.Bound
-	if w := at.UnixNano() - kts; kts > 0 && w >= 0 && w < int64(10*time.Second) {
+	if w := at.UnixNano() - last; first > 0 && last >= first && w >= 0 && w < int64(10*time.Second) {
 		// The kernel's receive time, on the monotonic clock (as the
 		// reactor takes it: a wall-clock step shows as a wait out of range).
 		rd.At, rd.Kernel, lag = at.Add(-time.Duration(w)), true, time.Duration(w)
-		rd.Bound = max(rd.At.Sub(c.drained), 0)
+		rd.Bound = time.Duration(last - first)
 	}
 	c.last, c.lag = rd, max(c.lag, lag)
-	if n < size {
-		c.drained = t0 // it emptied the socket: what comes next is newer
+	if drained {
+		c.drained = t1 // empty when that call began: what comes next is newer
+	}
+}
+
+// recv is recvStamped that retries a call a signal interrupted.
+func recv(fd int, p, oob []byte) (int, int64, syscall.Errno) {
+	for {
+		n, k, e := recvStamped(fd, p, oob)
+		if e != unix.EINTR {
+			return n, k, e
+		}
 	}
 }
 

@@ -48,8 +48,9 @@ func peerWrite(t *testing.T, w io.Writer, p string) [2]time.Time {
 
 // TestStampedConnReads: a read is stamped with the kernel's receive time
 // of its last bytes (within the peer's write, however late the read), and
-// its bound reaches back to the first bytes it holds; without the kernel's
-// time, the stamp is the read's own and the bound still holds the write.
+// its bound reaches back to the first bytes it holds, no further; without
+// the kernel's time, the stamp is the read's own and the bound still holds
+// the write.
 // The read lag counts from the connection's last write.
 func TestStampedConnReads(t *testing.T) {
 	for _, kernel := range []bool{true, false} {
@@ -85,6 +86,7 @@ func TestStampedConnReads(t *testing.T) {
 			if _, err := sc.Write([]byte("x")); err != nil { // a request: the lag counts anew
 				t.Fatal(err)
 			}
+			time.Sleep(20 * time.Millisecond) // a pause the bound must not take in
 			first := peerWrite(t, peer, "b")
 			time.Sleep(5 * time.Millisecond)
 			second := peerWrite(t, peer, "c")
@@ -98,6 +100,9 @@ func TestStampedConnReads(t *testing.T) {
 			}
 			if kernel && (rd.At.Before(second[0]) || rd.At.After(second[1])) {
 				t.Errorf("stamped %v after the second write began, want within it (%v)", rd.At.Sub(second[0]), second[1].Sub(second[0]))
+			}
+			if spread := second[1].Sub(first[0]); kernel && rd.Bound > spread {
+				t.Errorf("bound %v, want at most the %v between the writes: the first and last bytes' receive times, not the wait before them", rd.Bound, spread)
 			}
 			if lag := sc.Lag(); lag < 25*time.Millisecond {
 				t.Errorf("read lag %v, want at least the 30 ms the bytes waited", lag)
