@@ -211,7 +211,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 		c.pool.Put(st)
 	}()
 	st.text, st.bounds, st.last, st.last2, st.events = st.text[:0], st.bounds[:0], time.Time{}, time.Time{}, 0
-	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound, st.lateBound = false, false, 0, 0, 0, 0
+	st.resetLate()
 	st.retryAfter, st.location, st.encoding = "", false, ""
 	st.ent.reset()
 	st.status, st.errb, st.done, st.rec, st.keep, st.c = 0, st.errb[:0], false, rec, req.KeepAnswer, c
@@ -298,6 +298,12 @@ func (st *stream) endBound(rec *record.Record, streamed bool) {
 // maxPooledBody is the largest non-streamed body buffer a pooled stream
 // keeps for the next request.
 const maxPooledBody = 1 << 20
+
+// resetLate clears the late-stamp state lateStamp keeps, for a new
+// response (on either path).
+func (st *stream) resetLate() {
+	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound, st.lateBound = false, false, 0, 0, 0, 0
+}
 
 // lateStamp takes content event e, which came in read rd, into the
 // record's count of late stamps (see Body). The last event of a read is

@@ -31,7 +31,7 @@ func (st *stream) reset(rec *record.Record) {
 	st.text, st.bounds, st.events, st.rec = st.text[:0], st.bounds[:0], 0, rec
 	st.ent.reset()
 	st.sc, st.rd, st.last2 = nil, rawhttp.Read{}, time.Time{}
-	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound, st.lateBound = false, false, 0, 0, 0, 0
+	st.resetLate()
 }
 
 // gotConn is the GotConn hook: the connection that carries the request
