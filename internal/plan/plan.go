@@ -617,7 +617,7 @@ func (r *Run) newClient(target string) (engine.Client, error) {
 		c, err := plainhttp.New(plainhttp.Config{
 			BaseURL: target, Method: strings.ToUpper(t.Method), Path: t.Path, Body: body,
 			Headers: headers, Timeout: t.Timeout, TraceHeader: *t.TraceHeader,
-			FastHTTP: os.Getenv(envFastHTTP) != "",
+			FastHTTP: os.Getenv(envFastHTTP) != "", ReactorTick: reactorTick(),
 		})
 		if err != nil {
 			return nil, invalidf("--target %s: %v", scrub.URL(target), err)

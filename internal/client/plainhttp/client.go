@@ -52,6 +52,9 @@ type Config struct {
 	// FastHTTP sends with fasthttp even where the reactor (package
 	// rawhttp) could: it is used for http:// targets on Linux.
 	FastHTTP bool
+	// ReactorTick is rawhttp.Config.Tick for the reactor path (0: its
+	// default).
+	ReactorTick time.Duration
 }
 
 // Client sends plain HTTP requests. It is safe for concurrent use.

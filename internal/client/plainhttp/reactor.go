@@ -81,7 +81,7 @@ func newRawPath(cfg Config, addr string) (*rawPath, error) {
 		return nil, nil
 	}
 	// The engine passes its run's context to every request.
-	rc, err := rawhttp.New(rawhttp.Config{Addr: addr, WatchContext: true})
+	rc, err := rawhttp.New(rawhttp.Config{Addr: addr, WatchContext: true, Tick: cfg.ReactorTick})
 	if err != nil {
 		return nil, fmt.Errorf("starting the reactor: %w", err)
 	}

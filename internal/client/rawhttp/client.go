@@ -25,7 +25,10 @@ type Config struct {
 	// read carries the read's own time; negative: never, a
 	// wake per readiness). A reactor ticks at a quarter of the shortest
 	// time between two reads of one stream it saw lately, within
-	// [MinTick, Tick], so that a stream's events seldom share a read.
+	// [MinTick, Tick], so that a stream's events seldom share a read,
+	// and not at all while no read leaves its call open (plain
+	// responses): there a tick would save no read and only hold each
+	// caller's next request.
 	Tick time.Duration
 	// Resolver looks the address's name up (nil: the system's resolver).
 	Resolver *net.Resolver

@@ -739,6 +739,47 @@ func TestStreamsShareAReactor(t *testing.T) {
 	}
 }
 
+// TestPlainResponsesAreNotHeldForTheTick: a reactor whose calls end in
+// the read that begins them (plain responses, no stream) does not tick, so
+// a caller's next request is not held for it. Requests back to back after
+// the reactor's first second (when it sets its tick from what it saw) each
+// take a loopback round trip; before, for want of streams the tick grew to
+// the whole Config.Tick and each request waited for it, here until the
+// runtime's preemption signal cut the reactor's sleep short, 10–20 ms (a
+// closed loop of 64 could not pass 64 requests a 1 ms tick: 0.5× wrk's
+// rate in bench/wrk-compare.sh).
+func TestPlainResponsesAreNotHeldForTheTick(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c, err := New(Config{Addr: host, Reactors: 1, Tick: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	do := func() time.Duration {
+		h := &collect{}
+		start := time.Now()
+		if _, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h}); err != nil || string(h.body) != "ok" {
+			t.Fatalf("request: %v, body %q", err, h.body)
+		}
+		return time.Since(start)
+	}
+	// Past the reactor's first second, a request every 5 ms.
+	for start := time.Now(); time.Since(start) < 1200*time.Millisecond; time.Sleep(5 * time.Millisecond) {
+		do()
+	}
+	took := make([]time.Duration, 21)
+	for i := range took {
+		took[i] = do()
+	}
+	sorted := slices.Clone(took)
+	slices.Sort(sorted)
+	if med := sorted[len(sorted)/2]; med > 5*time.Millisecond {
+		t.Fatalf("plain requests back to back took %v (median %v), want a loopback round trip each, not a tick", took, med)
+	}
+}
+
 // TestAbortEndsAtNextRead: a call whose context ends while megabytes of
 // its response wait in the socket ends at the reactor's next read of it:
 // its handler sees a few reads' worth after the cancellation, not the

@@ -84,6 +84,10 @@ type reactor struct {
 	// handed says a call ended since the reactor last looked for events:
 	// its caller is runnable (see wait).
 	handed bool
+	// open says a read since the tick was last set left its call open (a
+	// stream, or a response that came in parts): only then does the
+	// reactor tick (see loop).
+	open bool
 }
 
 func newReactor(c *Client) (*reactor, error) {
@@ -221,7 +225,7 @@ func (r *reactor) loop() {
 	prevTrunc, dense := false, false
 	lastExpire := time.Now()
 	r.maxTick = r.client.cfg.Tick
-	r.tick, r.minGap = min(MinTick, r.maxTick), time.Hour
+	r.tick, r.minGap = 0, time.Hour
 	for !r.stopped.Load() {
 		if dense {
 			if d := r.tick - time.Since(prevRet); d > 0 {
@@ -283,14 +287,21 @@ func (r *reactor) loop() {
 		// The tick follows the densest stream: a quarter of its gap
 		// between reads at once when that is shorter, and growing back
 		// (to at most Config.Tick) only once a second, when the streams
-		// of the last second allow it.
+		// of the last second allow it. Without streams (every call ended
+		// by the read that began it, as plain responses are) there is no
+		// tick: it would save no read, and in a closed loop each caller's
+		// next request would wait for it (a loop of 64 callers could not
+		// pass 64 requests a tick).
 		if t := min(max(r.minGap/4, MinTick), r.maxTick); t < r.tick {
 			r.tick = t
 		}
 		if ret.Sub(lastExpire) > time.Second {
 			lastExpire = ret
-			r.tick = min(max(r.minGap/4, MinTick), r.maxTick)
-			r.minGap = time.Hour
+			r.tick = 0
+			if r.open {
+				r.tick = min(max(r.minGap/4, MinTick), r.maxTick)
+			}
+			r.open, r.minGap = false, time.Hour
 			r.client.expireIdle(r, ret)
 		}
 	}
@@ -568,6 +579,12 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 			case done:
 				r.finish(cn, cl, nil, cn.p.keepAlive && !ending, at)
 				return
+			}
+			if !r.open {
+				// The first read of a second to leave its call open: the
+				// reactor ticks (see loop).
+				r.open = true
+				r.tick = max(r.tick, min(MinTick, r.maxTick))
 			}
 			if n < len(r.buf) && !ending {
 				return // drained: a short read empties a stream socket
