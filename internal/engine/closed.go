@@ -68,7 +68,7 @@ func (r *run) closedLoop(ctx context.Context) error {
 				}
 				rec := r.pool.Get().(*record.Record)
 				rec.Reset()
-				rec.Seq, rec.Warmup, rec.Intent = r.seq(n), warm, req.Intent
+				rec.Seq, rec.Warmup, rec.Intent, rec.ClosedLoop = r.seq(n), warm, req.Intent, true
 				ok, kind := r.doKind(req, rec, ready)
 				if !ok {
 					return

@@ -127,6 +127,10 @@ func TestRequestsAndWarmup(t *testing.T) {
 		}
 		warm, measured := 0, 0
 		for _, r := range sink.recs {
+			if r.ClosedLoop != closed {
+				// The client reads it (rawhttp.Request.NextWaits).
+				t.Fatalf("closed=%v: request %d has ClosedLoop %v", closed, r.Seq, r.ClosedLoop)
+			}
 			if r.Warmup {
 				warm++
 				if r.Sent.Sub(r.Intended) < 0 {

@@ -115,6 +115,10 @@ type Record struct {
 	// previous request's end to this send: the generator's own delay (0
 	// for a worker's first request, and in an open loop).
 	Turnaround time.Duration
+	// ClosedLoop says a closed-loop worker sent it: its next request
+	// waits for this one's end (a client need not batch that end with
+	// others).
+	ClosedLoop bool
 	Written    time.Time // when the request was fully written (zero if never)
 
 	FirstToken     time.Time // first content-bearing event (any kind)

@@ -229,7 +229,7 @@ func (c *Client) doRaw(ctx context.Context, req *workload.Request, rec *record.R
 	if !st.streamed {
 		idle = 0 // as on the net/http path: a whole body has no pace to hold
 	}
-	res, err := c.raw.Do(ctx, &rawhttp.Request{Raw: st.raw, Handler: st, IdleTimeout: idle})
+	res, err := c.raw.Do(ctx, &rawhttp.Request{Raw: st.raw, Handler: st, IdleTimeout: idle, NextWaits: rec.ClosedLoop})
 	if errors.Is(err, errRedirected) && ctx.Err() == nil {
 		return false
 	}

@@ -135,7 +135,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, re
 	st.buf = b
 	// The timeout is the reactor's (Request.Timeout): a context with a
 	// deadline per request cost more than a tenth of a request's CPU.
-	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st, Timeout: c.cfg.Timeout})
+	res, err := p.rc.Do(ctx, &rawhttp.Request{Raw: b, Head: method == "HEAD", Handler: st, Timeout: c.cfg.Timeout, NextWaits: rec.ClosedLoop})
 	if err == nil && !st.last.IsZero() {
 		rec.End = st.last // the response's last bytes came then
 		if st.firstBound > 0 || st.lastBound > 0 {

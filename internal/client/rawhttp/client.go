@@ -25,10 +25,10 @@ type Config struct {
 	// read carries the read's own time; negative: never, a
 	// wake per readiness). A reactor ticks at a quarter of the shortest
 	// time between two reads of one stream it saw lately, within
-	// [MinTick, Tick], so that a stream's events seldom share a read,
-	// and not at all while no read leaves its call open (plain
-	// responses): there a tick would save no read and only hold each
-	// caller's next request.
+	// [MinTick, Tick], so that a stream's events seldom share a read.
+	// While no read leaves its call open (whole responses) it ticks at
+	// Tick, unless a caller waits for its call's end to send again
+	// (Request.NextWaits): then not at all.
 	Tick time.Duration
 	// Resolver looks the address's name up (nil: the system's resolver).
 	Resolver *net.Resolver
@@ -94,6 +94,12 @@ type Request struct {
 	// a deadline per request (no allocation, no registration with the
 	// parent context).
 	Timeout time.Duration
+	// NextWaits says the caller sends its next request only once this
+	// one has ended (a closed loop): while no stream is being read the
+	// reactor then does not tick, and hands the end on at once. Whole
+	// responses no caller waits on (an open loop's) are collected on the
+	// tick, a wake-up a tick rather than one a response.
+	NextWaits bool
 }
 
 // Result is what Do measured besides what the Handler saw.

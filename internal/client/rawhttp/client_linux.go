@@ -80,6 +80,7 @@ type call struct {
 	short     int // reads in a row that came soon after the one before
 	late      int
 	gotBytes  bool
+	nextWaits bool        // Request.NextWaits
 	firstByte time.Time   // the first read's stamp (the reactor's)
 	aborted   atomic.Bool // Do gave up on it: the reactor ends it at its next read
 
@@ -201,6 +202,7 @@ var errServerClosedIdle = errors.New("rawhttp: server closed an idle connection"
 // has it for a POST.
 func (c *Client) Do(ctx context.Context, req *Request) (Result, error) {
 	cl := calls.Get().(*call)
+	cl.nextWaits = req.NextWaits
 	cl.expired.Store(false)
 	cl.cn.Store(nil)
 	// The context: watched by the Client (no wait on it per request) when

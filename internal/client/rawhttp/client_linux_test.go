@@ -740,14 +740,15 @@ func TestStreamsShareAReactor(t *testing.T) {
 }
 
 // TestPlainResponsesAreNotHeldForTheTick: a reactor whose calls end in
-// the read that begins them (plain responses, no stream) does not tick, so
-// a caller's next request is not held for it. Requests back to back after
-// the reactor's first second (when it sets its tick from what it saw) each
-// take a loopback round trip; before, for want of streams the tick grew to
-// the whole Config.Tick and each request waited for it, here until the
-// runtime's preemption signal cut the reactor's sleep short, 10–20 ms (a
-// closed loop of 64 could not pass 64 requests a 1 ms tick: 0.5× wrk's
-// rate in bench/wrk-compare.sh).
+// the read that begins them (plain responses, no stream) and whose callers
+// wait for those ends to send again (Request.NextWaits, a closed loop)
+// does not tick, so a caller's next request is not held for it. Requests
+// back to back after the reactor's first second (when it sets its tick
+// from what it saw) each take a loopback round trip; before, for want of
+// streams the tick grew to the whole Config.Tick and each request waited
+// for it, here until the runtime's preemption signal cut the reactor's
+// sleep short, 10–20 ms (a closed loop of 64 could not pass 64 requests a
+// 1 ms tick: 0.5× wrk's rate in bench/wrk-compare.sh).
 func TestPlainResponsesAreNotHeldForTheTick(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
 	defer srv.Close()
@@ -760,7 +761,7 @@ func TestPlainResponsesAreNotHeldForTheTick(t *testing.T) {
 	do := func() time.Duration {
 		h := &collect{}
 		start := time.Now()
-		if _, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h}); err != nil || string(h.body) != "ok" {
+		if _, err := c.Do(context.Background(), &Request{Raw: get("/", host), Handler: h, NextWaits: true}); err != nil || string(h.body) != "ok" {
 			t.Fatalf("request: %v, body %q", err, h.body)
 		}
 		return time.Since(start)

@@ -85,9 +85,10 @@ type reactor struct {
 	// its caller is runnable (see wait).
 	handed bool
 	// open says a read since the tick was last set left its call open (a
-	// stream, or a response that came in parts): only then does the
-	// reactor tick (see loop).
-	open bool
+	// stream, or a response that came in parts); waited that a call ended
+	// whose caller waits for it to send again (Request.NextWaits). The
+	// tick follows from them (see loop).
+	open, waited bool
 }
 
 func newReactor(c *Client) (*reactor, error) {
@@ -225,7 +226,7 @@ func (r *reactor) loop() {
 	prevTrunc, dense := false, false
 	lastExpire := time.Now()
 	r.maxTick = r.client.cfg.Tick
-	r.tick, r.minGap = 0, time.Hour
+	r.tick, r.minGap = min(MinTick, r.maxTick), time.Hour
 	for !r.stopped.Load() {
 		if dense {
 			if d := r.tick - time.Since(prevRet); d > 0 {
@@ -288,20 +289,25 @@ func (r *reactor) loop() {
 		// between reads at once when that is shorter, and growing back
 		// (to at most Config.Tick) only once a second, when the streams
 		// of the last second allow it. Without streams (every call ended
-		// by the read that began it, as plain responses are) there is no
-		// tick: it would save no read, and in a closed loop each caller's
-		// next request would wait for it (a loop of 64 callers could not
-		// pass 64 requests a tick).
+		// by the read that began it, as plain responses are) the tick
+		// collects whole responses, a wake-up a tick rather than one a
+		// response, unless their callers wait for their ends to send
+		// again: then there is none, as a closed loop of 64 callers could
+		// pass no more than 64 requests a tick.
 		if t := min(max(r.minGap/4, MinTick), r.maxTick); t < r.tick {
 			r.tick = t
 		}
 		if ret.Sub(lastExpire) > time.Second {
 			lastExpire = ret
-			r.tick = 0
-			if r.open {
+			switch {
+			case r.open:
 				r.tick = min(max(r.minGap/4, MinTick), r.maxTick)
+			case r.waited:
+				r.tick = 0
+			default:
+				r.tick = r.maxTick
 			}
-			r.open, r.minGap = false, time.Hour
+			r.open, r.waited, r.minGap = false, false, time.Hour
 			r.client.expireIdle(r, ret)
 		}
 	}
@@ -614,6 +620,14 @@ func (r *reactor) finish(cn *conn, cl *call, err error, reuse bool, now time.Tim
 	cn.mu.Unlock()
 	if !reuse || !r.client.putIdle(cn, now) {
 		r.closeConn(cn)
+	}
+	if cl.nextWaits && !r.waited {
+		// Its caller sends again once it hears: no tick holds that back
+		// while no stream needs one (see loop).
+		r.waited = true
+		if !r.open {
+			r.tick = 0
+		}
 	}
 	r.handed = true
 	cl.done <- err
