@@ -283,6 +283,11 @@ type Step struct {
 	Tokens     int
 	// TokensFromUsage says Tokens is the server's usage, not Chunks.
 	TokensFromUsage bool
+	// ReadLag is how late the step's reads came after their data, or how
+	// far apart the bytes of one read came, the largest: how far any of
+	// its stamps (events, end) may be from when its bytes came. 0 when its
+	// connection did not stamp reads.
+	ReadLag time.Duration
 }
 
 // Reset clears r for reuse, keeping its slices' capacity.

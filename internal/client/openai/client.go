@@ -235,17 +235,12 @@ type stream struct {
 	rec      *record.Record
 	keep     bool
 	last2    time.Time // the last read's stamp
-	// lastLate and lastLate2 say the last and the one before's stamps
-	// may be off by over 1 ms, lastRead and lastChunk the last one's read
-	// and chunk (see Body).
-	lastLate, lastLate2 bool
-	lastRead, lastChunk int
+	// late counts the response's late stamps (see Body).
+	late rawhttp.Late
 	// lastBound is how much earlier than last2 the last read's bytes may
 	// have come, when that stamp is the read's own and not the kernel's
 	// (0 otherwise): rec.EndBound when the response ends with that read.
 	lastBound time.Duration
-	// lateBound is the largest Bound of a read that made an event late.
-	lateBound time.Duration
 	// The net/http path's connection, when its reads are stamped (see
 	// stamped.go), the read of its last body read, and stampedClock as
 	// an sse.Clock; records says the connection is TLS, whose body reads
@@ -475,7 +470,7 @@ func (c *Client) Do(ctx context.Context, req *workload.Request, rec *record.Reco
 		err = c.readWhole(st, src, rec, req)
 	}
 	if st.sc != nil {
-		rec.ReadLag = max(st.sc.Lag(), st.lateBound, 1) // measured, even when it rounds to 0
+		rec.ReadLag = max(st.sc.Lag(), st.late.Bound, 1) // measured, even when it rounds to 0
 	}
 	if err != nil {
 		kind, msg := classify(ctx, err)

@@ -144,14 +144,10 @@ func (st *stream) Header(status int, rd rawhttp.Read) error {
 // with the read's arrival time (the kernel's, where the socket gives it).
 //
 // A stamp is off by more than 1 ms only if the read's bytes may have waited
-// that long: with the kernel's receive time, for every content event of a
-// read but its last (they share the last one's time); with the read's own
-// time, for all of them. Those events are counted in rec.LateEvents, and
-// what they make untrustworthy beside: the first token's time (TTFT,
-// rec.LateFirst) and each gap with a late event at either end
-// (rec.LateGaps). The first of a request's events is one in its whole
-// stream, so a share of late events can stay small while its share of
-// late first tokens, which TTFT's p99 rests on, does not.
+// that long (rawhttp.Late says which): those events are counted in
+// rec.LateEvents, and what they make untrustworthy beside: the first
+// token's time (TTFT, rec.LateFirst) and each gap with a late event at
+// either end (rec.LateGaps).
 func (st *stream) Body(p []byte, rd rawhttp.Read) error {
 	if st.status != http.StatusOK {
 		if n := 2048 - len(st.errb); n > 0 {
@@ -302,44 +298,14 @@ const maxPooledBody = 1 << 20
 // resetLate clears the late-stamp state lateStamp keeps, for a new
 // response (on either path).
 func (st *stream) resetLate() {
-	st.lastLate, st.lastLate2, st.lastRead, st.lastChunk, st.lastBound, st.lateBound = false, false, 0, 0, 0, 0
+	st.late.Reset()
+	st.lastBound = 0
 }
 
 // lateStamp takes content event e, which came in read rd, into the
-// record's count of late stamps (see Body). The last event of a read is
-// not known to be its last until the next one comes from a later read:
-// one from the same read makes the one before it late after all, unless
-// both came in one chunk of a chunked body (one write of the server's,
-// whose bytes arrived together: the simulator and Go servers write each
-// flush as one chunk, so tokens a server sends at once are not counted).
+// record's count of late stamps (rawhttp.Late; see Body).
 func (st *stream) lateStamp(e int, rd rawhttp.Read) {
-	late := rd.Bound > rawhttp.LateRead
-	rec := st.rec
-	sameWrite := rd.Chunk > 0 && rd.Chunk == st.lastChunk
-	if e > 0 && late && rd.Kernel && rd.N == st.lastRead && !sameWrite && !st.lastLate {
-		// The previous event shares this read, not its write, and is
-		// not its last.
-		rec.LateEvents++
-		st.lateBound = max(st.lateBound, rd.Bound)
-		if e == 1 {
-			rec.LateFirst, rec.FirstBound = true, rd.Bound
-		} else if !st.lastLate2 {
-			rec.LateGaps++ // the gap into it, counted on time before
-		}
-		st.lastLate = true
-	}
-	isLate := late && !rd.Kernel
-	if isLate {
-		rec.LateEvents++
-		st.lateBound = max(st.lateBound, rd.Bound)
-	}
-	if e == 0 {
-		rec.LateFirst, rec.FirstBound = isLate, 0
-		if isLate {
-			rec.FirstBound = rd.Bound
-		}
-	} else if isLate || st.lastLate {
-		rec.LateGaps++
-	}
-	st.lastLate2, st.lastLate, st.lastRead, st.lastChunk = st.lastLate, isLate, rd.N, rd.Chunk
+	st.late.Stamp(e, rd)
+	l, rec := &st.late, st.rec
+	rec.LateEvents, rec.LateGaps, rec.LateFirst, rec.FirstBound = l.Events, l.Gaps, l.First, l.FirstBound
 }

@@ -10,8 +10,8 @@ import (
 // stamp an event when their read returned: on a busy machine, after the
 // goroutine waited for a core, unseen. A StampedConn is the TCP connection
 // under such a response (under TLS, where there is one): it reads with
-// recvmsg(2) and keeps each read's kernel receive time and how far apart
-// its bytes came, so that the reader above it can stamp its events
+// recvmsg(2) and keeps each read's kernel receive time and since when its
+// bytes may have waited, so that the reader above it can stamp its events
 // with the time they arrived and count the ones that may be late, as the
 // reactor's handler does.
 

@@ -15,16 +15,14 @@ import (
 
 // StampedConn is a TCP connection whose reads are stamped (see StampDial):
 // each read that delivers bytes is kept as a Read, its At the kernel's
-// receive time of its last byte where the socket gives one, its Bound how
-// much earlier its first bytes came: the receive time of its first byte
-// (each read takes one byte, then the rest) to its last's; without the
-// kernel's times, since the connection last saw its socket empty (a read
-// that did not fill its buffer, or one that found nothing and waited). A
-// TLS connection's or net/http's buffers above it can only hand bytes on
-// later, never earlier, so an event the reader above completes after a
-// read arrived no later than that read's At and no earlier than its Bound
-// before At. Two system calls a read instead of one: this is the path of
-// https:// targets, whose decryption costs more.
+// receive time of its last byte where the socket gives one (else the
+// read's own time), its Bound how much earlier its first bytes may have
+// come: since the connection last saw its socket empty (a read that did
+// not fill its buffer, or one that found nothing and waited; see stamp
+// for why not the first byte's receive time). A TLS connection's or
+// net/http's buffers above it can only hand bytes on later, never
+// earlier, so an event the reader above completes after a read arrived no
+// later than that read's At and no earlier than its Bound before At.
 //
 // Its methods are safe for concurrent use: net/http reads a response's
 // headers on its own goroutine and the body on the caller's.
@@ -44,9 +42,6 @@ type StampedConn struct {
 	parked  bool
 	// lag is the largest read lag since the last write (see Lag).
 	lag time.Duration
-	// pending is an error the last read met after its first byte, for
-	// the next one.
-	pending error
 }
 
 var _ net.Conn = (*StampedConn)(nil)
@@ -77,22 +72,15 @@ func (c *StampedConn) Read(p []byte) (int, error) {
 	err := c.rc.Read(func(fd uintptr) bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.pending != nil {
-			rerr, c.pending = c.pending, nil
-			return true
-		}
 		if c.parked {
 			if d := wakeStall.Load(); d > 0 {
 				time.Sleep(time.Duration(d)) // a test's late wake-up (SetWakeStall)
 			}
 		}
-		// One byte first, then the rest: the kernel gives a read the
-		// receive time of the last packet it copied from, so the first
-		// byte's is when the read's earliest bytes came.
 		t0 := time.Now()
-		var first int64
+		var last int64
 		var e syscall.Errno
-		n, first, e = recv(int(fd), p[:1], c.oob[:])
+		n, last, e = recv(int(fd), p, c.oob[:])
 		switch {
 		case e == unix.EAGAIN:
 			// Empty when the call began: what comes next is newer.
@@ -105,22 +93,8 @@ func (c *StampedConn) Read(p []byte) (int, error) {
 			rerr = io.EOF
 			return true
 		}
-		last, t1 := first, time.Now()
-		drained := false // unknown after a one-byte buffer
-		if len(p) > 1 {
-			m, k, e := recv(int(fd), p[1:], c.oob[:])
-			switch {
-			case e == unix.EAGAIN || e == 0 && m == 0:
-				drained = true // only that byte (an end of file is the next Read's)
-			case e != 0:
-				// The next Read's: the kernel reports an error once.
-				c.pending = os.NewSyscallError("recvmsg", e)
-			default:
-				n, last, drained = n+m, k, m < len(p)-1
-			}
-		}
 		c.parked = false
-		c.stamp(n, first, last, drained, t1, time.Now())
+		c.stamp(last, n < len(p), t0, time.Now())
 		if raceBuild {
 			// What a peer wrote before its write happened before this
 			// read, as syscall.Read tells the race detector (net.Conn's
@@ -142,27 +116,31 @@ func (c *StampedConn) Read(p []byte) (int, error) {
 	return n, rerr
 }
 
-// stamp keeps a read of n bytes whose first and last bytes the kernel
-// received at first and last (Unix nanoseconds; 0: no receive time), which
-// returned at at; drained says it emptied the socket, whose last call
-// began at t1. c.mu is held.
+// stamp keeps a read whose last byte the kernel received at last (Unix
+// nanoseconds; 0: no receive time), which returned at at; drained says it
+// emptied the socket, as its call began at t0. c.mu is held.
 //
-// A read's Bound, with the kernel's receive times, is how far apart its
-// first and last bytes came; without, it reaches back to when the socket
-// was last seen empty (which may include the server's own pause).
-func (c *StampedConn) stamp(n int, first, last int64, drained bool, t1, at time.Time) {
+// A read's Bound reaches back to when the socket was last seen empty,
+// with the kernel's receive times too: bytes that waited in the socket
+// may carry a later receive time than their own, as the kernel merges a
+// small segment into the one before it while neither is read, and the
+// merged one keeps the later time (two writes 6 ms apart on a new
+// connection, sent as two segments 6 ms apart, read together: every byte
+// stamped with the second; TestStampedConnMergedSegments). Only the last
+// byte's time is its own.
+func (c *StampedConn) stamp(last int64, drained bool, t0, at time.Time) {
 	c.n++
 	rd := Read{At: at, Bound: at.Sub(c.drained), N: c.n}
 	lag := rd.Bound
-	if w := at.UnixNano() - last; first > 0 && last >= first && w >= 0 && w < int64(10*time.Second) {
+	if w := at.UnixNano() - last; last > 0 && w >= 0 && w < int64(10*time.Second) {
 		// The kernel's receive time, on the monotonic clock (as the
 		// reactor takes it: a wall-clock step shows as a wait out of range).
 		rd.At, rd.Kernel, lag = at.Add(-time.Duration(w)), true, time.Duration(w)
-		rd.Bound = time.Duration(last - first)
+		rd.Bound = max(rd.At.Sub(c.drained), 0)
 	}
 	c.last, c.lag = rd, max(c.lag, lag)
 	if drained {
-		c.drained = t1 // empty when that call began: what comes next is newer
+		c.drained = t0 // empty when that call began: what comes next is newer
 	}
 }
 

@@ -17,9 +17,10 @@ const maxStreamText = 64 << 20
 // readStream reads a streamed (SSE) step's response into st: the arrival
 // of each content-bearing event (chat and completions chunks; Responses
 // API text deltas), output tokens from the stream's usage when it reports
-// them, else one per content event. It returns the answer text.
-func readStream(body io.Reader, st *record.Step) ([]byte, error) {
-	r := sse.NewReader(body, 0, nil)
+// them, else one per content event. It returns the answer text. Reads are
+// stamped, and events counted late, by reads (see stepReads).
+func readStream(body io.Reader, st *record.Step, reads *stepReads) ([]byte, error) {
+	r := sse.NewReader(body, 0, reads.clock())
 	var ev sse.Event
 	var p fastjson.Parser
 	var text []byte
@@ -68,6 +69,7 @@ func readStream(body io.Reader, st *record.Step) ([]byte, error) {
 			st.Gaps = append(st.Gaps, ev.At.Sub(last))
 		}
 		last = ev.At
+		reads.event(st.Chunks)
 		st.Chunks++
 	}
 	st.Tokens = st.Chunks

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/engine"
 	"github.com/spate-dev/spate/internal/record"
 	"github.com/spate-dev/spate/internal/workload"
@@ -62,6 +63,7 @@ func New(spec *Spec, cfg Config) (*Workflow, error) {
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 256
+	t.DialContext = rawhttp.StampDial(t.DialContext) // see stepReads
 	w := &Workflow{spec: spec, steps: steps, hc: &http.Client{Transport: headerTransport{t, cfg.Headers, cfg.HeadersHost}}, vars: cfg.Vars, seed: cfg.Seed, trace: cfg.TraceHeader}
 	return w, nil
 }
@@ -116,6 +118,7 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 	vars["seq"] = rec.Seq
 	data := payload.NewData(rec.Seq, vars, w.seed)
 	rec.Steps = rec.Steps[:0]
+	reads := make([]stepReads, len(w.steps))
 	if w.trace {
 		rec.NewTrace() // the logical request's trace; its span is the workflow's
 	}
@@ -128,8 +131,10 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 			}
 		}
 		rs.Start = time.Now()
-		out, body, kind, err := w.run(ctx, st, data, rec.TraceID, &rs)
-		rs.End, rs.Err = time.Now(), kind
+		out, body, kind, err := w.run(ctx, st, data, rec.TraceID, &rs, &reads[i])
+		rs.End, rs.Err = reads[i].end(time.Now()), kind
+		rs.ReadLag = reads[i].readLag()
+		rec.ReadLag = max(rec.ReadLag, rs.ReadLag)
 		end := rs.End
 		rec.Steps = append(rec.Steps, rs)
 		if err != nil {
@@ -142,9 +147,19 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 			rec.Answer = append(rec.Answer[:0], body...)
 		}
 	}
-	rec.End = time.Now()
-	rec.Status = 200
-	answer(rec)
+	rec.End, rec.Status = time.Now(), 200
+	n := len(rec.Steps)
+	if n > 0 {
+		rec.End = rec.Steps[n-1].End // the last step's last read
+	}
+	i := answer(rec)
+	if n > 0 {
+		var ans *stepReads // reads[i] is rec.Steps[i]'s
+		if i >= 0 {
+			ans = &reads[i]
+		}
+		lateInto(rec, ans, &reads[n-1])
+	}
 }
 
 // answer sets a finished workflow's run-level figures from its answer:
@@ -152,8 +167,9 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 // run's TTFT is the time to that step's first token, and its gaps and
 // output tokens (its usage) are that step's: the answer's ITL and TPOT.
 // With no streamed step the answer comes whole: TTFT is the time to the
-// end (E2E) and there are no tokens (docs/vector.md).
-func answer(rec *record.Record) {
+// end (E2E) and there are no tokens (docs/vector.md). It returns the
+// answer step's index, -1 with none.
+func answer(rec *record.Record) int {
 	rec.FirstToken = rec.End
 	for i := len(rec.Steps) - 1; i >= 0; i-- {
 		s := &rec.Steps[i]
@@ -167,13 +183,14 @@ func answer(rec *record.Record) {
 			// tokens, so without usage the answer has none (no TPOT).
 			rec.OutputTokens, rec.OutputSource = s.Tokens, record.TokensUsage
 		}
-		return
+		return i
 	}
+	return -1
 }
 
 // run sends one step and returns its extracted values and its response
 // body.
-func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data, trace [16]byte, rs *record.Step) (map[string]any, []byte, record.ErrorKind, error) {
+func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data, trace [16]byte, rs *record.Step, reads *stepReads) (map[string]any, []byte, record.ErrorKind, error) {
 	url, err := st.url.Execute(data)
 	if err != nil {
 		return nil, nil, record.RequestFailed, err
@@ -188,7 +205,7 @@ func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data, trace 
 	}
 	ctx, cancel := context.WithTimeout(ctx, st.timeout)
 	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, st.method, url, body)
+	hr, err := http.NewRequestWithContext(reads.trace(ctx), st.method, url, body)
 	if err != nil {
 		return nil, nil, record.RequestFailed, fmt.Errorf("building %s %s: %w", st.method, url, err)
 	}
@@ -213,7 +230,7 @@ func (w *Workflow) run(ctx context.Context, st *step, data *payload.Data, trace 
 	if resp.StatusCode/100 == 2 && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		// A streamed step: timed event by event; its answer is the text
 		// it streamed, {{.Vars.STEP.text}} to later steps.
-		text, err := readStream(resp.Body, rs)
+		text, err := readStream(resp.Body, rs, reads)
 		if err != nil {
 			return nil, nil, classify(ctx, err), fmt.Errorf("reading the stream: %w", err)
 		}
