@@ -175,3 +175,51 @@ func TestStepsStampedByTheirReads(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedStepEndsWhenItFailed: a step that times out on a connection an
+// earlier response used ends when it failed, after it began — not at that
+// connection's last read, the earlier response's (its end came before its
+// start).
+func TestFailedStepEndsWhenItFailed(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if n.Add(1) > 1 {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Second):
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"passage": "p"}`)
+	}))
+	defer srv.Close()
+	spec, err := Parse([]byte(`
+name: slow
+steps:
+  - name: retrieve
+    url: "{{.Vars.target}}/"
+    body: '{}'
+    timeout: 100ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(spec, Config{Vars: map[string]any{"target": srv.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, wantFailed := range []bool{false, true} {
+		rec := &record.Record{}
+		rec.Reset()
+		rec.Sent = time.Now()
+		w.Do(context.Background(), &workload.Request{Prompt: "p"}, rec)
+		if rec.Failed() != wantFailed || len(rec.Steps) != 1 {
+			t.Fatalf("request %d: failed %v (%s %s), %d steps; want failed %v", i, rec.Failed(), rec.Err, rec.ErrMsg, len(rec.Steps), wantFailed)
+		}
+		if s := rec.Steps[0]; s.End.Before(s.Start) || wantFailed && s.End.Sub(s.Start) < 50*time.Millisecond {
+			t.Errorf("request %d: step ends %v after it starts, want after it (and the 100 ms timeout when it failed)", i, s.End.Sub(s.Start))
+		}
+	}
+}

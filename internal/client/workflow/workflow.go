@@ -132,7 +132,12 @@ func (w *Workflow) Do(ctx context.Context, req *workload.Request, rec *record.Re
 		}
 		rs.Start = time.Now()
 		out, body, kind, err := w.run(ctx, st, data, rec.TraceID, &rs, &reads[i])
-		rs.End, rs.Err = reads[i].end(time.Now()), kind
+		rs.End, rs.Err = time.Now(), kind
+		if err == nil {
+			// (A failed step ends when it failed: its connection's last
+			// read may be an earlier response's.)
+			rs.End = reads[i].end(rs.End)
+		}
 		rs.ReadLag = reads[i].readLag()
 		rec.ReadLag = max(rec.ReadLag, rs.ReadLag)
 		end := rs.End
