@@ -149,13 +149,13 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 			if !w.End.IsZero() && w.End.Before(o.End) {
 				// Until the next failing window starts: a recovery is
 				// from this fault, not the next.
-				until := o.End
+				until, next := o.End, false
 				for _, x := range windows {
 					if x.Failing && !x.Start.Before(w.End) && x.Start.Before(until) {
-						until = x.Start
+						until, next = x.Start, true
 					}
 				}
-				switch r, st := recovery(samples, w.End, until, o.RecoveryBin, base.ErrorRate, bound); st {
+				switch r, st := recovery(samples, w.End, until, next, o.RecoveryBin, base.ErrorRate, bound); st {
 				case resilience.Recovered:
 					cw.RecoveryMS = ptr(ms(r))
 				case resilience.NotRecovered:
@@ -284,12 +284,14 @@ func failoverTime(samples []Sample, onset, end time.Time) (d time.Duration, need
 // recovery is the time from a fault's end until the service is back and
 // stays back, by the one definition spate has (resilience.RecoveryStatus,
 // the resilience verdict's): requests are put in bins of bin by when they
-// were sent, from end to stageEnd; a bin is bad when its E2E p99 is over
+// were sent, from end to stageEnd (next: stageEnd is the next fault's
+// start, and a request still running then is that fault's, left out); a
+// bin is bad when its E2E p99 is over
 // bound or its error rate is surely (Wilson, 99 %) over the baseline's
 // plus one point; the recovery is the start of the first bin after the
 // last bad one. status says when there is none: not recovered (the last
 // bin was bad) or not measured (the stage ended too soon to tell).
-func recovery(samples []Sample, end, stageEnd time.Time, bin time.Duration, baseErr float64, bound time.Duration) (time.Duration, int) {
+func recovery(samples []Sample, end, stageEnd time.Time, next bool, bin time.Duration, baseErr float64, bound time.Duration) (time.Duration, int) {
 	if bin <= 0 || !end.Before(stageEnd) {
 		return 0, resilience.Unmeasured
 	}
@@ -302,7 +304,7 @@ func recovery(samples []Sample, end, stageEnd time.Time, bin time.Duration, base
 	errs := &resilience.Errors{Done: make([]int, n), Failed: make([]int, n), Max: baseErr + 0.01}
 	e2e := make([][]float64, n)
 	for _, s := range samples {
-		if s.Sent.Before(end) || !s.Sent.Before(stageEnd) {
+		if s.Sent.Before(end) || !s.Sent.Before(stageEnd) || next && s.End.After(stageEnd) {
 			continue
 		}
 		b := int(s.Sent.Sub(end) / bin)

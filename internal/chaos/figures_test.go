@@ -240,6 +240,35 @@ func TestMSRWorstWindow(t *testing.T) {
 // within a bin of the last bad one. The chaos section used to take the
 // first good bin, so a service that came back and fell over again had
 // recovered at once.
+// TestRecoveryBeforeTheNextFault: a request sent just before the next
+// fault and caught by it (300 ms, where the others take 20) is that
+// fault's, not a sign the service had not recovered from the one before:
+// the window recovers at once. It made the window "not recovered" when
+// requests were judged by their send alone (TestBlackholeFailover failed
+// so once in CI, its windows 0.25 s apart at 40 req/s).
+func TestRecoveryBeforeTheNextFault(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var ss []Sample
+	for i := 0; i < 100; i++ {
+		sent := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+		s := Sample{Sent: sent, End: sent.Add(20 * time.Millisecond), Attempts: 1, Upstream: "a"}
+		inFault := func(from, to time.Duration) bool { return sent.Sub(t0) >= from && sent.Sub(t0) < to }
+		if inFault(2*time.Second, 3*time.Second) || inFault(3500*time.Millisecond, 4*time.Second) {
+			s.End = sent.Add(300 * time.Millisecond)
+		}
+		ss = append(ss, s)
+	}
+	ss = append(ss, Sample{Sent: t0.Add(3490 * time.Millisecond), End: t0.Add(3790 * time.Millisecond), Attempts: 2, Upstream: "b"})
+	ws := []Window{
+		{Faults: `{"blackhole_rate":1}`, Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), Failing: true},
+		{Faults: `{"blackhole_rate":1}`, Start: t0.Add(3500 * time.Millisecond), End: t0.Add(4 * time.Second), Failing: true},
+	}
+	c := Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(5 * time.Second), RecoveryBin: 250 * time.Millisecond, P99Bound: 50 * time.Millisecond})
+	if w := c.Windows[0]; w.RecoveryMS == nil || *w.RecoveryMS != 0 {
+		t.Errorf("window 0: recovery %v, want 0 ms (warnings %q)", w.RecoveryMS, c.Warnings)
+	}
+}
+
 func TestRecoveryOneDefinition(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	// A request every 50 ms, 20 ms each, before a failing window from 2 s
