@@ -2,6 +2,7 @@ package rawhttp
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 )
 
@@ -63,4 +64,16 @@ func Stamped(c net.Conn) *StampedConn {
 		}
 	}
 	return nil
+}
+
+// StampedResponses returns c's StampedConn when c carries one response at
+// a time (HTTP/1.1: over HTTP/2 a connection's reads are every stream's),
+// nil otherwise, and whether c is TLS (where a body read hands on at most
+// one record: one write of the server's).
+func StampedResponses(c net.Conn) (sc *StampedConn, records bool) {
+	tc, ok := c.(*tls.Conn)
+	if ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
+		return nil, true
+	}
+	return Stamped(c), ok
 }

@@ -3,7 +3,6 @@ package vector
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -47,11 +46,7 @@ func withStamps(ctx context.Context, s *stamps) context.Context {
 // HTTP/2 its reads are every stream's).
 func (s *stamps) trace(ctx context.Context) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
-		s.sc = nil
-		if tc, ok := i.Conn.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
-			return
-		}
-		s.sc = rawhttp.Stamped(i.Conn)
+		s.sc, _ = rawhttp.StampedResponses(i.Conn)
 	}})
 }
 

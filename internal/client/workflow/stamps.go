@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http/httptrace"
 	"time"
 
@@ -36,12 +35,8 @@ type stepReads struct {
 // stamps reads and carries one response at a time (not HTTP/2).
 func (s *stepReads) trace(ctx context.Context) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
-		s.sc = nil
-		tc, ok := i.Conn.(*tls.Conn)
-		if ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
-			return
-		}
-		s.sc, s.records, s.bodyReads = rawhttp.Stamped(i.Conn), ok, 0
+		s.sc, s.records = rawhttp.StampedResponses(i.Conn)
+		s.bodyReads = 0
 	}})
 }
 
