@@ -69,8 +69,8 @@ type conn struct {
 // always waits for.
 type call struct {
 	h        Handler
-	done     chan error // the reactor's verdict, once
-	lastRead atomic.Int64
+	done     chan error   // the reactor's verdict, once
+	lastRead atomic.Int64 // since epoch, of the last read that brought bytes; readingNow during a read
 	readLag  time.Duration
 	reads    int
 	lastAt   time.Time // the last read's return (the reactor's)
@@ -300,15 +300,23 @@ func (c *Client) do(ctx context.Context, req *Request, cl *call, fresh bool, dea
 				cn.abort(cl)
 				done = nil
 			case <-idle:
-				quiet := time.Since(epoch) - time.Duration(cl.lastRead.Load())
+				last := cl.lastRead.Load()
+				if last == readingNow {
+					// The reactor is reading what the server just sent.
+					timer.Reset(req.IdleTimeout)
+					continue
+				}
+				quiet := time.Since(epoch) - time.Duration(last)
 				if quiet < req.IdleTimeout {
 					timer.Reset(req.IdleTimeout - quiet)
 					continue
 				}
-				if cn.unread(cl) {
+				if cn.unread(cl) || cl.lastRead.Load() != last {
 					// The server sent what the reactor has not read yet
 					// (it was busy with other streams, or the machine with
-					// other work): the server was not idle.
+					// other work), or what it began reading as the socket
+					// was looked at (it marks a read before it makes it):
+					// the server was not idle.
 					timer.Reset(req.IdleTimeout)
 					continue
 				}
@@ -319,10 +327,10 @@ func (c *Client) do(ctx context.Context, req *Request, cl *call, fresh bool, dea
 	}
 	res.ReadLag, res.Reads, res.LateReads, res.FirstByte = cl.readLag, cl.reads, cl.late, cl.firstByte
 	switch {
+	case err == nil:
+		return res, nil // complete, even if its time, idle time or context ended as it came
 	case idleOut:
 		return res, ErrIdleTimeout
-	case err == nil:
-		return res, nil // complete, even if its time or context ended as it came
 	case cl.expired.Load():
 		return res, ErrTimeout
 	case ctx.Err() != nil:

@@ -690,6 +690,60 @@ func TestIdleTimeoutOnlyWhenServerIdle(t *testing.T) {
 	}
 }
 
+// TestIdleTimeoutNotWhileReading: the reactor has read what the server
+// sent (the socket is empty) but not yet noted the read when the idle
+// timeout looks (here it is held 250 ms there, past two idle timeouts of
+// 100 ms; the server is never silent for more than 20 ms): the server was not idle,
+// and the response stands. Before the
+// reactor marked a read under way, the timeout found an empty socket and a
+// read 100 ms old, and failed the call: "no data from the server within the
+// idle timeout", once in the suite under load.
+func TestIdleTimeoutNotWhileReading(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/whole", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "tick 0\n")
+	})
+	mux.HandleFunc("/parts", func(w http.ResponseWriter, r *http.Request) {
+		for i := range 2 {
+			fmt.Fprintf(w, "tick %d\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, tc := range []struct {
+		path, want string
+		held       int // the read held
+	}{
+		{"/whole", "tick 0\n", 1},         // read whole, then held
+		{"/parts", "tick 0\ntick 1\n", 2}, // its second part read, then held
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			c := oneReactor(t, host)
+			reads := 0 // the reactor's alone
+			hold := func(n int) {
+				if n > 0 {
+					if reads++; reads == tc.held {
+						time.Sleep(250 * time.Millisecond)
+					}
+				}
+			}
+			afterRecvHook.Store(&hold)
+			defer afterRecvHook.Store(nil)
+			h := &collect{}
+			res, err := c.Do(context.Background(), &Request{Raw: get(tc.path, host), Handler: h, IdleTimeout: 100 * time.Millisecond})
+			if err != nil || string(h.body) != tc.want {
+				t.Fatalf("%v, body %q: want %q", err, h.body, tc.want)
+			}
+			if res.Reads == 0 {
+				t.Fatal("no read counted")
+			}
+		})
+	}
+}
+
 // endless writes 64 KiB chunks until the client goes.
 func endless(w http.ResponseWriter, r *http.Request) {
 	f := w.(http.Flusher)

@@ -492,6 +492,13 @@ const readBudget = 4
 // the server idle).
 var errAborted = errors.New("rawhttp: request aborted")
 
+// readingNow in a call's lastRead says the reactor is reading its socket.
+const readingNow = -1
+
+// afterRecvHook, when set (by tests), runs after each read of a call's
+// socket, with what the read returned.
+var afterRecvHook atomic.Pointer[func(n int)]
+
 // read reads cn once (more while reads fill the buffer, up to readBudget,
 // or when the peer has hung up, so that the end is not missed) and parses
 // what came.
@@ -509,8 +516,18 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 			}
 			return
 		}
+		// A read under way is activity: Do's idle timeout, which may look
+		// at the socket just after this read empties it, must not take
+		// the server for idle (see Client.Do).
+		prev := cl.lastRead.Swap(readingNow)
 		n, kts, err := r.recv(cn.fd)
+		if h := afterRecvHook.Load(); h != nil {
+			(*h)(n)
+		}
 		at := time.Now()
+		if n <= 0 {
+			cl.lastRead.Store(prev)
+		}
 		if n > 0 {
 			w := at.UnixNano() - kts
 			kernel := kts > 0 && w >= 0 && w < int64(10*time.Second)
