@@ -67,10 +67,8 @@ type reactor struct {
 	// budget with bytes left, to be served again after the next batch.
 	more, moreNext []*conn
 	events         []unix.EpollEvent
-	// tick is the current tick (see Config.Tick); minGap the shortest time
-	// between two reads of one call since the tick last grew.
-	tick, minGap time.Duration
-	maxTick      time.Duration // Config.Tick
+	// ticks is the tick policy: ticks.tick the current tick (see ticker).
+	ticks ticker
 	// parked says the current batch was collected after parking, woke
 	// when it returned (see loop); batchWakeLag is the longest its reads'
 	// last bytes came before the wake-up, prevWakeLag the last parked
@@ -84,11 +82,6 @@ type reactor struct {
 	// handed says a call ended since the reactor last looked for events:
 	// its caller is runnable (see wait).
 	handed bool
-	// open says a read since the tick was last set left its call open (a
-	// stream, or a response that came in parts); waited that a call ended
-	// whose caller waits for it to send again (Request.NextWaits). The
-	// tick follows from them (see loop).
-	open, waited bool
 }
 
 func newReactor(c *Client) (*reactor, error) {
@@ -225,11 +218,10 @@ func (r *reactor) loop() {
 	prevScan := time.Now()
 	prevTrunc, dense := false, false
 	lastExpire := time.Now()
-	r.maxTick = r.client.cfg.Tick
-	r.tick, r.minGap = min(MinTick, r.maxTick), time.Hour
+	r.ticks = newTicker(r.client.cfg.Tick)
 	for !r.stopped.Load() {
 		if dense {
-			if d := r.tick - time.Since(prevRet); d > 0 {
+			if d := r.ticks.tick - time.Since(prevRet); d > 0 {
 				nanosleep(d)
 			}
 		}
@@ -259,7 +251,7 @@ func (r *reactor) loop() {
 		prevScan = r.scan
 		// Dense: this batch came within two ticks of the last (one tick
 		// and the work of a batch, when ticking).
-		dense = r.tick > 0 && n > 0 && ret.Sub(prevRet) < 2*r.tick
+		dense = r.ticks.tick > 0 && n > 0 && ret.Sub(prevRet) < 2*r.ticks.tick
 		prevRet, prevTrunc = ret, n == len(r.events)
 		for i := range n {
 			ev := &r.events[i]
@@ -285,29 +277,11 @@ func (r *reactor) loop() {
 			}
 		}
 		clear(r.moreNext)
-		// The tick follows the densest stream: a quarter of its gap
-		// between reads at once when that is shorter, and growing back
-		// (to at most Config.Tick) only once a second, when the streams
-		// of the last second allow it. Without streams (every call ended
-		// by the read that began it, as plain responses are) the tick
-		// collects whole responses, a wake-up a tick rather than one a
-		// response, unless their callers wait for their ends to send
-		// again: then there is none, as a closed loop of 64 callers could
-		// pass no more than 64 requests a tick.
-		if t := min(max(r.minGap/4, MinTick), r.maxTick); t < r.tick {
-			r.tick = t
-		}
+		// The tick follows the streams (see ticker).
+		r.ticks.batched()
 		if ret.Sub(lastExpire) > time.Second {
 			lastExpire = ret
-			switch {
-			case r.open:
-				r.tick = min(max(r.minGap/4, MinTick), r.maxTick)
-			case r.waited:
-				r.tick = 0
-			default:
-				r.tick = r.maxTick
-			}
-			r.open, r.waited, r.minGap = false, false, time.Hour
+			r.ticks.second()
 			r.client.expireIdle(r, ret)
 		}
 	}
@@ -567,11 +541,11 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 				// role-only event, or its usage and [DONE] right after
 				// its last token).
 				g := at.Sub(cl.lastAt)
-				if cl.short++; g >= 4*r.maxTick {
+				if cl.short++; !r.ticks.keepsPace(g) {
 					cl.short = 0
 				}
 				if cl.short >= 3 {
-					r.minGap = min(r.minGap, g)
+					r.ticks.paced(g)
 				}
 			}
 			cl.lastAt = at
@@ -603,12 +577,7 @@ func (r *reactor) read(cn *conn, cl *call, ending bool) {
 				r.finish(cn, cl, nil, cn.p.keepAlive && !ending, at)
 				return
 			}
-			if !r.open {
-				// The first read of a second to leave its call open: the
-				// reactor ticks (see loop).
-				r.open = true
-				r.tick = max(r.tick, min(MinTick, r.maxTick))
-			}
+			r.ticks.openRead()
 			if n < len(r.buf) && !ending {
 				return // drained: a short read empties a stream socket
 			}
@@ -638,14 +607,7 @@ func (r *reactor) finish(cn *conn, cl *call, err error, reuse bool, now time.Tim
 	if !reuse || !r.client.putIdle(cn, now) {
 		r.closeConn(cn)
 	}
-	if cl.nextWaits && !r.waited {
-		// Its caller sends again once it hears: no tick holds that back
-		// while no stream needs one (see loop).
-		r.waited = true
-		if !r.open {
-			r.tick = 0
-		}
-	}
+	r.ticks.ended(cl.nextWaits)
 	r.handed = true
 	cl.done <- err
 }
