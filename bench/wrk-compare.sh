@@ -9,6 +9,9 @@
 #   bench/wrk-compare.sh [ROUNDS] [SECONDS]
 #
 # SPATE_FASTHTTP=1 makes spate send with fasthttp instead of its reactor.
+# SAME_REQUEST=1 makes wrk send the headers spate sends by default
+# (User-Agent and a W3C traceparent, one fixed trace for wrk), so that the
+# server parses the same request from both; by default wrk sends only Host.
 # Needs wrk and GNU time (apt-get install -y wrk time); loopback only;
 # stops by itself.
 set -euo pipefail
@@ -28,10 +31,14 @@ sleep 0.5
 echo "loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
 # Warm both up once.
 wrk -t2 -c64 -d1s "http://$addr/" >/dev/null
+wrk_args=()
+if [ "${SAME_REQUEST:-0}" = 1 ]; then
+  wrk_args=(-H "User-Agent: spate" -H "Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+fi
 wrk_rates=(); spate_rates=()
 cpu() { awk '{print $1 + $2}' "$1"; }
 for i in $(seq "$rounds"); do
-  /usr/bin/time -f "%U %S" -o "$out/wrk.cpu" wrk -t2 -c64 -d"${secs}s" "http://$addr/" > "$out/wrk.txt"
+  /usr/bin/time -f "%U %S" -o "$out/wrk.cpu" wrk -t2 -c64 -d"${secs}s" "${wrk_args[@]}" "http://$addr/" > "$out/wrk.txt"
   w=$(awk '/Requests\/sec/ {print $2}' "$out/wrk.txt")
   wn=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
   /usr/bin/time -f "%U %S" -o "$out/spate.cpu" "$out/spate" run --api http --target "http://$addr" --concurrency 64 --duration "${secs}s" \
