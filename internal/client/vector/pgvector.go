@@ -8,7 +8,9 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/scrub"
 )
 
@@ -26,6 +28,10 @@ type Pgvector struct {
 
 type pgConn struct {
 	c *pgx.Conn
+	// sc is the connection's stamped TCP connection (nil when its reads
+	// are not stamped: a Unix socket, or a system other than Linux).
+	// It carries one query's answer at a time, as HTTP/1.1 does.
+	sc *rawhttp.StampedConn
 }
 
 // DefaultPgConns is how many connections a Pgvector opens at most.
@@ -86,12 +92,15 @@ func (p *Pgvector) get(ctx context.Context) (*pgConn, error) {
 		// prepared statements, which poolers and single-backend servers
 		// (PGlite) share between connections.
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		// Reads stamped with the kernel's receive time, as the HTTP
+		// backends' are (see stamps).
+		cfg.DialFunc = pgconn.DialFunc(rawhttp.StampDial(rawhttp.Dialer(cfg.DialFunc)))
 		c, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			<-p.slots
 			return nil, fmt.Errorf("connecting to pgvector at %s: %w", scrub.URL(p.dsn), err)
 		}
-		pc := &pgConn{c: c}
+		pc := &pgConn{c: c, sc: rawhttp.Stamped(c.PgConn().Conn())}
 		p.mu.Lock()
 		p.all = append(p.all, pc)
 		p.mu.Unlock()
@@ -190,7 +199,14 @@ func (p *Pgvector) Search(ctx context.Context, q []float32, k, ef int) ([]int64,
 	if err != nil {
 		return nil, err
 	}
+	st, _ := ctx.Value(stampsKey{}).(*stamps)
+	if st != nil {
+		*st = stamps{sc: c.sc}
+	}
 	ids, err := p.search(ctx, c, q, k, ef)
+	if st != nil && err == nil {
+		st.read() // the answer is read whole: its last read is the connection's
+	}
 	if err != nil && c.c.IsClosed() {
 		p.drop(c)
 		return nil, err
