@@ -14,7 +14,6 @@ import (
 
 	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/client/vector"
-	"github.com/spate-dev/spate/internal/record"
 )
 
 // fakePG is a PostgreSQL server of the extended protocol's few messages a
@@ -161,14 +160,7 @@ func TestPgvectorProbeEndsAtItsLastRead(t *testing.T) {
 		t.Skip("reads are stamped on Linux only")
 	}
 	ctx := context.Background()
-	ds, err := vector.Generate(vector.GenConfig{N: 50, Queries: 4, Dim: 4, Clusters: 2, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth, err := vector.BruteForce(ds, vector.Cosine, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds, truth := stampsDataset(t)
 	ids := make([]int64, 5)
 	for i, v := range truth.IDs[0][:5] {
 		ids[i] = int64(v)
@@ -188,49 +180,14 @@ func TestPgvectorProbeEndsAtItsLastRead(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			search := func() *record.Record {
-				r, err := probe.Source(64, 0).Request(0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rec := &record.Record{}
-				rec.Reset()
-				rec.Sent = time.Now()
-				probe.Do(ctx, r, rec)
-				if rec.Failed() {
-					t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
-				}
-				return rec
-			}
-			if rec := search(); rec.Recall != 1 { // the statement described, unheld
+			if rec := searchOnce(t, probe); rec.Recall != 1 { // the statement described, unheld
 				t.Fatalf("recall %v, want 1 (the fake answers the truth)", rec.Recall)
 			}
 			<-f.wrote
 			restore := rawhttp.SetWakeStall(80 * time.Millisecond)
-			rec := search()
+			rec := searchOnce(t, probe)
 			restore()
-			w := <-f.wrote
-			lo, hi := w[0].Sub(rec.Sent), w[1].Sub(rec.Sent)
-			e2e := rec.E2E()
-			if rec.ReadLag <= 0 {
-				t.Errorf("read lag %v, want it measured", rec.ReadLag)
-			}
-			if kernel {
-				if e2e < lo-time.Millisecond || e2e > hi+20*time.Millisecond {
-					t.Errorf("latency %v, want within the server's write (%v…%v, −1 ms…+20 ms): it was read 80 ms late", e2e, lo, hi)
-				}
-				if rec.EndBound != 0 || rec.LateFirst {
-					t.Errorf("a kernel-stamped end carries end bound %v, late first %v; want none", rec.EndBound, rec.LateFirst)
-				}
-				return
-			}
-			if rec.EndBound < 70*time.Millisecond || !rec.LateFirst || rec.FirstBound != rec.EndBound {
-				t.Fatalf("end bound %v, late first %v, first bound %v; want a bound of at least 70 ms (the 80 ms hold) on the end and the first byte alike",
-					rec.EndBound, rec.LateFirst, rec.FirstBound)
-			}
-			if e2e-rec.EndBound > hi+time.Millisecond || e2e < lo {
-				t.Errorf("latency %v less its bound %v, want the range to hold the server's write (%v…%v)", e2e, rec.EndBound, lo, hi)
-			}
+			checkEndsAtLastRead(t, kernel, rec, <-f.wrote)
 		})
 	}
 }
