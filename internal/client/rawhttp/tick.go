@@ -30,9 +30,9 @@ type ticker struct {
 	open, waited bool
 }
 
-// newTicker returns the policy of a reactor whose longest tick is max.
-func newTicker(max time.Duration) ticker {
-	return ticker{tick: min(MinTick, max), max: max, minGap: time.Hour}
+// newTicker returns the policy of a reactor whose longest tick is longest.
+func newTicker(longest time.Duration) ticker {
+	return ticker{tick: min(MinTick, longest), max: longest, minGap: time.Hour}
 }
 
 // paced takes gap g between two reads of a stream keeping its pace.
