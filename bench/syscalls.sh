@@ -8,6 +8,9 @@
 #
 #   bench/syscalls.sh [SECONDS]
 #
+# GOLOOP=1 also counts bench/goloop (the floor of a Go client, with
+# spate's per-request figure work) in wrk's shape and in spate's
+# (-handoff); see bench/wrk-compare.sh.
 # Needs perf with the syscalls tracepoints (root, or perf_event_paranoid
 # at most 1) and wrk (apt-get install -y linux-perf wrk); loopback only;
 # stops by itself.
@@ -32,7 +35,17 @@ perf stat "${events[@]}" -o "$out/syscalls.spate" -- "$out/spate" run --api http
 sn=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["scenarios"][0]; print(s["requests"]["total"] + s["requests"]["warmup"])' "$out/syscalls.json")
 perf stat "${events[@]}" -o "$out/syscalls.wrk" -- wrk -t2 -c64 -d"${secs}s" "http://$addr/" > "$out/syscalls.wrk.txt"
 wn=$(awk '/requests in/ {print $1}' "$out/syscalls.wrk.txt")
-python3 - "$out/syscalls.spate" "$sn" "$out/syscalls.wrk" "$wn" <<'PY'
+runs=("$out/syscalls.spate" "$sn" "$out/syscalls.wrk" "$wn")
+if [ "${GOLOOP:-0}" = 1 ]; then
+  go build -o "$out/goloop" ./bench/goloop
+  for shape in wrk handoff; do
+    args=(-figures 11 -clocks 6)
+    [ "$shape" = handoff ] && args+=(-handoff)
+    perf stat "${events[@]}" -o "$out/syscalls.goloop-$shape" -- "$out/goloop" -addr "$addr" -d "${secs}s" "${args[@]}" > "$out/syscalls.goloop.txt"
+    runs+=("$out/syscalls.goloop-$shape" "$(awk '{print $2}' "$out/syscalls.goloop.txt")")
+  done
+fi
+python3 - "${runs[@]}" <<'PY'
 import re, sys
 def read(path):
     counts, user, sys_ = {}, 0.0, 0.0
@@ -50,10 +63,10 @@ def read(path):
             else:
                 sys_ = float(m.group(1))
     return counts, user, sys_
-for path, n in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+for path, n in zip(sys.argv[1::2], sys.argv[2::2]):
     n = float(n)
     counts, user, sys_ = read(path)
-    name = "spate" if path.endswith("spate") else "wrk"
+    name = path.rsplit("syscalls.", 1)[1]
     calls = {k.split("sys_enter_")[1]: v / n for k, v in counts.items() if "sys_enter_" in k and v > 0}
     total = sum(calls.values())
     top = ", ".join(f"{k} {v:.3f}" for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v >= 0.01)

@@ -9,6 +9,12 @@
 #   bench/wrk-compare.sh [ROUNDS] [SECONDS]
 #
 # SPATE_FASTHTTP=1 makes spate send with fasthttp instead of its reactor.
+# GOLOOP=1 also runs bench/goloop, the floor of a Go client, each round in
+# two shapes with spate's per-request figure work (six clock reads, eleven
+# histogram records): wrk's (two loops, each reading, recording and writing
+# on its own thread) and spate's (one loop waking a goroutine a connection),
+# and makes wrk send spate's request (SAME_REQUEST=1), as goloop does.
+# Each line also gives the server's CPU per request (from /proc).
 # SAME_REQUEST=1 makes wrk send the headers spate sends by default
 # (User-Agent and a W3C traceparent, one fixed trace for wrk), so that the
 # server parses the same request from both; by default wrk sends only Host.
@@ -24,6 +30,10 @@ out=bench/out
 mkdir -p "$out"
 go build -o "$out/spate" ./cmd/spate
 go build -o "$out/httpserver" ./bench/httpserver
+if [ "${GOLOOP:-0}" = 1 ]; then
+  go build -o "$out/goloop" ./bench/goloop
+  SAME_REQUEST=1
+fi
 addr=127.0.0.1:18080
 "$out/httpserver" -addr "$addr" & srv=$!
 trap 'kill $srv 2>/dev/null' EXIT
@@ -35,18 +45,39 @@ wrk_args=()
 if [ "${SAME_REQUEST:-0}" = 1 ]; then
   wrk_args=(-H "User-Agent: spate" -H "Traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 fi
-wrk_rates=(); spate_rates=()
+wrk_rates=(); spate_rates=(); gw_rates=(); gh_rates=()
 cpu() { awk '{print $1 + $2}' "$1"; }
+# The server's user + system CPU so far, in clock ticks.
+srvcpu() { awk '{print $14 + $15}' "/proc/$srv/stat"; }
+hz=$(getconf CLK_TCK)
+# perreq TICKS N: CPU ticks per request, in µs.
+perreq() { python3 -c "print(f'{$1 / $hz / $2 * 1e6:.1f}')"; }
 for i in $(seq "$rounds"); do
+  s0=$(srvcpu)
   /usr/bin/time -f "%U %S" -o "$out/wrk.cpu" wrk -t2 -c64 -d"${secs}s" "${wrk_args[@]}" "http://$addr/" > "$out/wrk.txt"
   w=$(awk '/Requests\/sec/ {print $2}' "$out/wrk.txt")
   wn=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
+  s1=$(srvcpu)
   /usr/bin/time -f "%U %S" -o "$out/spate.cpu" "$out/spate" run --api http --target "http://$addr" --concurrency 64 --duration "${secs}s" \
       --out "$out/wrk-compare.json" --quiet
+  s2=$(srvcpu)
   read -r s sn < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["scenarios"][0]; print(s["throughput"]["requests_per_s"], s["requests"]["total"] + s["requests"]["warmup"])' "$out/wrk-compare.json")
   printf 'round %d: wrk %.0f req/s (%.1f µs CPU/request), spate %.0f req/s (%.1f µs CPU/request), ratio %.2f\n' "$i" "$w" \
     "$(python3 -c "print($(cpu "$out/wrk.cpu") / $wn * 1e6)")" "$s" "$(python3 -c "print($(cpu "$out/spate.cpu") / $sn * 1e6)")" "$(python3 -c "print($s/$w)")"
+  echo "  server CPU/request: under wrk $(perreq $((s1 - s0)) "$wn") µs, under spate $(perreq $((s2 - s1)) "$sn") µs"
   wrk_rates+=("$w"); spate_rates+=("$s")
+  if [ "${GOLOOP:-0}" = 1 ]; then
+    for shape in wrk handoff; do
+      args=(-figures 11 -clocks 6)
+      [ "$shape" = handoff ] && args+=(-handoff)
+      g0=$(srvcpu)
+      "$out/goloop" -addr "$addr" -c 64 -d "${secs}s" "${args[@]}" > "$out/goloop.txt"
+      g1=$(srvcpu)
+      read -r gn gr gc < <(awk '{print $2, $6, $8}' "$out/goloop.txt")
+      printf '  goloop, %s shape: %.0f req/s (%.1f µs CPU/request; server %s µs), ratio to wrk %.2f\n' "$shape" "$gr" "$gc" "$(perreq $((g1 - g0)) "$gn")" "$(python3 -c "print($gr/$w)")"
+      if [ "$shape" = wrk ]; then gw_rates+=("$gr"); else gh_rates+=("$gr"); fi
+    done
+  fi
 done
 python3 - "${wrk_rates[@]}" -- "${spate_rates[@]}" <<'PY'
 import statistics, sys
@@ -57,3 +88,18 @@ s = [float(x) for x in a[i+1:]]
 print(f"median: wrk {statistics.median(w):.0f} req/s, spate {statistics.median(s):.0f} req/s, "
       f"ratio {statistics.median([b/a for a, b in zip(w, s)]):.2f} (issue 37: target >= 1.0, goal 1.2)")
 PY
+if [ "${GOLOOP:-0}" = 1 ]; then
+  python3 - "${wrk_rates[@]}" -- "${gw_rates[@]}" -- "${gh_rates[@]}" <<'PY'
+import statistics, sys
+parts, cur = [], []
+for x in sys.argv[1:] + ["--"]:
+    if x == "--":
+        parts.append([float(v) for v in cur]); cur = []
+    else:
+        cur.append(x)
+w, gw, gh = parts
+r = lambda g: statistics.median([b / a for a, b in zip(w, g)])
+print(f"median: goloop in wrk's shape {statistics.median(gw):.0f} req/s (ratio {r(gw):.2f}), "
+      f"in spate's shape {statistics.median(gh):.0f} req/s (ratio {r(gh):.2f})")
+PY
+fi
