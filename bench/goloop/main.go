@@ -180,7 +180,7 @@ func loop(sa *unix.SockaddrInet4, req []byte, n int, end time.Time, sh shape) (d
 	}
 	var mu sync.Mutex          // -handoff: fig, shared by the connections' goroutines
 	var workers sync.WaitGroup // -handoff and -batchrec: the goroutines started here
-	defer workers.Wait()       // runs last: after the channels close
+	defer workers.Wait()       // after the deferred closes below end the goroutines
 	cs := make(map[int32]*conn, n)
 	base := time.Now()
 	send := func(c *conn, now time.Time) bool {
