@@ -14,6 +14,9 @@
 # from run to run. The callgrind files
 # stay in bench/out (callgrind.spate.N) for callgrind_annotate. WRK=1 also
 # counts wrk (-t1 -c64, 3 s and 6 s) the same way, per request it made.
+# GOLOOP=1 also counts bench/goloop (-figures 11 -clocks 6: spate's figure
+# work) in wrk's shape and in spate's (-handoff), 3 s and 6 s each, per
+# request it made (see bench/wrk-compare.sh).
 # SPATE=path counts that spate binary instead of building this tree's
 # (built with CGO_ENABLED=0), to compare two versions.
 # Needs valgrind (apt-get install -y valgrind); loopback only.
@@ -54,4 +57,20 @@ if [ "${WRK:-0}" = 1 ]; then
   read -r wa ia < <(wrkcount 3s)
   read -r wb ib < <(wrkcount 6s)
   echo "wrk: $wa requests $ia Ir, $wb requests $ib Ir => $(( (ib - ia) / (wb - wa) )) instructions per request"
+fi
+if [ "${GOLOOP:-0}" = 1 ]; then
+  go build -o "$out/goloop" ./bench/goloop
+  gocount() { # shape-name duration args...
+    local name=$1 d=$2; shift 2
+    GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$out/callgrind.goloop-$name.$d" \
+      "$out/goloop" -addr "$addr" -d "$d" -figures 11 -clocks 6 "$@" >"$out/callgrind.goloop.txt" 2>>"$out/callgrind.log"
+    echo "$(awk '{print $2}' "$out/callgrind.goloop.txt") $(irs "$out/callgrind.goloop-$name.$d")"
+  }
+  for shape in wrk handoff; do
+    args=()
+    [ "$shape" = handoff ] && args=(-handoff)
+    read -r ga ia < <(gocount "$shape" 3s "${args[@]}")
+    read -r gb ib < <(gocount "$shape" 6s "${args[@]}")
+    echo "goloop, $shape shape: $ga requests $ia Ir, $gb requests $ib Ir => $(( (ib - ia) / (gb - ga) )) instructions per request"
+  done
 fi
