@@ -2,7 +2,7 @@
 
 // Command goloop is the floor of a Go plain-HTTP load client, for
 // bench/wrk-compare.sh (GOLOOP=1): a closed loop of -c connections against
-// one loopback server, in one of three shapes, doing per request only the
+// one loopback server, in one of these shapes, doing per request only the
 // work asked of it (-clocks clock reads and -figures HDR histogram
 // records; spate makes about six and eleven for a plain request).
 //
@@ -16,6 +16,10 @@
 //     writes the next request; the loop yields its P before it blocks.
 //   - -batchrec: wrk's shape, but each loop hands its epoll batch's figures
 //     to a recording goroutine (one wake-up a batch, not a response).
+//   - -coro: wrk's shape, each connection's work (record, write the next
+//     request) in a coroutine (iter.Pull) that its loop resumes on its
+//     own thread when the response is read: wrk's shape for code written
+//     as a goroutine per connection.
 //
 // Run beside wrk and spate it splits their gap into what Go costs, what
 // spate's figures cost, and what its shape costs. Not a load tester:
@@ -27,6 +31,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"iter"
 	"net/netip"
 	"os"
 	"runtime"
@@ -42,8 +47,8 @@ import (
 
 // shape is how a loop runs its connections (see the package comment).
 type shape struct {
-	hold, handoff, batchrec bool
-	clocks, figures         int
+	hold, handoff, batchrec, coro bool
+	clocks, figures               int
 }
 
 func main() {
@@ -55,6 +60,7 @@ func main() {
 	flag.BoolVar(&sh.hold, "hold", true, "block in epoll_wait as a raw system call, keeping the thread's P")
 	flag.BoolVar(&sh.handoff, "handoff", false, "spate's shape: a goroutine a connection, woken by one loop")
 	flag.BoolVar(&sh.batchrec, "batchrec", false, "hand each epoll batch's figures to a recording goroutine")
+	flag.BoolVar(&sh.coro, "coro", false, "wrk's shape, the work of each connection in a coroutine (iter.Pull) the loop resumes")
 	flag.IntVar(&sh.clocks, "clocks", 1, "clock reads per request (at least 1: the response's end)")
 	flag.IntVar(&sh.figures, "figures", 1, "histogram records per request")
 	flag.Parse()
@@ -144,6 +150,9 @@ type conn struct {
 	sent      atomic.Int64       // when the request was written, since the loop's start (-handoff: by its goroutine)
 	buf       []byte             // the response so far
 	ch        chan time.Duration // -handoff: the finished request's latency, to its goroutine
+	d         time.Duration      // -coro: the finished request's latency, to its coroutine
+	resume    func() (struct{}, bool)
+	stop      func()
 }
 
 // figures records d in every histogram, reading the clock clocks-1 times
@@ -192,6 +201,9 @@ func loop(sa *unix.SockaddrInet4, req []byte, n int, end time.Time, sh shape) (d
 		if c.ch != nil {
 			close(c.ch)
 		}
+		if c.stop != nil {
+			c.stop()
+		}
 		delete(cs, int32(c.fd))
 		unix.Close(c.fd)
 		if bad {
@@ -232,6 +244,19 @@ func loop(sa *unix.SockaddrInet4, req []byte, n int, end time.Time, sh shape) (d
 					}
 				}
 			}()
+		}
+	}
+	if sh.coro {
+		for _, c := range cs {
+			c.resume, c.stop = iter.Pull(func(yield func(struct{}) bool) {
+				for yield(struct{}{}) {
+					fig.record(c.d)
+					if !send(c, time.Now()) {
+						return // the loop sees the connection fail
+					}
+				}
+			})
+			c.resume() // to its first yield
 		}
 	}
 	var recs, free chan []time.Duration // -batchrec: batches to record, and recorded
@@ -313,6 +338,10 @@ func loop(sa *unix.SockaddrInet4, req []byte, n int, end time.Time, sh shape) (d
 			case sh.handoff:
 				c.ch <- d
 				handed = true
+				continue
+			case sh.coro:
+				c.d = d
+				c.resume()
 				continue
 			case sh.batchrec:
 				batch = append(batch, d)

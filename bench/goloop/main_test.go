@@ -50,6 +50,7 @@ func TestShapes(t *testing.T) {
 		"nohold":   {clocks: 1, figures: 1},
 		"handoff":  {handoff: true, clocks: 6, figures: 11},
 		"batchrec": {hold: true, batchrec: true, clocks: 6, figures: 11},
+		"coro":     {hold: true, coro: true, clocks: 6, figures: 11},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := served.Load()
