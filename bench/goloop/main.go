@@ -73,8 +73,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "goloop: -c, -loops and -d must be positive")
 		os.Exit(2)
 	}
+	if n := btoi(sh.handoff) + btoi(sh.batchrec) + btoi(sh.coro); n > 1 {
+		fmt.Fprintln(os.Stderr, "goloop: -handoff, -batchrec and -coro are shapes: pick one")
+		os.Exit(2)
+	}
 	if sh.handoff {
-		*loops, sh.hold, sh.batchrec = 1, false, false
+		*loops, sh.hold = 1, false
 	}
 	sh.clocks = max(sh.clocks, 1)
 	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
@@ -106,6 +110,14 @@ func main() {
 	n := total.Load()
 	fmt.Printf("requests %d failed %d rate %.0f cpu_us_per_request %.2f\n", n, failed.Load(),
 		float64(n)/wall.Seconds(), float64(cpu.Microseconds())/float64(max(n, 1)))
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // read and write are read(2) and write(2) as raw system calls: the
@@ -147,12 +159,12 @@ func wait(ep int, evs []unix.EpollEvent, hold bool) (int, error) {
 type conn struct {
 	fd        int
 	connected bool
-	sent      atomic.Int64       // when the request was written, since the loop's start (-handoff: by its goroutine)
-	buf       []byte             // the response so far
-	ch        chan time.Duration // -handoff: the finished request's latency, to its goroutine
-	d         time.Duration      // -coro: the finished request's latency, to its coroutine
-	resume    func() (struct{}, bool)
-	stop      func()
+	sent      atomic.Int64            // when the request was written, since the loop's start (-handoff: by its goroutine)
+	buf       []byte                  // the response so far
+	ch        chan time.Duration      // -handoff: the finished request's latency, to its goroutine
+	d         time.Duration           // -coro: the finished request's latency, to its coroutine
+	resume    func() (struct{}, bool) // -coro: runs the connection's coroutine to its next yield
+	stop      func()                  // -coro: ends it
 }
 
 // figures records d in every histogram, reading the clock clocks-1 times
