@@ -12,7 +12,12 @@
 # p50 against the settings), with the load average seen during the runs.
 #
 #   LOADS="200:10ms 200:100ms 2000:100ms" REPS=3 DURATION=10s TTFT=50ms TOKENS=128 \
-#   TICK=1ms CLIENT=raw SIMARGS="" bench/sim-compare.sh
+#   TICK=1ms CLIENT=raw SIMARGS="" SERVERS="naive spate" bench/sim-compare.sh
+#
+# SERVERS="naive spate floor" adds bench/floorsim (Linux), the floor: the
+# same streams from one thread with no net/http and no goroutine per
+# request, on the same --tick grid. The order of the servers rotates by
+# round.
 #
 # Loopback only; every run is bounded by DURATION plus one stream length.
 set -euo pipefail
@@ -26,6 +31,7 @@ TOKENS=${TOKENS:-128}
 TICK=${TICK:-1ms}
 CLIENT=${CLIENT:-raw}
 SIMARGS=${SIMARGS:-}
+SERVERS=${SERVERS:-naive spate}
 
 ulimit -n 200000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d)
@@ -42,6 +48,7 @@ trap cleanup EXIT
 go build -o "$tmp/spate" ./cmd/spate
 go build -o "$tmp/naivesim" ./bench/naivesim
 go build -o "$tmp/simcap" ./bench/simcap
+if [[ " $SERVERS " == *" floor "* ]]; then go build -o "$tmp/floorsim" ./bench/floorsim; fi
 
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -52,6 +59,8 @@ one() {
 	if [[ $which == spate ]]; then
 		# shellcheck disable=SC2086
 		"$tmp/spate" sim --addr "127.0.0.1:$port" --ttft "$TTFT" --itl "$itl" --output-tokens 0 --tick "$TICK" $SIMARGS >/dev/null &
+	elif [[ $which == floor ]]; then
+		"$tmp/floorsim" -addr "127.0.0.1:$port" -ttft "$TTFT" -itl "$itl" -tick "$TICK" &
 	else
 		"$tmp/naivesim" -addr "127.0.0.1:$port" -ttft "$TTFT" -itl "$itl" &
 	fi
@@ -77,9 +86,10 @@ for load in $LOADS; do
 	conc=${load%%:*}
 	itl=${load##*:}
 	for rep in $(seq "$REPS"); do
-		order="naive spate"
-		if ((rep % 2 == 0)); then order="spate naive"; fi
-		for which in $order; do
+		read -r -a servers <<<"$SERVERS"
+		shift_by=$(((rep - 1) % ${#servers[@]}))
+		order=("${servers[@]:shift_by}" "${servers[@]:0:shift_by}")
+		for which in "${order[@]}"; do
 			line=$(one "$which" "$conc" "$itl")
 			echo "$line" >>"$results"
 			python3 -c '
@@ -92,9 +102,10 @@ print("  %-5s c=%-5d itl=%-6s load %.2f-%.2f: %6d req, cpu/req %.3f ms (usr %.3f
 	done
 done
 
-python3 - "$results" "$TTFT" <<'PY'
+python3 - "$results" "$TTFT" "$SERVERS" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+servers = sys.argv[3].split()
 def ms(s):
     return float(s[:-2]) if s.endswith("ms") else float(s[:-1]) * 1000
 ttft = ms(sys.argv[2])
@@ -106,7 +117,7 @@ for r in rows:
     groups.setdefault((r["run"]["conc"], r["itl"]), {}).setdefault(r["server"], []).append(r)
 for (conc, itl), by in groups.items():
     med = {}
-    for srv in ("naive", "spate"):
+    for srv in servers:
         rs = by.get(srv, [])
         if not rs:
             continue
@@ -117,6 +128,7 @@ for (conc, itl), by in groups.items():
         i99 = statistics.median(r["run"]["itl_p99_ms"] for r in rs)
         loads = [r["load0"] for r in rs] + [r["load1"] for r in rs]
         print(f"| {conc} | {itl} | {srv} | {med[srv]:.3f} ms ({min(cpu):.3f}–{max(cpu):.3f}) | {te:+.3f} ms | {ie:+.3f} ms ({100*ie/ms(itl):+.2f} %) | {i99:.2f} ms | {min(loads):.1f}–{max(loads):.1f} | {len(rs)} |")
-    if "naive" in med and "spate" in med:
-        print(f"| {conc} | {itl} | **ratio** | **{med['spate']/med['naive']:.2f}×** (spate / naive) | | | | | |")
+    for srv in servers:
+        if srv != "naive" and "naive" in med and srv in med:
+            print(f"| {conc} | {itl} | **ratio** | **{med[srv]/med['naive']:.2f}×** ({srv} / naive) | | | | | |")
 PY

@@ -13,7 +13,7 @@
 #
 #   CONC=200 ITL=10ms CG_CONC=20 CG_ITL=20ms TTFT=50ms TOKENS=128 D1=3s D2=8s TICK=1ms bench/sim-counts.sh
 #
-# SERVERS="naive spate" picks the servers; SPATE=path counts that spate
+# SERVERS="naive spate" picks the servers (floor adds bench/floorsim); SPATE=path counts that spate
 # binary (built with CGO_ENABLED=0) instead of this tree's, to compare two
 # versions; CALLGRIND=0 skips the instruction counts.
 #
@@ -48,6 +48,7 @@ CALLGRIND=${CALLGRIND:-1}
 if [[ -n "${SPATE:-}" ]]; then cp "$SPATE" "$tmp/spate"; else CGO_ENABLED=0 go build -o "$tmp/spate" ./cmd/spate; fi
 CGO_ENABLED=0 go build -o "$tmp/naivesim" ./bench/naivesim
 go build -o "$tmp/simcap" ./bench/simcap
+if [[ " $SERVERS " == *" floor "* ]]; then CGO_ENABLED=0 go build -o "$tmp/floorsim" ./bench/floorsim; fi
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # start WHICH PORT ITL [WRAPPER...]: starts the server (under WRAPPER) and waits for it.
@@ -56,6 +57,8 @@ start() {
 	shift 3
 	if [[ $which == spate ]]; then
 		GODEBUG=${GODEBUG_RUN:-} "$@" "$tmp/spate" sim --addr "127.0.0.1:$port" --ttft "$TTFT" --itl "$itl" --output-tokens 0 --tick "$TICK" >/dev/null 2>"$tmp/$which.err" &
+	elif [[ $which == floor ]]; then
+		GODEBUG=${GODEBUG_RUN:-} "$@" "$tmp/floorsim" -addr "127.0.0.1:$port" -ttft "$TTFT" -itl "$itl" -tick "$TICK" 2>"$tmp/$which.err" &
 	else
 		GODEBUG=${GODEBUG_RUN:-} "$@" "$tmp/naivesim" -addr "127.0.0.1:$port" -ttft "$TTFT" -itl "$itl" 2>"$tmp/$which.err" &
 	fi
