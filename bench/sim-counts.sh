@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sim-counts.sh — counts per streamed request that do not depend on how busy
-# the machine is, for `spate sim` and bench/naivesim at one load:
+# the machine is, for `spate sim`, bench/naivesim (and bench/floorsim) at
+# one load:
 #
 #   - system calls and context switches per request and per token (perf stat
 #     on the server, natively, over one run of D2 at CONC streams x ITL);
@@ -44,6 +45,13 @@ cleanup() {
 }
 trap cleanup EXIT
 SERVERS=${SERVERS:-naive spate}
+for which in $SERVERS; do
+	case $which in naive | spate | floor) ;; *)
+		echo "sim-counts: SERVERS: unknown server \"$which\"; use naive, spate and floor" >&2
+		exit 2
+		;;
+	esac
+done
 CALLGRIND=${CALLGRIND:-1}
 if [[ -n "${SPATE:-}" ]]; then cp "$SPATE" "$tmp/spate"; else CGO_ENABLED=0 go build -o "$tmp/spate" ./cmd/spate; fi
 CGO_ENABLED=0 go build -o "$tmp/naivesim" ./bench/naivesim

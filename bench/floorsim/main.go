@@ -72,10 +72,14 @@ func main() {
 	if err != nil {
 		log.Fatalf("floorsim: %v", err)
 	}
-	defer s.close()
-	if err := s.run(ctx); err != nil {
+	err = s.run(ctx)
+	s.close()
+	if err != nil {
 		log.Fatalf("floorsim: %v", err)
 	}
+	// What would make its CPU figure wrong without a sign: an alarm that
+	// woke for nothing (spinning), bytes that waited for a full socket.
+	log.Printf("floorsim: %d requests; %d wake-ups of the alarm found nothing to send; %d writes waited for a full socket", s.requests, s.emptyTicks, s.waits)
 }
 
 // listen opens a non-blocking listening socket on ap.
@@ -112,6 +116,7 @@ type conn struct {
 	first   time.Duration // the first token's exact time, since the epoch
 	dueTick int64         // the tick of the next token
 	dirty   bool          // in this pass's batch
+	waitOut bool          // out holds bytes a full socket did not take: watching for EPOLLOUT
 }
 
 // server is floorsim's one loop.
@@ -130,6 +135,8 @@ type server struct {
 	batch           []*conn
 	ended           []*conn // streams that ended in this pass
 	requests        int64
+	emptyTicks      int64 // wake-ups of the alarm that found no token to send
+	waits           int64 // writes that left bytes for a full socket (then sent on EPOLLOUT)
 }
 
 // newServer sets up the loop on the listening socket lfd, which it owns
@@ -209,11 +216,16 @@ func (s *server) run(ctx context.Context) error {
 		for _, ev := range evs[:n] {
 			switch fd := int(ev.Fd); fd {
 			case s.lfd:
-				s.accept()
+				if err := s.accept(); err != nil {
+					return err
+				}
 			case s.tfd:
 				ticked = true
 			default:
-				if c := s.conns[fd]; c != nil {
+				if c := s.conns[fd]; c != nil && ev.Events&unix.EPOLLOUT != 0 {
+					s.writeNow(c)
+				}
+				if c := s.conns[fd]; c != nil && ev.Events&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 					s.readConn(c, buf)
 				}
 			}
@@ -235,12 +247,20 @@ func (s *server) due(k int64) time.Duration { return time.Duration(k) * s.tick }
 // tickOf is the first tick at or after d.
 func (s *server) tickOf(d time.Duration) int64 { return int64((d + s.tick - 1) / s.tick) }
 
-// accept takes every connection waiting on the listening socket.
-func (s *server) accept() {
+// accept takes every connection waiting on the listening socket. A failure
+// other than an empty queue or an aborted connection (such as too many open
+// files) stops floorsim: the listening socket would stay readable and the
+// loop spin.
+func (s *server) accept() error {
 	for {
 		fd, _, err := unix.Accept4(s.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-		if err != nil {
-			return // EAGAIN, or a failure the next accept meets again
+		switch {
+		case err == unix.EAGAIN:
+			return nil
+		case err == unix.ECONNABORTED || err == unix.EINTR:
+			continue
+		case err != nil:
+			return fmt.Errorf("accept4: %w (raise the open-file limit, ulimit -n, for this many connections)", err)
 		}
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		if unix.EpollCtl(s.ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}) != nil {
@@ -407,9 +427,12 @@ func frameChunk(b []byte, from int) []byte {
 	return append(b, "\r\n"...)
 }
 
+// dueOf is the exact time of c's next token, since the epoch.
+func (s *server) dueOf(c *conn) time.Duration { return c.first + time.Duration(c.next)*s.itl }
+
 // queue puts c's stream in the slot of its next token.
 func (s *server) queue(c *conn) {
-	k := s.tickOf(c.first + time.Duration(c.next)*s.itl)
+	k := s.tickOf(s.dueOf(c))
 	k = max(k, s.done+1)
 	c.dueTick = k
 	i := int(k % int64(len(s.wheel)))
@@ -433,7 +456,17 @@ func (s *server) pass() {
 			if c.total == 0 { // dropped meanwhile
 				continue
 			}
+			// Every token due by tick k (more than one when the ITL is
+			// shorter than the tick), then the next in its slot: always a
+			// later tick, never this slot (a slot is more ticks ahead than
+			// a stream waits).
 			s.token(c)
+			for c.total > 0 && s.tickOf(s.dueOf(c)) <= k {
+				s.token(c)
+			}
+			if c.total > 0 {
+				s.queue(c)
+			}
 			if !c.dirty {
 				c.dirty = true
 				s.batch = append(s.batch, c)
@@ -442,6 +475,9 @@ func (s *server) pass() {
 		clear(slot[len(keep):])
 		s.wheel[i] = keep
 		s.done = k
+	}
+	if len(s.batch) == 0 {
+		s.emptyTicks++
 	}
 	s.flush()
 	// Requests that came while their connection's stream was on.
@@ -454,7 +490,7 @@ func (s *server) pass() {
 	s.ended = s.ended[:0]
 }
 
-// token frames c's next token and queues the one after, or ends the body.
+// token frames c's next token, or the last with the body's end.
 func (s *server) token(c *conn) {
 	ev := len(c.out)
 	c.out = append(c.out, c.id...)
@@ -463,7 +499,6 @@ func (s *server) token(c *conn) {
 	if c.next < c.total {
 		c.out = append(c.out, "null}]}\n\n"...)
 		c.out = frameChunk(c.out, ev)
-		s.queue(c)
 		return
 	}
 	c.out = append(c.out, `"length","stop_reason":null}]}`+"\n\n"...)
@@ -543,18 +578,33 @@ func (s *server) writeNow(c *conn) {
 }
 
 // sent takes the result of writing c.out: bytes taken, or -errno. Bytes a
-// full socket did not take wait for the next write to c (a client that
-// reads as fast as loopback delivers never fills one).
+// full socket did not take are written when it has room (EPOLLOUT; a
+// client that reads as fast as loopback delivers never fills one, and
+// waits counts the times one did).
 func (s *server) sent(c *conn, res int) {
 	switch {
 	case res == -int(unix.EAGAIN):
 	case res < 0:
 		s.drop(c)
+		return
 	default:
 		c.out = c.out[:copy(c.out, c.out[res:])]
 		if len(c.out) == 0 && c.close {
 			s.drop(c)
+			return
 		}
+	}
+	if want := len(c.out) > 0; want != c.waitOut {
+		ev := uint32(unix.EPOLLIN)
+		if want {
+			ev |= unix.EPOLLOUT
+			s.waits++
+		}
+		if unix.EpollCtl(s.ep, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}) != nil {
+			s.drop(c)
+			return
+		}
+		c.waitOut = want
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,44 +74,89 @@ func FuzzParseRequest(f *testing.F) {
 	})
 }
 
-// TestServes runs floorsim on loopback and checks what a client sees: two
-// streams on one kept-alive connection, each well framed (Go's chunked
-// reader decodes it) with its tokens, usage and [DONE], the first token no
-// earlier than the TTFT; then /health on the same connection; an unknown
-// path gets 404; the loop stops when asked.
+// TestServes runs floorsim on loopback and checks what clients see: on
+// each of three connections at once, two streams one after the other on the
+// kept-alive connection, each well framed (Go's chunked reader decodes it)
+// with its tokens, usage and [DONE], no token before its exact time (TTFT
+// plus its ITLs, from before the request was written); then /health on a
+// connection that streamed, and 404 for an unknown path. With an ITL
+// shorter than the tick, the tokens due in one tick leave together. After
+// the loop stops: no wake-up of the alarm found nothing to send.
 func TestServes(t *testing.T) {
-	const (
-		ttft   = 20 * time.Millisecond
-		itl    = 2 * time.Millisecond
-		tokens = 4
-	)
-	lfd, err := listen(netip.MustParseAddrPort("127.0.0.1:0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := unix.Getsockname(lfd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
-	s, err := newServer(lfd, ttft, itl, time.Millisecond, 128)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
-		}
-		s.close()
-	}()
+	for _, tc := range []struct {
+		name            string
+		ttft, itl, tick time.Duration
+		tokens          int
+	}{
+		{"itl-over-tick", 20 * time.Millisecond, 2 * time.Millisecond, time.Millisecond, 4},
+		{"itl-under-tick", 20 * time.Millisecond, 300 * time.Microsecond, 2 * time.Millisecond, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lfd, err := listen(netip.MustParseAddrPort("127.0.0.1:0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sa, err := unix.Getsockname(lfd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port)
+			s, err := newServer(lfd, tc.ttft, tc.itl, tc.tick, 128)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.run(ctx) }()
+			stopped := false
+			stop := func() {
+				if stopped {
+					return
+				}
+				stopped = true
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("run: %v", err)
+				}
+				s.close()
+			}
+			defer stop()
 
+			var wg sync.WaitGroup
+			errs := make(chan error, 3)
+			for range 3 {
+				wg.Go(func() { errs <- streams(addr, tc.ttft, tc.itl, tc.tokens) })
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+
+			resp, err := http.Get("http://" + addr + "/nowhere")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("unknown path: %d, want 404", resp.StatusCode)
+			}
+			stop()
+			if s.emptyTicks != 0 {
+				t.Errorf("%d wake-ups of the alarm found nothing to send", s.emptyTicks)
+			}
+		})
+	}
+}
+
+// streams runs two streams one after the other on one connection to addr,
+// then /health on it, and checks each answer (see TestServes).
+func streams(addr string, ttft, itl time.Duration, tokens int) error {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
@@ -121,17 +167,18 @@ func TestServes(t *testing.T) {
 		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
-			t.Fatalf("stream %d: %v", i, err)
+			return fmt.Errorf("stream %d: %w", i, err)
 		}
 		sc := bufio.NewScanner(resp.Body)
 		var content, usage, doneEv int
-		var first time.Duration
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
 			case strings.Contains(line, `"content":" token"`):
-				if content == 0 {
-					first = time.Since(sent)
+				// Never before its exact time: TTFT plus its ITLs.
+				if at, due := time.Since(sent), ttft+time.Duration(content)*itl; at < due {
+					resp.Body.Close()
+					return fmt.Errorf("stream %d: token %d after %v, before its time %v", i, content, at, due)
 				}
 				content++
 			case strings.Contains(line, `"usage":`):
@@ -142,31 +189,21 @@ func TestServes(t *testing.T) {
 		}
 		resp.Body.Close()
 		if err := sc.Err(); err != nil {
-			t.Fatalf("stream %d: reading the body: %v", i, err)
+			return fmt.Errorf("stream %d: reading the body: %w", i, err)
 		}
 		if resp.StatusCode != http.StatusOK || content != tokens || usage != 1 || doneEv != 1 {
-			t.Fatalf("stream %d: status %d, %d tokens, %d usage events, %d [DONE]; want 200, %d, 1, 1", i, resp.StatusCode, content, usage, doneEv, tokens)
-		}
-		if first < ttft {
-			t.Errorf("stream %d: first token after %v, before the TTFT %v", i, first, ttft)
+			return fmt.Errorf("stream %d: status %d, %d tokens, %d usage events, %d [DONE]; want 200, %d, 1, 1", i, resp.StatusCode, content, usage, doneEv, tokens)
 		}
 	}
 	fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		t.Fatalf("health: %v", err)
+		return fmt.Errorf("health: %w", err)
 	}
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || string(b) != "ok" {
-		t.Errorf("health: %d %q", resp.StatusCode, b)
-	}
-
-	resp, err = http.Get("http://" + addr + "/nowhere")
-	if err != nil {
-		t.Fatal(err)
-	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown path: %d, want 404", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || string(b) != "ok" {
+		return fmt.Errorf("health: %d %q", resp.StatusCode, b)
 	}
+	return nil
 }
