@@ -622,11 +622,24 @@ func (s *server) drop(c *conn) {
 func (s *server) arm() {
 	k := int64(-1)
 	if s.pending > 0 {
+		// The first tick with a stream due at it. A slot may also hold
+		// streams of a later round (queued while the loop lagged behind
+		// its ticks); the earliest of those if no slot has one due.
+		later := int64(-1)
+	scan:
 		for d := int64(1); d <= int64(len(s.wheel)); d++ {
-			if len(s.wheel[int((s.done+d)%int64(len(s.wheel)))]) > 0 {
-				k = s.done + d
-				break
+			for _, c := range s.wheel[int((s.done+d)%int64(len(s.wheel)))] {
+				if c.dueTick == s.done+d {
+					k = s.done + d
+					break scan
+				}
+				if later < 0 || c.dueTick < later {
+					later = c.dueTick
+				}
 			}
+		}
+		if k < 0 {
+			k = later
 		}
 	}
 	if k == s.armed {
