@@ -132,12 +132,16 @@ func TestStepsStampedByTheirReads(t *testing.T) {
 			}
 			// in checks that a stamp, or its range (bound wide, when
 			// late), holds the write's time: within it, with the kernel's
-			// receive times, unless late.
+			// receive times, unless late. A receive time may come a little
+			// after the write returned: on a loaded machine loopback's
+			// receive can be left to ksoftirqd (once 2.4 ms after a 0.6 ms
+			// write); a stamp taken by the held read comes the whole hold
+			// after, so a quarter of it still tells them apart.
 			in := func(what string, stamp time.Time, late bool, bound time.Duration, win window) {
 				t.Helper()
 				if !late {
-					if stamp.Before(win[0]) || stamp.After(win[1].Add(time.Millisecond)) {
-						t.Errorf("%s stamped %v after its write began (written in %v), not late: want within it", what, stamp.Sub(win[0]), win[1].Sub(win[0]))
+					if stamp.Before(win[0]) || stamp.After(win[1].Add(hold/4)) {
+						t.Errorf("%s stamped %v after its write began (written in %v), not late: want within it, or at most %v after (the held read's stamp would be %v after)", what, stamp.Sub(win[0]), win[1].Sub(win[0]), hold/4, hold)
 					}
 					return
 				}
