@@ -350,3 +350,47 @@ func TestPacerWriteError(t *testing.T) {
 	}
 	p.shutdown()
 }
+
+// TestPacerHandsBackUnsentEnd: a stream whose last events were framed but
+// not all sent (its socket full, whole or after part of a frame) when it is
+// cancelled or the server closes is handed back abandoned, not done: its
+// handler must not count a success, nor let net/http end a body whose
+// [DONE] never left.
+func TestPacerHandsBackUnsentEnd(t *testing.T) {
+	s, err := New(Deterministic(0, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, tc := range []struct {
+		name     string
+		take     int
+		shutdown bool
+		mid      bool
+	}{
+		{"full/cancel", 0, false, false},
+		{"full/shutdown", 0, true, false},
+		{"part/cancel", 5, false, true},
+		{"part/shutdown", 5, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snd := &scriptedSender{take: tc.take, taken: map[int][]byte{}}
+			p := newPacer(0, 0, 1, snd, false, false) // every token due at once
+			e, x := directStream(t, s, p, 3)
+			p.pass() // frames all three, usage and [DONE]; the socket takes tc.take bytes
+			if x.state != sseDone || len(x.pend) == 0 || x.released {
+				t.Fatalf("after one pass: state %v, %d bytes pending, released %v; want done, framed, not sent", x.state, len(x.pend), x.released)
+			}
+			if tc.shutdown {
+				p.shutdown()
+			} else {
+				p.cancel(e)
+				p.pass()
+				defer p.shutdown()
+			}
+			if !x.released || !x.g.st.done.Load() || x.state != sseAbandoned || x.midFrame != tc.mid {
+				t.Errorf("handed back: released %v done %v state %v midFrame %v; want released, done, abandoned, midFrame %v", x.released, x.g.st.done.Load(), x.state, x.midFrame, tc.mid)
+			}
+		})
+	}
+}

@@ -339,14 +339,15 @@ func (p *pacer) flush(wall time.Time) {
 }
 
 // handBack ends the pacer's hold on a direct stream: it releases the socket
-// and finishes the stream, which wakes the handler. An open stream
-// is marked abandoned (cancelled, or the server is closing).
+// and finishes the stream, which wakes the handler. An open stream is marked
+// abandoned (cancelled, or the server is closing), and so is one whose last
+// events were framed but not all sent: its [DONE] never left.
 func (p *pacer) handBack(x *sseStream) {
 	if x.released {
 		return
 	}
 	x.released = true
-	if x.state == sseOpen {
+	if x.state == sseOpen || x.state == sseDone && len(x.pend) > 0 {
 		x.state = sseAbandoned
 	}
 	p.snd.release(x.fd)
