@@ -75,7 +75,15 @@ start() {
 		if curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1; then return; fi
 		sleep 0.1
 	done
-	echo "sim-counts: $which did not start" >&2
+	failed "$which did not start${1:+ under $1}" "${1:-}"
+}
+# failed WHAT [WRAPPER]: says what failed with the end of the server's output, and stops.
+failed() {
+	echo "sim-counts: $1; the end of its output:" >&2
+	tail -n 5 "$tmp/$which.err" >&2
+	if [[ ${2:-} == valgrind ]]; then
+		echo "sim-counts: callgrind can fail to run Go programs on some kernels (seen: an assertion in vgCallgrind_post_signal, kernel 6.18, valgrind 3.19); CALLGRIND=0 counts system calls alone" >&2
+	fi
 	exit 1
 }
 stop() {
@@ -112,6 +120,7 @@ for which in $SERVERS; do
 		kill -KILL "$srv" 2>/dev/null || true
 		wait "$srv" 2>/dev/null || true
 		srv=""
+		if [[ ! -s "$tmp/cg.$which.$d.1" ]]; then failed "$which under callgrind left no counts" valgrind; fi
 		ir[$d]=$(irs "$tmp/cg.$which.$d.1")
 	done
 	if [[ -n "${KEEP:-}" ]]; then cp "$tmp/cg.$which.$D2.1" "$KEEP.$which"; fi
