@@ -32,14 +32,9 @@ TICK=${TICK:-1ms}
 CLIENT=${CLIENT:-raw}
 SIMARGS=${SIMARGS:-}
 SERVERS=${SERVERS:-naive spate}
-for which in $SERVERS; do
-	case $which in naive | spate | floor) ;; *)
-		echo "sim-compare: SERVERS: unknown server \"$which\"; use naive, spate and floor" >&2
-		exit 2
-		;;
-	esac
-done
-if [[ -z ${SERVERS// /} ]]; then echo "sim-compare: SERVERS is empty; use naive, spate and floor" >&2; exit 2; fi
+# shellcheck source=bench/servers.sh
+source bench/servers.sh
+check_servers sim-compare
 
 ulimit -n 200000 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 tmp=$(mktemp -d)

@@ -45,13 +45,9 @@ cleanup() {
 }
 trap cleanup EXIT
 SERVERS=${SERVERS:-naive spate}
-for which in $SERVERS; do
-	case $which in naive | spate | floor) ;; *)
-		echo "sim-counts: SERVERS: unknown server \"$which\"; use naive, spate and floor" >&2
-		exit 2
-		;;
-	esac
-done
+# shellcheck source=bench/servers.sh
+source bench/servers.sh
+check_servers sim-counts
 CALLGRIND=${CALLGRIND:-1}
 if [[ -n "${SPATE:-}" ]]; then cp "$SPATE" "$tmp/spate"; else CGO_ENABLED=0 go build -o "$tmp/spate" ./cmd/spate; fi
 CGO_ENABLED=0 go build -o "$tmp/naivesim" ./bench/naivesim
