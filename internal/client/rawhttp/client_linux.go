@@ -459,10 +459,7 @@ func (c *Client) get(ctx context.Context, cl *call, head, fresh bool, deadline t
 	}
 	cn, dt, err := c.dial(dctx)
 	if err != nil {
-		if ctx.Err() == nil && dctx.Err() != nil {
-			err = timeoutError{err}
-		}
-		return nil, false, dt, err
+		return nil, false, dt, dialError(ctx, deadline, err, time.Now())
 	}
 	cn.p.reset(head)
 	cn.call.Store(cl)
@@ -471,6 +468,19 @@ func (c *Client) get(ctx context.Context, cl *call, head, fresh bool, deadline t
 		return nil, false, dt, err
 	}
 	return cn, false, dt, nil
+}
+
+// dialError is the error of a dial that failed at now: a timeout of the
+// request (ErrTimeout, keeping the dial's message) once the request's
+// deadline has come, unless the caller's context ended the dial. It asks the
+// clock, not the dial's context: the dialer's connect deadline and the
+// context's timer are two timers, and on a loaded machine the dial can fail
+// with "i/o timeout" before the context knows its time is over.
+func dialError(ctx context.Context, deadline time.Time, err error, now time.Time) error {
+	if ctx.Err() == nil && !deadline.IsZero() && !now.Before(deadline) {
+		return timeoutError{err}
+	}
+	return err
 }
 
 // dial connects with net.Dialer (timeouts, context, TCP_NODELAY) and takes

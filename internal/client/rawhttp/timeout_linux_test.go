@@ -236,3 +236,36 @@ func TestContextWatch(t *testing.T) {
 		t.Fatalf("error %v; watched %v, want none", err, plain.watched.Load())
 	}
 }
+
+// TestDialErrorAfterDeadline: a dial that fails once the request's time is
+// over is the request's timeout, keeping the dial's message, even when the
+// dial's context has not yet been told (its timer late on a loaded machine:
+// request 0 of "pooled timers time nothing else out" once failed as a plain
+// dial error); before the deadline, or when the caller cancelled, the
+// dial's error stays as it is.
+func TestDialErrorAfterDeadline(t *testing.T) {
+	now := time.Now()
+	dialErr := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("i/o timeout")}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		deadline time.Time
+		timeout  bool
+	}{
+		{"deadline passed", context.Background(), now.Add(-time.Millisecond), true},
+		{"deadline now", context.Background(), now, true},
+		{"deadline ahead", context.Background(), now.Add(time.Millisecond), false},
+		{"no deadline", context.Background(), time.Time{}, false},
+		{"caller cancelled", cancelled, now.Add(-time.Millisecond), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := dialError(tc.ctx, tc.deadline, dialErr, now)
+			var op *net.OpError
+			if errors.Is(err, ErrTimeout) != tc.timeout || !errors.As(err, &op) || op.Op != "dial" {
+				t.Errorf("error %v: timeout %v, want %v, and the dial's error kept", err, errors.Is(err, ErrTimeout), tc.timeout)
+			}
+		})
+	}
+}
