@@ -43,6 +43,7 @@ func TestDialPhases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer c.Close()
 		for i := range 2 {
 			res, err := c.Do(context.Background(), &Request{Raw: get("/", "phases.test"), Handler: &collect{}})
 			if err != nil {
@@ -67,7 +68,6 @@ func TestDialPhases(t *testing.T) {
 			}
 			best[1+i] = min(best[1+i], fb)
 		}
-		c.Close()
 	}
 	if best[0] > lookup+above {
 		t.Errorf("dns %v at best of three, want %v within %v above", best[0], lookup, above)
