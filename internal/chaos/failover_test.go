@@ -2,8 +2,10 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,11 +72,25 @@ func TestBlackholeFailover(t *testing.T) {
 	}
 	var failovers, recoveries []float64
 	for i, w := range c.Windows {
-		if w.FailoverMS == nil || w.RecoveryMS == nil {
-			t.Fatalf("window %d: no failover or recovery: %+v; warnings %q", i, w, c.Warnings)
+		if w.FailoverMS == nil {
+			t.Fatalf("window %d: no failover: %+v; warnings %q", i, w, c.Warnings)
 		}
-		t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery %.0f ms; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, *w.RecoveryMS, w.Inside)
-		failovers, recoveries = append(failovers, *w.FailoverMS), append(recoveries, *w.RecoveryMS)
+		if w.RecoveryMS == nil {
+			// A stalled machine can push a window's last bad bin so late
+			// that no whole bin follows it before the next fault: the
+			// recovery cannot be told, and the result must say so.
+			unsaid := !slices.ContainsFunc(c.Warnings, func(s string) bool {
+				return strings.HasPrefix(s, fmt.Sprintf("window %d: recovery not measured", i))
+			})
+			if unsaid {
+				t.Errorf("window %d: no recovery and no warning saying why: %+v; warnings %q", i, w, c.Warnings)
+			}
+			t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery not measured; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, w.Inside)
+		} else {
+			t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery %.0f ms; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, *w.RecoveryMS, w.Inside)
+			recoveries = append(recoveries, *w.RecoveryMS)
+		}
+		failovers = append(failovers, *w.FailoverMS)
 		// Every request inside waited out the attempt timeout.
 		if w.Inside.E2EP50MS < ms(attempt+e2eB)-5 || w.Outside.E2EP50MS >= w.Inside.E2EP50MS {
 			t.Errorf("window %d: E2E p50 inside %.1f ms (want ≥ %v), outside %.1f ms", i, w.Inside.E2EP50MS, attempt+e2eB, w.Outside.E2EP50MS)
@@ -98,8 +114,10 @@ func TestBlackholeFailover(t *testing.T) {
 	if failovers[0] < lo {
 		t.Errorf("failover %.1f ms is shorter than the attempt timeout allows", failovers[0])
 	}
-	if recoveries[1] != 0 {
-		t.Errorf("median recovery %v ms, want 0: A answers again at once", recoveries[1])
+	// Most windows' recovery is 0 (A answers again at once); one that a
+	// stall left unmeasured is not counted.
+	if len(recoveries) < 2 || recoveries[(len(recoveries)-1)/2] != 0 {
+		t.Errorf("recoveries %v ms of %d windows, want two or more measured, most of them 0: A answers again at once", recoveries, len(c.Windows))
 	}
 	// 10 sends in each quarter-second window (±1 at its edges); a stalled
 	// machine may fail over a few more requests outside them.
