@@ -111,7 +111,7 @@ func TestValidUnderCPUBurners(t *testing.T) {
 // Before, every try exited 4 (reader_lag). A try may still, honestly, give
 // no verdict for what is not a read's lateness: the generator could not
 // send on schedule (generator_saturated, missed_sends: on a slower machine
-// of the same kind, 8–20 of 195 sends over 66 ms late in 3 of 6 tries), or
+// of the same kind, 8–20 of 195 sends over 66 ms late in 4 of 6 tries), or
 // a threshold's range straddles its limit (goodput 0.928 measured, [0.928,
 // 1] with the late reads). Never a fail, never another cause; and of up to
 // five tries, until two pass, at least one passes.
