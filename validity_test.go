@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/spate-dev/spate/internal/client/rawhttp"
 	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/internal/metrics"
+	"github.com/spate-dev/spate/internal/metrics/observe"
 	"github.com/spate-dev/spate/llmtest"
 	"github.com/spate-dev/spate/result"
 	"github.com/spate-dev/spate/sim"
@@ -108,13 +111,19 @@ func TestValidUnderCPUBurners(t *testing.T) {
 // processes share the machine, as on a busy CI runner: a late read can
 // make a latency look some ms too high, it cannot turn 100 ms into 800 ms,
 // so the verdict stands (exit 0) with the measurement error beside it.
-// Before, every try exited 4 (reader_lag). A try may still, honestly, give
-// no verdict for what is not a read's lateness: the generator could not
-// send on schedule (generator_saturated, missed_sends: on a slower machine
-// of the same kind, 8–20 of 195 sends over 66 ms late in 4 of 6 tries), or
-// a threshold's range straddles its limit (goodput 0.928 measured, [0.928,
-// 1] with the late reads). Never a fail, never another cause; and of up to
-// five tries, until two pass, at least one passes.
+// Before, every try exited 4 (reader_lag). What a late read does not
+// cause may still, honestly, change a try: the generator could not send
+// on schedule (generator_saturated, missed_sends: on a slower machine of
+// the same kind, 8–28 of 195 sends over 66 ms late in 4 of 6 tries), the
+// server, which shares the starved CPUs, was slow to read its requests
+// (server_backpressure) or to answer (a CI run: TTFT p99 in [888, 908] ms
+// on a kept schedule), or a threshold's range straddles its limit
+// (goodput 0.928 measured, [0.928, 1] with the late reads). So: no stage
+// invalid for another cause; a fail only where every failed figure fails
+// at both ends of its range and, on a kept schedule, where the simulator's
+// own clock shows it late (a first token over 250 ms, three
+// times its TTFT); exit 4 only on an invalid stage or an unjudged
+// threshold; and of up to five tries, until two pass, at least one passes.
 func TestREADMERunUnderSixteenBurners(t *testing.T) {
 	longtest.Skip(t)
 	if testing.Short() {
@@ -126,6 +135,7 @@ func TestREADMERunUnderSixteenBurners(t *testing.T) {
 	}
 	defer s.Close()
 	burners(t, 16, 150*time.Second)
+	slowBefore := simSlowFirstTokens(t, s.URL, 0.25)
 	passes := 0
 	for try := 1; try <= 5 && passes < 2; try++ {
 		res, err := spate.Run(context.Background(), &experiment.Experiment{
@@ -139,18 +149,24 @@ func TestREADMERunUnderSixteenBurners(t *testing.T) {
 			t.Fatal(err)
 		}
 		sc := res.Scenarios[0]
-		t.Logf("try %d: exit %d, verdict %s, TTFT p99 %.1f ms, valid %v (%s), thresholds %+v, error %+v", try, spate.ExitCode(err), res.Verdict,
-			sc.Metrics[metrics.TTFT].P99, sc.Load.Valid, sc.Load.InvalidReason, sc.Thresholds, sc.MeasurementError)
+		slow := simSlowFirstTokens(t, s.URL, 0.25) - slowBefore
+		slowBefore += slow
+		t.Logf("try %d: exit %d, verdict %s, TTFT p99 %.1f ms, the server's own first tokens over 250 ms %d, valid %v (%s), thresholds %+v, error %+v", try, spate.ExitCode(err), res.Verdict,
+			sc.Metrics[metrics.TTFT].P99, slow, sc.Load.Valid, sc.Load.InvalidReason, sc.Thresholds, sc.MeasurementError)
 		unjudged := slices.ContainsFunc(sc.Thresholds, func(th result.ThresholdOutcome) bool { return th.Unjudged })
-		switch {
+		switch cause := sc.Load.InvalidCause; {
+		case !sc.Load.Valid && cause != metrics.CauseGenerator && cause != metrics.CauseMissed && cause != metrics.CauseBackpressure:
+			t.Errorf("try %d: invalid for %s (%s): want valid, the generator's own lag or the starved server's", try, cause, sc.Load.InvalidReason)
 		case err == nil && res.Verdict == "pass":
 			passes++
+		case res.Verdict == "fail" && !failsAtBothEnds(sc.Thresholds):
+			t.Errorf("try %d: exit %d (%v), verdict fail with thresholds %+v: a fail must be the same at both ends of every failed figure's range", try, spate.ExitCode(err), err, sc.Thresholds)
+		case res.Verdict == "fail" && sc.Load.Valid && slow == 0:
+			t.Errorf("try %d: verdict fail on a kept schedule, but the server gave no first token over 250 ms by its own clock: a late read must not make a fail", try)
 		case res.Verdict == "fail":
-			t.Errorf("try %d: exit %d (%v), verdict fail: want pass, or no verdict", try, spate.ExitCode(err), err)
+			t.Logf("try %d: a fail on a starved machine (valid %v, %s): %d of the server's own first tokens over 250 ms (its TTFT is 80 ms)", try, sc.Load.Valid, sc.Load.InvalidCause, slow)
 		case spate.ExitCode(err) != 4:
-			t.Errorf("try %d: exit %d (%v), verdict %q: want 0 and pass, or 4", try, spate.ExitCode(err), err, res.Verdict)
-		case !sc.Load.Valid && sc.Load.InvalidCause != metrics.CauseGenerator && sc.Load.InvalidCause != metrics.CauseMissed:
-			t.Errorf("try %d: invalid for %s (%s): want valid, or the generator's own lag", try, sc.Load.InvalidCause, sc.Load.InvalidReason)
+			t.Errorf("try %d: exit %d (%v), verdict %q: want 0 and pass, 3 and fail, or 4", try, spate.ExitCode(err), err, res.Verdict)
 		case sc.Load.Valid && !unjudged:
 			t.Errorf("try %d: exit 4 (%v) with a valid stage and every threshold judged", try, err)
 		}
@@ -158,6 +174,65 @@ func TestREADMERunUnderSixteenBurners(t *testing.T) {
 	if passes == 0 {
 		t.Errorf("no try passed: a late read must not keep a verdict from standing")
 	}
+}
+
+// failsAtBothEnds reports whether every failed threshold was judged: its
+// figure's range (when it has one) fails at both ends, so no late read
+// could have made it pass. The README run's thresholds are an upper limit
+// on p99(ttft) and a lower limit on goodput.
+func failsAtBothEnds(ths []result.ThresholdOutcome) bool {
+	for _, th := range ths {
+		if th.Pass {
+			continue
+		}
+		if th.Unjudged {
+			return false
+		}
+		switch {
+		case th.Expr == "p99(ttft) < 800ms" && th.Low != nil && *th.Low < 800:
+			return false
+		case th.Expr == "goodput >= 95%" && th.High != nil && *th.High >= 0.95:
+			return false
+		}
+	}
+	return true
+}
+
+// simSlowFirstTokens is how many first tokens the simulator at url has
+// sent, by its own clock (vllm:time_to_first_token_seconds, from the
+// request's arrival to its first token), later than over seconds: a
+// server starved of CPU shows there, whatever its clients read.
+func simSlowFirstTokens(t *testing.T, url string, over float64) uint64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(url, "/v1")+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4") // the classic text ParseText reads
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scraping the simulator's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scraping the simulator's metrics: HTTP %s", resp.Status)
+	}
+	fams, err := observe.ParseText(resp.Body)
+	if err != nil {
+		t.Fatalf("scraping the simulator's metrics: %v", err)
+	}
+	mf := fams["vllm:time_to_first_token_seconds"]
+	if mf == nil || len(mf.GetMetric()) != 1 {
+		t.Fatalf("the simulator's metrics have no one TTFT histogram: %v", mf)
+	}
+	h := mf.GetMetric()[0].GetHistogram()
+	for _, b := range h.GetBucket() {
+		if b.GetUpperBound() == over {
+			return h.GetSampleCount() - b.GetCumulativeCount()
+		}
+	}
+	t.Fatalf("the simulator's TTFT histogram has no bucket at %g s", over)
+	return 0
 }
 
 // TestSaturatedGeneratorIsInvalid: a streaming run at a rate no machine

@@ -95,15 +95,19 @@ var turnLabels = func() []record.Label {
 // (kept from the record), with the turn's think time before each later
 // turn. A failed turn ends the conversation; so does the end of sending,
 // before a new turn. The first turn is intended at the conversation's
-// intended time, later ones when their think time is over. It reports
-// false when the engine is no longer sending.
+// intended time, a later one when its think time after the answer before
+// it is over (the answer's end plus the think time): a send the machine
+// made late is the schedule's lag, not a longer think. It reports false
+// when the engine is no longer sending.
 func (r *run) converse(conv *workload.Request, rec *record.Record, ready time.Time) bool {
 	history := append([]workload.Message(nil), conv.Messages...)
 	seq, warm := rec.Seq, rec.Warmup
+	var answered time.Time // the end of the turn before
 	for t, turn := range conv.Turns {
 		if t > 0 {
-			if turn.Think > 0 {
-				timer := time.NewTimer(turn.Think)
+			intended := answered.Add(turn.Think)
+			if wait := time.Until(intended); wait > 0 {
+				timer := time.NewTimer(wait)
 				select {
 				case <-timer.C:
 				case <-r.stopped:
@@ -123,7 +127,7 @@ func (r *run) converse(conv *workload.Request, rec *record.Record, ready time.Ti
 			}
 			rec = r.pool.Get().(*record.Record)
 			rec.Reset()
-			rec.Seq, rec.Warmup, rec.Intent, rec.Intended = seq, warm, conv.Intent, time.Now()
+			rec.Seq, rec.Warmup, rec.Intent, rec.Intended = seq, warm, conv.Intent, intended
 			ready = time.Time{}
 		}
 		history = append(history, workload.Message{Role: "user", Content: turn.Prompt})
@@ -143,6 +147,7 @@ func (r *run) converse(conv *workload.Request, rec *record.Record, ready time.Ti
 			return false
 		}
 		failed, answer := rec.Failed(), string(rec.Answer)
+		answered = rec.End
 		ok := r.settle(f, rec)
 		r.pool.Put(rec)
 		if !ok {
