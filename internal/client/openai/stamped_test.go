@@ -70,8 +70,9 @@ func TestNetHTTPStreamStampedByItsReads(t *testing.T) {
 			c := newClient(t, srv.URL, func(cfg *Config) { cfg.HTTP = tlsClient(srv) })
 			defer c.Close()
 			req := &workload.Request{Prompt: "hi", MaxTokens: len(at)}
-			if rec := do(c, req); rec.Failed() { // the connection, unheld
-				t.Fatalf("%s %s", rec.Err, rec.ErrMsg)
+			prev := do(c, req) // the connection, unheld
+			if prev.Failed() {
+				t.Fatalf("%s %s", prev.Err, prev.ErrMsg)
 			}
 			<-wrote
 			restore := rawhttp.SetWakeStall(hold)
@@ -93,8 +94,8 @@ func TestNetHTTPStreamStampedByItsReads(t *testing.T) {
 				if rec.LateEvents != 0 || rec.LateFirst || rec.Gaps[0] != 0 {
 					t.Errorf("late events %d, late first %v, first gap %v; want none late and one stamp for the two tokens of one write", rec.LateEvents, rec.LateFirst, rec.Gaps[0])
 				}
-				if first.Before(ws[0][0]) || first.After(ws[0][1].Add(time.Millisecond)) {
-					t.Errorf("first token stamped %v after its write began (written in %v): want within it", first.Sub(ws[0][0]), ws[0][1].Sub(ws[0][0]))
+				if first.Before(ws[0][0]) || first.After(ws[0][1].Add(hold/4)) {
+					t.Errorf("first token stamped %v after its write began (written in %v): want within it, or up to %v after (loopback's receive left to ksoftirqd), not the %v hold later", first.Sub(ws[0][0]), ws[0][1].Sub(ws[0][0]), hold/4, hold)
 				}
 				return
 			}
@@ -109,19 +110,33 @@ func TestNetHTTPStreamStampedByItsReads(t *testing.T) {
 				if rec.Gaps[0] != 0 {
 					t.Errorf("first gap %v, want 0: the first two tokens came in one read held %v", rec.Gaps[0], hold)
 				}
-				if first.After(ws[1][1].Add(time.Millisecond)) {
-					t.Errorf("first token stamped %v after the second's write: want the shared read's receive time", first.Sub(ws[1][1]))
+				if first.After(ws[1][1].Add(hold / 4)) {
+					t.Errorf("first token stamped %v after the second's write: want the shared read's receive time (at most %v after: loopback's receive left to ksoftirqd), not the %v hold later", first.Sub(ws[1][1]), hold/4, hold)
 				}
 				// The range reaches back to when the socket was last seen
 				// empty (the kernel may give merged segments the later
-				// one's receive time: see rawhttp.StampedConn): about when
-				// the request was sent, not before the last response.
-				if from := first.Add(-rec.FirstBound); from.Before(rec.Sent.Add(-time.Millisecond)) {
-					t.Errorf("first bound %v reaches %v before the request was sent, want no more than 1 ms", rec.FirstBound, rec.Sent.Sub(from))
+				// one's receive time: see rawhttp.StampedConn): after the
+				// last response's last token was read, not before it
+				// (how long before this request's send depends on the
+				// machine: seen 1.07 ms, three suites at once).
+				prevLast := prev.FirstToken
+				for _, g := range prev.Gaps {
+					prevLast = prevLast.Add(g)
 				}
-				if third.Before(ws[2][0]) || third.After(ws[2][1].Add(time.Millisecond)) {
-					t.Errorf("third token stamped %v after its write began (written in %v): want within its write, not the %v hold later",
-						third.Sub(ws[2][0]), ws[2][1].Sub(ws[2][0]), hold)
+				if from := first.Add(-rec.FirstBound); from.Before(prevLast) {
+					t.Errorf("first bound %v reaches %v before the last response's last token, want after it", rec.FirstBound, prevLast.Sub(from))
+				}
+				if rec.Gaps[2] == 0 {
+					// The third and fourth, written 60 ms apart, came in
+					// one read: a stalled machine held it past the fourth
+					// write as well as the 40 ms hold. They share the
+					// fourth's stamp; the counts are the first case's.
+					t.Logf("the third and fourth tokens came in one read: the machine held it past the fourth write")
+					return
+				}
+				if third.Before(ws[2][0]) || third.After(ws[2][1].Add(hold/4)) {
+					t.Errorf("third token stamped %v after its write began (written in %v): want within its write (or up to %v after: loopback's receive left to ksoftirqd), not the %v hold later",
+						third.Sub(ws[2][0]), ws[2][1].Sub(ws[2][0]), hold/4, hold)
 				}
 				if rec.LateEvents != 1 || rec.LateGaps != 1 {
 					t.Errorf("late events %d, late gaps %d; want 1, 1 (the first token, the gap out of it)", rec.LateEvents, rec.LateGaps)

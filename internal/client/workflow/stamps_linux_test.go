@@ -149,16 +149,27 @@ func TestStepsStampedByTheirReads(t *testing.T) {
 					t.Errorf("%s stamped %v after its write began (late by at most %v): want a range that holds the write", what, stamp.Sub(win[0]), bound)
 				}
 			}
+			// With kernel stamps, the first two events share a stamp
+			// when they came in one read: always when written 5 ms apart
+			// (close), and when 60 ms apart only if a stalled machine held
+			// the read past the second write as well as the 40 ms hold
+			// (seen once, three suites at once).
+			shared := kernel && generate.Gaps[0] == 0
 			switch {
-			case kernel && !tc.close:
+			case kernel && tc.close && !shared:
+				t.Errorf("first gap %v: want 0, the two events written 5 ms apart brought by one read held %v", generate.Gaps[0], hold)
+			case kernel && !shared:
 				if rec.LateEvents != 0 || rec.LateFirst || rec.LateGaps != 0 || rec.EndBound != 0 {
 					t.Errorf("late events %d, first %v, gaps %d, end bound %v: want none late", rec.LateEvents, rec.LateFirst, rec.LateGaps, rec.EndBound)
 				}
 			case kernel:
 				// The first shares its read with the second, the rest are
 				// on time.
+				if !tc.close {
+					t.Logf("the first two events, written 60 ms apart, came in one read: the machine held it past the second write")
+				}
 				if rec.LateEvents != 1 || !rec.LateFirst || rec.LateGaps != 1 || rec.FirstBound < 3*time.Millisecond {
-					t.Errorf("late events %d, first %v (by %v), gaps %d: want the first alone late, by the 5 ms between the writes", rec.LateEvents, rec.LateFirst, rec.FirstBound, rec.LateGaps)
+					t.Errorf("late events %d, first %v (by %v), gaps %d: want the first alone late, by the time between the writes", rec.LateEvents, rec.LateFirst, rec.FirstBound, rec.LateGaps)
 				}
 			default:
 				if rec.LateEvents != len(wins) || !rec.LateFirst || rec.LateGaps != len(wins)-1 || rec.EndBound < hold/2 {
