@@ -293,7 +293,8 @@ func TestSaturatedGeneratorIsInvalid(t *testing.T) {
 // measures is some 8 ms long. The TTFT range must hold the server's 5 ms;
 // a limit far above the range passes, one inside it cannot be judged (exit
 // 4), one below it fails (exit 3). Not parallel: the stall holds every
-// reactor of the test binary.
+// reactor of the test binary; a run whose sends the machine made late
+// goes again (up to three times).
 func TestLateReadsBoundTheVerdict(t *testing.T) {
 	if !rawhttp.Available() {
 		t.Skip("the reactor reads streams only on Linux")
@@ -313,11 +314,21 @@ func TestLateReadsBoundTheVerdict(t *testing.T) {
 		for _, e := range thresholds {
 			x.Thresholds = append(x.Thresholds, experiment.ThresholdSpec{Expr: e})
 		}
-		res, err := spate.Run(context.Background(), x)
-		if res == nil {
-			t.Fatal(err)
+		// With every reactor stalled, a busy machine may also make a run
+		// send late (generator_saturated: seen beside three suites),
+		// which this test, about reads, is not about. Such a run goes
+		// again, up to three times.
+		for try := 1; ; try++ {
+			res, err := spate.Run(context.Background(), x)
+			if res == nil {
+				t.Fatal(err)
+			}
+			l := res.Scenarios[0].Load
+			if l.Valid || try == 3 || l.InvalidCause != metrics.CauseGenerator && l.InvalidCause != metrics.CauseMissed {
+				return res, err
+			}
+			t.Logf("try %d of %v: the generator sent late (%s): again", try, thresholds, l.InvalidReason)
 		}
-		return res, err
 	}
 	res, err := run("p50(ttft) < 1s", "p50(ttft) < 10ms")
 	sc := res.Scenarios[0]
