@@ -24,7 +24,10 @@ func TestCrashIsNotAUsageError(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // past main's start
+	// Past main's start, where spate sets how it crashes: a fixed 300 ms
+	// was too short for a loaded machine (the runtime's own exit code 2,
+	// three suites at once). The simulator waits for requests by then.
+	asleep(t, cmd.Process.Pid)
 	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
 		t.Fatal(err)
 	}

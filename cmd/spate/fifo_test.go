@@ -4,9 +4,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -135,7 +138,11 @@ func TestFIFOInputsObeySignals(t *testing.T) {
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(500 * time.Millisecond) // into the FIFO's open
+				// Into the FIFO's open (or the pipe's read): a fixed
+				// 500 ms was too short for a loaded machine, where the
+				// signal came before spate watched for it (killed by
+				// it, exit -1, three suites at once).
+				asleep(t, cmd.Process.Pid)
 				t0 := time.Now()
 				if err := cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
@@ -148,4 +155,53 @@ func TestFIFOInputsObeySignals(t *testing.T) {
 			})
 		}
 	}
+}
+
+// asleep waits (up to 10 s) until every thread of process pid sleeps and
+// together they used under 1 ms of CPU over the last 100 ms: it waits for
+// its input, long past starting up (where a signal could come before
+// spate watches for it). Where /proc has no schedstat, it waits 500 ms.
+func asleep(t *testing.T, pid int) {
+	t.Helper()
+	// sample is the threads' CPU time (schedstat's first field) and
+	// whether every one of them sleeps (state S).
+	sample := func() (time.Duration, bool, bool) {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return 0, false, false
+		}
+		var cpu time.Duration
+		sleeping := true
+		for _, task := range tasks {
+			dir := fmt.Sprintf("/proc/%d/task/%s/", pid, task.Name())
+			st, err1 := os.ReadFile(dir + "stat")
+			ss, err2 := os.ReadFile(dir + "schedstat")
+			f := strings.Fields(string(ss))
+			i := strings.LastIndexByte(string(st), ')')
+			if err1 != nil || err2 != nil || len(f) < 1 || i < 0 || i+2 >= len(st) {
+				return 0, false, false
+			}
+			n, _ := strconv.ParseInt(f[0], 10, 64)
+			cpu += time.Duration(n)
+			sleeping = sleeping && st[i+2] == 'S'
+		}
+		return cpu, sleeping, true
+	}
+	prev, _, ok := sample()
+	if !ok {
+		time.Sleep(500 * time.Millisecond)
+		return
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+		cpu, sleeping, ok := sample()
+		if !ok {
+			t.Fatalf("spate (pid %d) ended before it was signalled", pid)
+		}
+		if sleeping && cpu-prev < time.Millisecond {
+			return
+		}
+		prev = cpu
+	}
+	t.Fatalf("spate (pid %d) still busy 10 s after it started: not waiting for its input", pid)
 }

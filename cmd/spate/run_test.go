@@ -189,36 +189,52 @@ func TestCapBacklogMarksRunInvalid(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Config{TTFT: 100 * time.Millisecond, Tokens: 1})
 	defer srv.Close()
 	for _, allow := range []bool{false, true} {
-		out := filepath.Join(t.TempDir(), "r.json")
-		args := []string{"run", "--target", srv.BaseURL(), "--model", "x", "--rate", "50", "--arrival", "constant",
-			"--max-concurrency", "1", "--requests", "15", "--out", out, "--progress", "0"}
-		want := 4
-		if allow {
-			args, want = append(args, "--allow-invalid"), 0
-		}
-		code, stdout, stderr := cli(t, context.Background(), args...)
-		if code != want {
-			t.Fatalf("exit %d, want %d: %s %s", code, want, stdout, stderr)
-		}
-		lines := strings.Split(strings.TrimSpace(stdout), "\n")
-		if last := lines[len(lines)-2]; !strings.HasPrefix(last, "measurement: INVALID (stage main: concurrency_cap)") {
-			t.Errorf("last verdict line %q", last) // before "result written to"
-		}
-		r := readResult(t, out)
-		sc := r.Scenarios[0]
-		if sc.Load.Valid || sc.Load.InvalidCause != "concurrency_cap" || r.Verdict != "invalid" {
-			t.Fatalf("verdict %q load %+v: a cap that delays sends must make the run invalid", r.Verdict, sc.Load)
-		}
-		// 15 requests of 100 ms at 20 ms spacing (a 280 ms schedule, 500 ms
-		// of grace): about 8 sent, the rest missed.
-		if sc.Load.Missed < 2 || sc.Load.Missed+sc.Requests.Total != 15 {
-			t.Errorf("%d sent, %d missed: want 15 in all, some missed", sc.Requests.Total, sc.Load.Missed)
-		}
-		e2e, intended := sc.Metrics["e2e_ms"], sc.Metrics["e2e_intended_ms"]
-		within(t, "send-time e2e p50", e2e.P50, 100, 15)
-		if intended.P99 < 150 {
-			t.Errorf("intended-time e2e p99 %.1f ms: the backlog is hidden", intended.P99)
-		}
+		// The send-time median is judged on the best of a few rounds, each
+		// widened by the machine's timer lateness meanwhile (package
+		// jitter): a stall of a busy machine falls in one round (123 and
+		// 193 ms seen, three suites at once); a send-time figure that
+		// counted the wait for the cap (a median request waits some 240
+		// ms) is wrong in all.
+		jitter.BestOf(t, func() []string {
+			out := filepath.Join(t.TempDir(), "r.json")
+			args := []string{"run", "--target", srv.BaseURL(), "--model", "x", "--rate", "50", "--arrival", "constant",
+				"--max-concurrency", "1", "--requests", "15", "--out", out, "--progress", "0"}
+			want := 4
+			if allow {
+				args, want = append(args, "--allow-invalid"), 0
+			}
+			probe := jitter.Start(time.Millisecond)
+			code, stdout, stderr := cli(t, context.Background(), args...)
+			late := probe.Stop()
+			if code != want {
+				t.Fatalf("exit %d, want %d: %s %s", code, want, stdout, stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			if last := lines[len(lines)-2]; !strings.HasPrefix(last, "measurement: INVALID (stage main: concurrency_cap)") {
+				t.Errorf("last verdict line %q", last) // before "result written to"
+			}
+			r := readResult(t, out)
+			sc := r.Scenarios[0]
+			if sc.Load.Valid || sc.Load.InvalidCause != "concurrency_cap" || r.Verdict != "invalid" {
+				t.Fatalf("verdict %q load %+v: a cap that delays sends must make the run invalid", r.Verdict, sc.Load)
+			}
+			// 15 requests of 100 ms at 20 ms spacing (a 280 ms schedule, 500 ms
+			// of grace): about 8 sent, the rest missed.
+			if sc.Load.Missed < 2 || sc.Load.Missed+sc.Requests.Total != 15 {
+				t.Errorf("%d sent, %d missed: want 15 in all, some missed", sc.Requests.Total, sc.Load.Missed)
+			}
+			e2e, intended := sc.Metrics["e2e_ms"], sc.Metrics["e2e_intended_ms"]
+			if intended.P99 < 150 {
+				t.Errorf("intended-time e2e p99 %.1f ms: the backlog is hidden", intended.P99)
+			}
+			if e2e.P50 < 99.5 {
+				t.Errorf("send-time e2e p50 %.2f ms, sooner than the server's 100 ms", e2e.P50)
+			}
+			if hi := 115 + 2*float64(late.Median)/float64(time.Millisecond); e2e.P50 > hi {
+				return []string{fmt.Sprintf("allow %v: send-time e2e p50 %.2f ms, want 100 (at most %.2f; %v)", allow, e2e.P50, hi, late)}
+			}
+			return nil
+		})
 	}
 }
 
