@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,8 +230,8 @@ func TestComputePowerSeries(t *testing.T) {
 // output token and per request are that over the stage's output tokens
 // and requests. With the energy counters (measured), with only the power
 // gauge (estimated), and with the exporter restarting mid-stage (a
-// failed scrape, then GPU 0's counter from 0: at most what GPU 0 drew
-// between the last scrape before and the restart is lost).
+// failed scrape, then GPU 0's counter from 0: what GPU 0 drew between
+// the exporter's last answer before and the restart is lost).
 func TestEnergyPerTokenAgainstFakeExporter(t *testing.T) {
 	const (
 		tokens   = 8
@@ -250,23 +251,51 @@ func TestEnergyPerTokenAgainstFakeExporter(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		f      fakeDCGM
-		down   [2]float64 // the exporter answers 503 from, until (s)
+		down   [2]float64 // the exporter answers 503 from, until at least (s); see the handler
 		source string
 	}{
 		{name: "energy counters", f: fakeDCGM{watts: [2]float64{150, 250}}, source: EnergyMeasured},
 		{name: "power only", f: fakeDCGM{watts: [2]float64{150, 250}, noEnergy: true}, source: EnergyEstimated},
-		{name: "exporter restart", f: fakeDCGM{watts: [2]float64{150, 250}, resetAt: 0.7}, down: [2]float64{0.5, 0.7}, source: EnergyMeasured},
+		{name: "exporter restart", f: fakeDCGM{watts: [2]float64{150, 250}}, down: [2]float64{0.5, 0.7}, source: EnergyMeasured},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var t0 time.Time
+			// The restarting exporter is down from down[0] until down[1]
+			// or until it has refused a scrape, whichever is later, and
+			// comes back with GPU 0's counter from 0 (resetAt, the end of
+			// the restart). Under load (three suites at once on 2 cores)
+			// a fixed 0.5-0.7 s window was missed: offsets [… 0.476
+			// 1.006 …], the scrape sent at 0.476 s reached the exporter
+			// after 0.7 s, no scrape failed and no warning was due, only
+			// the counter's reset, which the product counts silently as
+			// documented (docs/observability.md). The premise "a scrape
+			// fails while the exporter restarts" is now made true by the
+			// exporter itself, whenever the scrapes come; the product
+			// must still warn of that failure, bridge it and count the
+			// reset, and a product that drops the warning fails every run.
+			var mu sync.Mutex
+			refusedAt, lastOK := -1.0, 0.0 // the first refusal; the last answer before the restart (s)
+			dcgm := tc.f
 			exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				at := time.Since(t0).Seconds()
-				if at >= tc.down[0] && at < tc.down[1] {
+				mu.Lock()
+				if tc.down[1] > 0 && at >= tc.down[0] && (at < tc.down[1] || refusedAt < 0) {
+					if refusedAt < 0 {
+						refusedAt = at
+					}
+					mu.Unlock()
 					http.Error(w, "restarting", http.StatusServiceUnavailable)
 					return
 				}
+				if tc.down[1] > 0 && at >= tc.down[0] {
+					dcgm.resetAt = max(tc.down[1], refusedAt)
+				} else {
+					lastOK = at
+				}
+				text := dcgm.text(t, at)
+				mu.Unlock()
 				w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-				fmt.Fprint(w, tc.f.text(t, at))
+				fmt.Fprint(w, text)
 			}))
 			defer exporter.Close()
 			client, err := openai.New(openai.Config{BaseURL: simulator.URL, API: openai.Chat, Model: sim.DefaultModel, Stream: true, Timeout: 10 * time.Second, Tokenizer: tok})
@@ -313,7 +342,12 @@ func TestEnergyPerTokenAgainstFakeExporter(t *testing.T) {
 			joules := f["gpu_energy_j"]
 			lo, hi := 400*(window-jitter), 400*(window+jitter)
 			if tc.down[1] > 0 {
-				lo -= 150 * (tc.down[1] + interval.Seconds() - tc.down[0]) // GPU 0 until the restart, at most
+				mu.Lock()
+				lost := 150 * (dcgm.resetAt - lastOK) // GPU 0 from its last answer to the restart
+				t.Logf("exporter down from %.3f s (first refusal at %.3f s), counter from 0 at %.3f s, last answer before at %.3f s: %.1f J of GPU 0 lost",
+					tc.down[0], refusedAt, dcgm.resetAt, lastOK, lost)
+				mu.Unlock()
+				lo -= lost
 			}
 			if joules < lo || joules > hi {
 				t.Errorf("%.1f J, want 400 W × %.3f s = %.1f J (in [%.1f, %.1f])", joules, window, 400*window, lo, hi)
@@ -333,8 +367,10 @@ func TestEnergyPerTokenAgainstFakeExporter(t *testing.T) {
 			if s, ok := srv.Series["gpu_energy_j_per_s"]; ok != !tc.f.noEnergy || (ok && s.Unit != "W") {
 				t.Errorf("gpu_energy_j_per_s present %v unit %q", ok, s.Unit)
 			}
-			if tc.down[1] > 0 && len(srv.Warnings) == 0 {
-				t.Errorf("no warning of the failed scrape")
+			// The warning names the first failure's cause, which a stall
+			// can make a timeout rather than the 503, and the count.
+			if tc.down[1] > 0 && !strings.Contains(strings.Join(srv.Warnings, "\n"), "scrapes failed") {
+				t.Errorf("no warning of the failed scrape in %q", srv.Warnings)
 			}
 		})
 	}
