@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spate-dev/spate/internal/client/failover"
+	"github.com/spate-dev/spate/internal/jitter"
 	"github.com/spate-dev/spate/internal/longtest"
 	"github.com/spate-dev/spate/internal/metrics"
 	"github.com/spate-dev/spate/internal/runner"
@@ -31,10 +32,35 @@ import (
 // baseline's p99 (the bound without an SLO: about 55 ms here, which one
 // request slowed by 20 ms under a whole CI run passed, leaving window 0
 // "not recovered").
+//
+// Under load (three suites at once on two cores, load about 10) the
+// client's stalls break what the machine must keep pace for, and only
+// those checks are judged on the best of up to five fresh tries (jitter.BestOf; fresh
+// simulators, proxy and client), each try's problems logged: a window
+// whose sends the client bunched after a stall (6 of its 10 requests sent
+// in it, all of them reaching the proxy after it ended; or none at all, 90
+// outside), a window whose requests reached the proxy late enough to
+// escape the fault (inside p50 183.5 ms, under the 335 ms attempt), a
+// stall of the whole run (outside p50 515 ms; window 1 failing over in
+// 1583 ms, 11 of its 12 requests failing at b too, which waited out the
+// attempt as well). A client that ignored the attempt timeout, a proxy
+// that placed its windows wrongly or black-holed no one, or figures that
+// counted wrongly, fail every try. What no stall can break stays hard in
+// every try: no failover is faster than the attempt timeout, a window
+// without a failover carries the warning saying why, the windows' times
+// are the schedule's, and the figures agree with one another.
 func TestBlackholeFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
 	}
+	jitter.BestOf(t, func() []string { return blackholeFailoverTry(t) })
+}
+
+// blackholeFailoverTry runs TestBlackholeFailover's stage once, from
+// scratch, reports what no stall excuses with t.Errorf and returns the
+// problems a stalled machine can cause.
+func blackholeFailoverTry(t *testing.T) (problems []string) {
+	problem := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	const (
 		attempt = 300 * time.Millisecond
 		e2eB    = 35 * time.Millisecond // 20 ms TTFT + 3 × 5 ms ITL
@@ -67,34 +93,14 @@ func TestBlackholeFailover(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	c := res.Scenarios[0].Chaos
-	if c == nil || len(c.Windows) != 3 || c.FailoverMS == nil || c.MSR == nil || c.RRetry == nil {
+	if c == nil || len(c.Windows) != 3 {
 		t.Fatalf("chaos section %+v", c)
+	}
+	warned := func(prefix string) bool {
+		return slices.ContainsFunc(c.Warnings, func(s string) bool { return strings.HasPrefix(s, prefix) })
 	}
 	var failovers, recoveries []float64
 	for i, w := range c.Windows {
-		if w.FailoverMS == nil {
-			t.Fatalf("window %d: no failover: %+v; warnings %q", i, w, c.Warnings)
-		}
-		if w.RecoveryMS == nil {
-			// A stalled machine can push a window's last bad bin so late
-			// that no whole bin follows it before the next fault: the
-			// recovery cannot be told, and the result must say so.
-			unsaid := !slices.ContainsFunc(c.Warnings, func(s string) bool {
-				return strings.HasPrefix(s, fmt.Sprintf("window %d: recovery not measured", i))
-			})
-			if unsaid {
-				t.Errorf("window %d: no recovery and no warning saying why: %+v; warnings %q", i, w, c.Warnings)
-			}
-			t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery not measured; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, w.Inside)
-		} else {
-			t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery %.0f ms; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, *w.RecoveryMS, w.Inside)
-			recoveries = append(recoveries, *w.RecoveryMS)
-		}
-		failovers = append(failovers, *w.FailoverMS)
-		// Every request inside waited out the attempt timeout.
-		if w.Inside.E2EP50MS < ms(attempt+e2eB)-5 || w.Outside.E2EP50MS >= w.Inside.E2EP50MS {
-			t.Errorf("window %d: E2E p50 inside %.1f ms (want ≥ %v), outside %.1f ms", i, w.Inside.E2EP50MS, attempt+e2eB, w.Outside.E2EP50MS)
-		}
 		// The schedule starts when the proxy takes it, after the stage's
 		// start by the time that takes (0.1 s seen under three suites):
 		// the first window at 0.5 s or a little later, each 0.25 s long
@@ -103,43 +109,89 @@ func TestBlackholeFailover(t *testing.T) {
 		if math.Abs(w.EndS-w.StartS-0.25) > 0.001 || math.Abs(w.StartS-at) > 0.05 || c.Windows[0].StartS < 0.5 || c.Windows[0].StartS > 0.8 {
 			t.Errorf("window %d: %.3f–%.3f s, want %.2f–%.2f s (the first from 0.5 s to 0.8 s)", i, w.StartS, w.EndS, at, at+0.25)
 		}
+		if w.FailoverMS == nil {
+			// The figures take a window's requests by when the client
+			// sent them, the proxy black-holes by when they reach it: a
+			// client stalled through the window, or sending its requests
+			// in a burst at its end, leaves none the fault reached. The
+			// result must say so; the try is then not judged.
+			if !warned(fmt.Sprintf("window %d: no request", i)) {
+				t.Errorf("window %d: no failover and no warning saying why: %+v; warnings %q", i, w, c.Warnings)
+			}
+			problem("window %d %.3f–%.3f s: no failover measured, %d requests sent in it (10 planned): %+v; warnings %q", i, w.StartS, w.EndS, w.Inside.Requests, w, c.Warnings)
+			continue
+		}
+		failovers = append(failovers, *w.FailoverMS)
+		if w.RecoveryMS == nil {
+			// A stalled machine can push a window's last bad bin so late
+			// that no whole bin follows it before the next fault: the
+			// recovery cannot be told, and the result must say so.
+			if !warned(fmt.Sprintf("window %d: recovery not measured", i)) {
+				t.Errorf("window %d: no recovery and no warning saying why: %+v; warnings %q", i, w, c.Warnings)
+			}
+			t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery not measured; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, w.Inside)
+		} else {
+			t.Logf("window %d %.3f–%.3f s: failover %.1f ms, recovery %.0f ms; inside %+v", i, w.StartS, w.EndS, *w.FailoverMS, *w.RecoveryMS, w.Inside)
+			recoveries = append(recoveries, *w.RecoveryMS)
+		}
+		// Every request inside waited out the attempt timeout, when each
+		// reached the proxy before the window ended.
+		if w.Inside.E2EP50MS < ms(attempt+e2eB)-5 || w.Outside.E2EP50MS >= w.Inside.E2EP50MS {
+			problem("window %d: E2E p50 inside %.1f ms (want ≥ %v), outside %.1f ms", i, w.Inside.E2EP50MS, attempt+e2eB, w.Outside.E2EP50MS)
+		}
 	}
-	t.Logf("r_retry %v, msr %.3f (%s), injected %v, errors seen %d", *c.RRetry, *c.MSR, c.MSRGrade, c.Injected, c.ErrorsSeen)
+	t.Logf("r_retry %v, msr %v (%s), injected %v, errors seen %d, retried %d, upstreams %v", deref(c.RRetry), deref(c.MSR), c.MSRGrade, c.Injected, c.ErrorsSeen, c.Retried, c.Upstreams)
 	slices.Sort(failovers)
 	slices.Sort(recoveries)
 	lo, hi := ms(attempt+ttftB)-5, ms(attempt+ttftB+gap)+60
-	if m := failovers[1]; m < lo || m > hi {
-		t.Errorf("median failover %.1f ms, want %.0f..%.0f", m, lo, hi)
-	}
-	if failovers[0] < lo {
+	// No failover is faster than the attempt timeout, however loaded.
+	if len(failovers) > 0 && failovers[0] < lo {
 		t.Errorf("failover %.1f ms is shorter than the attempt timeout allows", failovers[0])
+	}
+	if len(failovers) == 3 {
+		if m := failovers[1]; m > hi {
+			problem("median failover %.1f ms, want %.0f..%.0f", m, lo, hi)
+		}
 	}
 	// Most windows' recovery is 0 (A answers again at once); one that a
 	// stall left unmeasured is not counted.
 	if len(recoveries) < 2 || recoveries[(len(recoveries)-1)/2] != 0 {
-		t.Errorf("recoveries %v ms of %d windows, want two or more measured, most of them 0: A answers again at once", recoveries, len(c.Windows))
+		problem("recoveries %v ms of %d windows, want two or more measured, most of them 0: A answers again at once", recoveries, len(c.Windows))
 	}
 	// 10 sends in each quarter-second window (±1 at its edges); a stalled
 	// machine may fail over a few more requests outside them.
-	if bh := c.Injected["blackhole"]; *c.RRetry != 1 || bh < 27 || bh > 33 || int64(c.Retried) < bh || c.ErrorsSeen != 0 {
-		t.Errorf("black-holes %d (want 30), retried %d (want ≥ them), r_retry %v (want 1), errors %d", bh, c.Retried, *c.RRetry, c.ErrorsSeen)
+	bh := c.Injected["blackhole"]
+	if c.RRetry == nil || *c.RRetry != 1 || bh < 27 || bh > 33 || int64(c.Retried) < bh || c.ErrorsSeen != 0 {
+		problem("black-holes %d (want 30), retried %d (want ≥ them), r_retry %v (want 1), errors %d", bh, c.Retried, deref(c.RRetry), c.ErrorsSeen)
 	}
-	slowest := 0.0
-	for _, w := range c.Windows {
-		slowest = max(slowest, *w.FailoverMS)
+	// The figures agree with one another, whatever the machine did.
+	if len(failovers) > 0 && (c.FailoverMS == nil || *c.FailoverMS != failovers[len(failovers)-1]) {
+		t.Errorf("failover_ms %v is not the slowest window's %v", deref(c.FailoverMS), failovers[len(failovers)-1])
 	}
-	if *c.FailoverMS != slowest {
-		t.Errorf("failover_ms %v is not the slowest window's %v", *c.FailoverMS, slowest)
+	if len(failovers) == 3 && c.RRetry != nil {
+		// MSR = (1 − T_failover / 800 ms) × R_retry.
+		if want := (1 - min(*c.FailoverMS/800, 1)) * *c.RRetry; c.MSR == nil || math.Abs(*c.MSR-want) > 1e-12 || c.MSRGrade != Grade(want) {
+			t.Errorf("msr %v %s, want %v", deref(c.MSR), c.MSRGrade, want)
+		}
 	}
-	if want := 1 - *c.FailoverMS/800; math.Abs(*c.MSR-want) > 1e-12 || c.MSRGrade != Grade(want) {
-		t.Errorf("msr %v %s, want %v", *c.MSR, c.MSRGrade, want)
+	if c.FaultsInjected != bh || bh == 0 || c.ErrorAmplification == nil || *c.ErrorAmplification != float64(c.ErrorsSeen)/float64(bh) {
+		t.Errorf("failing faults %d, black-holes %d, amplification %v with %d errors", c.FaultsInjected, bh, deref(c.ErrorAmplification), c.ErrorsSeen)
 	}
-	if c.FaultsInjected != c.Injected["blackhole"] || *c.ErrorAmplification != 0 {
-		t.Errorf("failing faults %d, black-holes %d, amplification %v", c.FaultsInjected, c.Injected["blackhole"], *c.ErrorAmplification)
-	}
-	if c.Upstreams["b"] != c.Retried || c.Upstreams["a"]+c.Upstreams["b"] != 90 {
+	// Under the failover policy a request's second attempt is b's.
+	if c.Upstreams["b"] != c.Retried {
 		t.Errorf("upstreams %v, retried %d", c.Upstreams, c.Retried)
 	}
+	if c.Upstreams["a"]+c.Upstreams["b"] != 90 {
+		problem("upstreams %v: %d requests, want the 90 planned", c.Upstreams, c.Upstreams["a"]+c.Upstreams["b"])
+	}
+	return problems
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // TestBlackholeLongStreams: answers stream for 2 s (50 ms to the first

@@ -116,7 +116,7 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 		bound = time.Duration(1.5 * base.E2EP99MS * float64(time.Millisecond))
 	}
 
-	failing, failovers, unfinished, unrecovered := 0, 0, 0, 0
+	failing, failovers, unfinished, unrecovered, unsent := 0, 0, 0, 0, 0
 	for i, w := range windows {
 		sp := spans[i]
 		var inside, outside []Sample
@@ -142,6 +142,12 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 			case needed:
 				unfinished++
 				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request the fault reached (sent in it, with a failed attempt) succeeded within the stage: the failover did not complete", i))
+			case len(inside) == 0:
+				// Nothing was sent while the fault was in force (a client
+				// stalled past the whole window, or too light a load): that
+				// is no evidence that no failover was needed.
+				unsent++
+				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request was sent during it: its failover was not measured", i))
 			default:
 				c.Warnings = append(c.Warnings, fmt.Sprintf("window %d: no request sent during it failed an attempt: no failover was needed", i))
 			}
@@ -209,6 +215,8 @@ func Figures(samples []Sample, windows []Window, o FigureOptions) *result.Chaos 
 	switch {
 	case failing == 0:
 		c.MSRReason = "no failing fault window in the stage: nothing to fail over from"
+	case failovers == 0 && unfinished == 0 && unsent == failing:
+		c.MSRReason = "no request was sent during the fault windows: the failover was not measured"
 	case failovers == 0 && unfinished == 0:
 		c.MSRReason = "no request sent during the fault windows failed an attempt: no failover was needed"
 	case c.RRetry == nil:

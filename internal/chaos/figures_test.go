@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,16 @@ func TestFiguresEdges(t *testing.T) {
 	c = Figures(ss, ws, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})
 	if c.MSR != nil || c.FailoverMS != nil || !strings.Contains(c.MSRReason, "no failover was needed") {
 		t.Errorf("fault felt by none: msr %v failover %v reason %q", c.MSR, c.FailoverMS, c.MSRReason)
+	}
+	// A window nothing was sent in (a client stalled past it; seen in
+	// TestBlackholeFailover on a loaded machine: 0 requests inside, 90
+	// outside): not measured, which is not "no failover was needed".
+	ss, _ = plantedStage(t0)
+	gap := []Window{{Faults: `{"blackhole_rate":1}`, Start: t0.Add(2050 * time.Millisecond), End: t0.Add(2090 * time.Millisecond), Failing: true}}
+	c = Figures(ss, gap, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})
+	if c.Windows[0].Inside.Requests != 0 || c.MSR != nil || strings.Contains(c.MSRReason, "no failover was needed") ||
+		!slices.ContainsFunc(c.Warnings, func(s string) bool { return strings.HasPrefix(s, "window 0: no request was sent during it") }) {
+		t.Errorf("window nothing was sent in: inside %d, msr %v, reason %q, warnings %q", c.Windows[0].Inside.Requests, c.MSR, c.MSRReason, c.Warnings)
 	}
 	// No failing window at all.
 	c = Figures(ss, nil, FigureOptions{Start: t0, End: t0.Add(5 * time.Second)})

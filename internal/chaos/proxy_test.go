@@ -127,6 +127,15 @@ func TestRejectionHeaders(t *testing.T) {
 // is 55 ms, so 1.5 times the draw fails). The distribution's median and σ
 // over 400 requests are TestLognormalLatency's, which needs 6 s of real
 // time and runs with -tags integration.
+//
+// The lower bound is physics and holds in every try. The median excess is
+// judged on the best of up to five fresh tries (jitter.BestOf) (a fresh proxy, whose
+// draws start again at request 0, and a fresh direct-path baseline): with
+// three suites at once on two cores (load about 10) one try saw a median
+// excess of 16.8 ms over a 3.1 ms direct path, the machine's queueing
+// falling on the proxied requests and not on the baseline's; a latency
+// stretched by half (a median excess near 27 ms) or added twice (55 ms)
+// is so in every try.
 func TestLatencyPerRequest(t *testing.T) {
 	const seed, n = 5, 16
 	up := startSim(t, 0, 0, 1)
@@ -136,28 +145,31 @@ func TestLatencyPerRequest(t *testing.T) {
 	}
 	set := Set{Seed: seed, Rule: Rule{Latency: lat}}
 	rules := []Rule{set.Rule.withDefaults()}
-	base := median(e2es(load(t, newClient(t, up, 10*time.Second), 20, 1)))
-	p, url := startProxy(t, up, &set)
-	rs := load(t, newClient(t, url, 10*time.Second), n, 1)
-	var excess []time.Duration
-	for i, r := range rs {
-		if r.err != record.OK {
-			t.Fatalf("request %d failed: %s: %s", i, r.err, r.msg)
+	jitter.BestOf(t, func() []string {
+		base := median(e2es(load(t, newClient(t, up, 10*time.Second), 20, 1)))
+		p, url := startProxy(t, up, &set)
+		rs := load(t, newClient(t, url, 10*time.Second), n, 1)
+		var excess []time.Duration
+		for i, r := range rs {
+			if r.err != record.OK {
+				t.Fatalf("request %d failed: %s: %s", i, r.err, r.msg)
+			}
+			planted, e2e := decide(rules, seed, uint64(i), 0).latency, r.end.Sub(r.sent)
+			if e2e < planted {
+				t.Errorf("request %d: E2E %v, shorter than its planted latency %v", i, e2e, planted)
+			}
+			excess = append(excess, e2e-planted-base)
 		}
-		planted, e2e := decide(rules, seed, uint64(i), 0).latency, r.end.Sub(r.sent)
-		if e2e < planted {
-			t.Errorf("request %d: E2E %v, shorter than its planted latency %v", i, e2e, planted)
+		if st := p.Stats(); st.Injected["latency"] != n {
+			t.Errorf("latency injected %d times, want %d", st.Injected["latency"], n)
 		}
-		excess = append(excess, e2e-planted-base)
-	}
-	if m := median(excess); m > 15*time.Millisecond {
-		t.Errorf("E2E exceeds draw + direct path (%v) by a median of %v, want under 15 ms", base, m)
-	} else {
+		m := median(excess)
 		t.Logf("E2E exceeds draw + direct path (%v) by a median of %v", base, m)
-	}
-	if st := p.Stats(); st.Injected["latency"] != n {
-		t.Errorf("latency injected %d times, want %d", st.Injected["latency"], n)
-	}
+		if m > 15*time.Millisecond {
+			return []string{fmt.Sprintf("E2E exceeds draw + direct path (%v) by a median of %v, want under 15 ms", base, m)}
+		}
+		return nil
+	})
 }
 
 // TestLognormalLatency plants lognormal:5.5:0.5 latency and recovers,
@@ -241,8 +253,10 @@ func TestStreamFaults(t *testing.T) {
 	const itl = 5 * time.Millisecond
 	up := startSim(t, 5*time.Millisecond, itl, 8)
 
-	t.Run("stall", func(t *testing.T) {
-		const stall = 150 * time.Millisecond
+	const stall = 150 * time.Millisecond
+	// stallTry sends 12 requests through a fresh proxy that stalls each
+	// after its third event and returns their ITL maxima.
+	stallTry := func(t *testing.T) []time.Duration {
 		p, url := startProxy(t, up, &Set{Rule: Rule{StallRate: 1, StallDuration: Duration(stall), StallAfter: 3}})
 		rs := load(t, newClient(t, url, 10*time.Second), 12, 4)
 		var maxGaps []time.Duration
@@ -259,14 +273,29 @@ func TestStreamFaults(t *testing.T) {
 		}
 		// The stall holds back the event after the third (role, two
 		// tokens): that gap is the stall plus at most an ITL, and slack.
-		if m := median(maxGaps); m < stall-15*time.Millisecond || m > stall+itl+60*time.Millisecond {
-			t.Errorf("median ITL max %v, want %v..%v", m, stall-15*time.Millisecond, stall+itl+60*time.Millisecond)
-		} else {
-			t.Logf("median ITL max %v with a %v stall", m, stall)
+		// The lower bound holds in every try.
+		if m := median(maxGaps); m < stall-15*time.Millisecond {
+			t.Errorf("median ITL max %v, want ≥ %v", m, stall-15*time.Millisecond)
 		}
 		if got := p.Stats().Injected["stall"]; got != 12 {
 			t.Errorf("stalls injected %d, want 12", got)
 		}
+		return maxGaps
+	}
+	t.Run("stall", func(t *testing.T) {
+		// The median's upper bound is judged on the best of up to five
+		// fresh tries (a fresh proxy each): with three suites at once on
+		// two cores (load about 10) one try's median was 224 ms, a stall
+		// of the machine adding to the proxy's; a stall applied twice
+		// (300 ms), or one per event, is so in every try.
+		jitter.BestOf(t, func() []string {
+			m := median(stallTry(t))
+			t.Logf("median ITL max %v with a %v stall", m, stall)
+			if hi := stall + itl + 60*time.Millisecond; m > hi {
+				return []string{fmt.Sprintf("median ITL max %v, want %v..%v", m, stall-15*time.Millisecond, hi)}
+			}
+			return nil
+		})
 	})
 	t.Run("truncate", func(t *testing.T) {
 		p, url := startProxy(t, up, &Set{Seed: 11, Rule: Rule{TruncateRate: 0.5, TruncateAfter: 4}})
