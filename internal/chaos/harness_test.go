@@ -62,7 +62,7 @@ type outcome struct {
 	status           int
 	sent, end, first time.Time
 	maxGap, medGap   time.Duration
-	gaps             int
+	gaps, lateGaps   int
 }
 
 type collect struct {
@@ -72,7 +72,7 @@ type collect struct {
 
 func (c *collect) Sent(time.Time, time.Time, bool) {}
 func (c *collect) Record(rec *record.Record) {
-	r := outcome{err: rec.Err, msg: rec.ErrMsg, intent: rec.Intent, status: rec.Status, sent: rec.Sent, end: rec.End, first: rec.FirstToken, gaps: len(rec.Gaps)}
+	r := outcome{err: rec.Err, msg: rec.ErrMsg, intent: rec.Intent, status: rec.Status, sent: rec.Sent, end: rec.End, first: rec.FirstToken, gaps: len(rec.Gaps), lateGaps: rec.LateGaps}
 	for _, g := range rec.Gaps {
 		r.maxGap = max(r.maxGap, g)
 	}

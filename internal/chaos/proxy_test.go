@@ -319,17 +319,29 @@ func TestStreamFaults(t *testing.T) {
 	})
 	t.Run("drip", func(t *testing.T) {
 		const drip = 30 * time.Millisecond
-		_, url := startProxy(t, up, &Set{Rule: Rule{DripRate: 1, DripDelay: Duration(drip)}})
-		rs := load(t, newClient(t, url, 10*time.Second), 4, 4)
-		for i, r := range rs {
-			if r.err != record.OK {
-				t.Fatalf("request %d: %s", i, r.err)
+		// Every event waits drip after the previous one was written. A
+		// stalled reader may take a request's events in one read (all
+		// four requests' ITL max 0, three suites at once): they share
+		// its stamp, which the record must count late; such a round is
+		// judged again (jitter.BestOf), a stamp counted on time never.
+		jitter.BestOf(t, func() []string {
+			_, url := startProxy(t, up, &Set{Rule: Rule{DripRate: 1, DripDelay: Duration(drip)}})
+			rs := load(t, newClient(t, url, 10*time.Second), 4, 4)
+			var problems []string
+			for i, r := range rs {
+				if r.err != record.OK {
+					t.Fatalf("request %d: %s", i, r.err)
+				}
+				switch {
+				case r.maxGap >= drip:
+				case r.lateGaps == 0:
+					t.Errorf("request %d: ITL max %v, want ≥ %v, and no gap counted late", i, r.maxGap, drip)
+				default:
+					problems = append(problems, fmt.Sprintf("request %d: ITL max %v, want ≥ %v (%d of %d gaps read late)", i, r.maxGap, drip, r.lateGaps, r.gaps))
+				}
 			}
-			// Every event waits drip after the previous one was written.
-			if r.maxGap < drip {
-				t.Errorf("request %d: ITL max %v, want ≥ %v", i, r.maxGap, drip)
-			}
-		}
+			return problems
+		})
 	})
 }
 

@@ -15,9 +15,11 @@ import "time"
 // which a TTFT p99 rests on, does not.
 //
 // The last event of a read is not known to be its last until the next one
-// comes from a later read: one from the same read makes the one before it
-// late after all. The zero Late is ready for a response; Reset readies it
-// for the next.
+// comes from a later read: one from the same read but another write makes
+// the events before it late after all — the one before it and every event
+// of that one's write in the read (a stalled reader can take two writes of
+// two events each in one read: all of the first write's are late). The
+// zero Late is ready for a response; Reset readies it for the next.
 type Late struct {
 	// Events is the number of late events, Gaps of gaps with a late event
 	// at either end.
@@ -29,10 +31,15 @@ type Late struct {
 	// any late event's stamp may be from its bytes' arrival.
 	Bound time.Duration
 
-	// lastLate and lastLate2 say the last event and the one before were
-	// late, lastRead and lastChunk the last one's read and write.
-	lastLate, lastLate2 bool
+	// lastLate says the last event was late, lastRead and lastChunk are
+	// its read and write. run counts the events, ending with the last,
+	// that came on time in its read and write; runFirst says they begin
+	// with the response's first, afterLate that the event before them
+	// was late.
+	lastLate            bool
 	lastRead, lastChunk int
+	run                 int
+	runFirst, afterLate bool
 }
 
 // Reset readies l for another response.
@@ -42,18 +49,22 @@ func (l *Late) Reset() { *l = Late{} }
 // read rd, into the counts.
 func (l *Late) Stamp(e int, rd Read) {
 	late := rd.Bound > LateRead
-	sameWrite := rd.Chunk > 0 && rd.Chunk == l.lastChunk
-	if e > 0 && late && rd.Kernel && rd.N == l.lastRead && !sameWrite && !l.lastLate {
-		// The previous event shares this read, not its write, and is
-		// not its last.
-		l.Events++
+	sameRead := e > 0 && rd.N == l.lastRead
+	sameWrite := sameRead && rd.Chunk > 0 && rd.Chunk == l.lastChunk
+	if late && rd.Kernel && sameRead && !sameWrite && l.run > 0 {
+		// The events of the last one's write share this read, not its
+		// write, and are not its last: late, and so is each gap among
+		// them and the one into them (counted on time before).
+		l.Events += l.run
 		l.Bound = max(l.Bound, rd.Bound)
-		if e == 1 {
+		if l.runFirst {
 			l.First, l.FirstBound = true, rd.Bound
-		} else if !l.lastLate2 {
-			l.Gaps++ // the gap into it, counted on time before
 		}
-		l.lastLate = true
+		l.Gaps += l.run - 1
+		if !l.runFirst && !l.afterLate {
+			l.Gaps++
+		}
+		l.lastLate, l.run = true, 0
 	}
 	isLate := late && !rd.Kernel
 	if isLate {
@@ -68,5 +79,13 @@ func (l *Late) Stamp(e int, rd Read) {
 	} else if isLate || l.lastLate {
 		l.Gaps++
 	}
-	l.lastLate2, l.lastLate, l.lastRead, l.lastChunk = l.lastLate, isLate, rd.N, rd.Chunk
+	switch {
+	case isLate:
+		l.run = 0
+	case sameWrite && l.run > 0:
+		l.run++
+	default:
+		l.run, l.runFirst, l.afterLate = 1, e == 0, l.lastLate
+	}
+	l.lastLate, l.lastRead, l.lastChunk = isLate, rd.N, rd.Chunk
 }
