@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/spate-dev/spate/result"
@@ -168,4 +169,12 @@ func energyFigures(srv *result.Server, scrapes []Scrape, endS float64, outTokens
 		srv.Figures[k] = v
 	}
 	srv.EnergySource = e.source
+	if missed := endS - e.windowS; missed > partialEnergy*endS {
+		srv.Warnings = append(srv.Warnings, fmt.Sprintf("GPU energy covers %.2f s of the stage's %.2f s (its scrapes began late or ended early: a busy machine?): gpu_energy_j misses the rest, and J per output token and per request, over every request of the stage, are low by about %.0f %%",
+			e.windowS, endS, 100*missed/endS))
+	}
 }
+
+// partialEnergy is the share of a stage the energy's window may miss
+// before the figures warn that it does.
+const partialEnergy = 0.1

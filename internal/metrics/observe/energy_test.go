@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,6 +126,7 @@ func TestStageEnergy(t *testing.T) {
 		joules  float64
 		window  float64
 		source  string
+		partial bool // the window misses over a tenth of the stage: warned
 	}{
 		{name: "energy counters", f: steady, joules: 1200, window: 3, source: EnergyMeasured},
 		{name: "power only", f: fakeDCGM{watts: steady.watts, noEnergy: true}, joules: 1200, window: 3, source: EnergyEstimated},
@@ -140,6 +142,10 @@ func TestStageEnergy(t *testing.T) {
 		// The stage ended at 2.5 s, between the last two scrapes.
 		{name: "ended before the last scrape, counters", f: steady, endS: 2.5, joules: 1000, window: 2.5, source: EnergyMeasured},
 		{name: "ended before the last scrape, trapezoids", f: fakeDCGM{watts: steady.watts, rampWPerS: 20, noEnergy: true}, endS: 2.5, joules: 1000 + 20*2.5*2.5/2, window: 2.5, source: EnergyEstimated},
+		// The first scrape came 1 s late (a stalled machine): 2 of the
+		// stage's 3 s counted, and the result says so.
+		{name: "first scrape late", f: steady, offsets: []float64{1, 2, 3}, endS: 3, joules: 800, window: 2, source: EnergyMeasured, partial: true},
+		{name: "first scrape a little late", f: steady, offsets: []float64{0.2, 1, 2, 3}, endS: 3, joules: 1120, window: 2.8, source: EnergyMeasured},
 		{name: "one scrape", f: steady, offsets: []float64{0}},
 		{name: "two scrapes, one failed", f: steady, offsets: []float64{0, 1}, failed: map[float64]bool{1: true}},
 	} {
@@ -174,6 +180,10 @@ func TestStageEnergy(t *testing.T) {
 			near("gpu_energy_j_per_request", f["gpu_energy_j_per_request"], tc.joules/30)
 			near("gpu_energy_output_tokens", f["gpu_energy_output_tokens"], 240)
 			near("gpu_energy_requests", f["gpu_energy_requests"], 30)
+			warned := slices.ContainsFunc(srv.Warnings, func(w string) bool { return strings.HasPrefix(w, "GPU energy covers") })
+			if warned != tc.partial {
+				t.Errorf("warnings %q: want a partial window's warning %v", srv.Warnings, tc.partial)
+			}
 		})
 	}
 }
@@ -336,8 +346,20 @@ func TestEnergyPerTokenAgainstFakeExporter(t *testing.T) {
 			// the stage's end (the last scrape comes after it has drained).
 			window := f["gpu_energy_window_s"]
 			first, last := srv.OffsetsS[0], srv.OffsetsS[len(srv.OffsetsS)-1]
-			if math.Abs(window-(min(last, sc.DurationS)-first)) > 1e-9 || math.Abs(window-sc.DurationS) > interval.Seconds() {
+			if math.Abs(window-(min(last, sc.DurationS)-first)) > 1e-9 {
 				t.Errorf("window %.3f s, scrapes %.3f–%.3f s, stage %.3f s: want the first scrape to the stage's end", window, first, last, sc.DurationS)
+			}
+			// A stalled machine can make the first scrape late (0.300 s
+			// seen, three suites at once): the energy then covers less
+			// than the stage, which the result must say; the stage's
+			// 400 W × its duration is judged only when it covers it.
+			covers := math.Abs(window-sc.DurationS) <= interval.Seconds()
+			partial := slices.ContainsFunc(srv.Warnings, func(w string) bool { return strings.HasPrefix(w, "GPU energy covers") })
+			if !covers && sc.DurationS-window > 0.1*sc.DurationS && !partial {
+				t.Errorf("window %.3f s of the stage's %.3f s, warnings %q: want the partial window's warning", window, sc.DurationS, srv.Warnings)
+			}
+			if !covers {
+				t.Logf("the first scrape at %.3f s: the energy covers %.3f s of the stage's %.3f s", first, window, sc.DurationS)
 			}
 			joules := f["gpu_energy_j"]
 			lo, hi := 400*(window-jitter), 400*(window+jitter)
@@ -352,7 +374,7 @@ func TestEnergyPerTokenAgainstFakeExporter(t *testing.T) {
 			if joules < lo || joules > hi {
 				t.Errorf("%.1f J, want 400 W × %.3f s = %.1f J (in [%.1f, %.1f])", joules, window, 400*window, lo, hi)
 			}
-			if math.Abs(joules-400*sc.DurationS) > 400*interval.Seconds()+(400*window-lo) {
+			if covers && math.Abs(joules-400*sc.DurationS) > 400*interval.Seconds()+(400*window-lo) {
 				t.Errorf("%.1f J, want 400 W × the stage's %.3f s = %.1f J, within a scrape interval", joules, sc.DurationS, 400*sc.DurationS)
 			}
 			if got, want := f["gpu_energy_j_per_output_token"], joules/float64(sc.Tokens.Output); math.Abs(got-want) > 1e-9 {
