@@ -180,9 +180,15 @@ func TestStageEnergy(t *testing.T) {
 			near("gpu_energy_j_per_request", f["gpu_energy_j_per_request"], tc.joules/30)
 			near("gpu_energy_output_tokens", f["gpu_energy_output_tokens"], 240)
 			near("gpu_energy_requests", f["gpu_energy_requests"], 30)
+			// The warning gives the window, the stage and the share
+			// missed: 1 s of 3 is 33 %.
 			warned := slices.ContainsFunc(srv.Warnings, func(w string) bool { return strings.HasPrefix(w, "GPU energy covers") })
 			if warned != tc.partial {
 				t.Errorf("warnings %q: want a partial window's warning %v", srv.Warnings, tc.partial)
+			}
+			if want := fmt.Sprintf("GPU energy covers %.2f s of the stage's %.2f s", tc.window, tc.endS); tc.partial &&
+				!slices.ContainsFunc(srv.Warnings, func(w string) bool { return strings.HasPrefix(w, want) && strings.HasSuffix(w, "low by about 33 %") }) {
+				t.Errorf("warnings %q: want %q ... low by about 33 %%", srv.Warnings, want)
 			}
 		})
 	}
